@@ -1,0 +1,284 @@
+"""Stage directories: sharded Parquet committed atomically, a manifest, resume keys.
+
+A stage writes ``OUT/part-00000.parquet ...`` and ``OUT/_manifest.json``. Each shard is written
+to a hidden temp name, fsync'd, then renamed into place, and only then listed in the manifest
+(itself replaced atomically). So a crash at any instant leaves either a committed shard or a temp
+file that no reader ever opens. Reopening the directory with the same fingerprints yields the keys
+already committed so the stage can skip them; the same command rerun after a ``kill -9`` therefore
+writes exactly the rows of a run that never stopped (datatrove's completion markers, per shard).
+
+>>> import tempfile, pyarrow as pa
+>>> d = tempfile.mkdtemp()
+>>> with StageWriter(d, stage="demo", kind=None, config={"n": 1}, keys=("id",)) as w:
+...     _ = w.commit(pa.table({"id": ["a", "b"]}))
+...     _ = w.finish()
+>>> read_stage(d).num_rows
+2
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from reasonkit import __version__
+from reasonkit.errors import UserError
+from reasonkit.schema import validate
+
+MANIFEST = "_manifest.json"
+_SHARD = "part-{:05d}.parquet"
+
+
+def fingerprint(obj: Any) -> str:
+    """A stable 16-hex-digit hash of a config (dataclass, dict, list or scalar).
+
+    >>> fingerprint({"b": 1, "a": [1, 2]}) == fingerprint({"a": [1, 2], "b": 1})
+    True
+    """
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        obj = dataclasses.asdict(obj)
+    text = json.dumps(obj, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def fingerprint_path(path: str | os.PathLike) -> str:
+    """Fingerprint of an input: a stage directory by its manifest, a file by its bytes."""
+    path = Path(path)
+    if (path / MANIFEST).is_file():
+        m = json.loads((path / MANIFEST).read_text())
+        return fingerprint([m.get("stage"), m.get("config_fingerprint"), m.get("input_fingerprint"), m.get("rows")])
+    if path.is_file():
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()[:16]
+    return fingerprint(str(path))  # e.g. a Hub dataset id
+
+
+def is_stage_dir(path: str | os.PathLike) -> bool:
+    return (Path(path) / MANIFEST).is_file()
+
+
+def load_manifest(path: str | os.PathLike) -> dict:
+    file = Path(path) / MANIFEST
+    try:
+        return json.loads(file.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: not a stage directory (no {MANIFEST})") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{file}: unreadable manifest ({e})") from None
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class StageWriter:
+    """Writes one stage directory; reopening it resumes.
+
+    ``kind`` names the schema.py table every shard is validated against (None: no contract).
+    ``config`` is the resolved stage config; its fingerprint, with ``input_fingerprint``, must
+    match a directory being resumed, or the writer refuses unless ``overwrite``.
+    """
+
+    def __init__(
+        self,
+        out_dir: str | os.PathLike,
+        *,
+        stage: str,
+        kind: str | None,
+        config: Any,
+        keys: Sequence[str],
+        input_fingerprint: str | None = None,
+        overwrite: bool = False,
+    ):
+        self.dir = Path(out_dir)
+        self.stage, self.kind, self.keys = stage, kind, tuple(keys)
+        self.config_fingerprint = fingerprint(config)
+        self.input_fingerprint = input_fingerprint
+        config_dict = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else config
+        if overwrite and self.dir.exists():
+            self._clear()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if (self.dir / MANIFEST).exists():
+            self.manifest = load_manifest(self.dir)
+            self._check_resumable()
+            self._adopt_orphans()
+        else:
+            if any(self.dir.glob("part-*.parquet")):
+                raise UserError(f"{self.dir}: holds shards but no {MANIFEST}; pass --overwrite to replace them")
+            self.manifest = {
+                "stage": stage,
+                "kind": kind,
+                "config_fingerprint": self.config_fingerprint,
+                "input_fingerprint": input_fingerprint,
+                "config": json.loads(json.dumps(config_dict, default=str)),
+                "reasonkit_version": __version__,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "shards": [],
+                "rows": 0,
+                "tokens": 0,
+                "complete": False,
+            }
+            self._save_manifest()
+
+    # -- resume -----------------------------------------------------------------------------
+    def _check_resumable(self) -> None:
+        m = self.manifest
+        for what, mine, theirs in (
+            ("stage", self.stage, m.get("stage")),
+            ("config fingerprint", self.config_fingerprint, m.get("config_fingerprint")),
+            ("input fingerprint", self.input_fingerprint, m.get("input_fingerprint")),
+        ):
+            if mine != theirs:
+                raise UserError(
+                    f"{self.dir}: written by a different {what} ({theirs}, this run {mine}); "
+                    "pass --overwrite to replace it, or choose another --out"
+                )
+
+    def _adopt_orphans(self) -> None:
+        """A shard renamed into place whose manifest update was lost to a crash.
+
+        It was fsync'd before the rename, so if it reads back it is whole: adopt it rather than
+        throw the work away. Temp files are torn by definition and are removed.
+        """
+        listed = {s["file"] for s in self.manifest["shards"]}
+        for tmp in self.dir.glob(".part-*.tmp-*"):
+            tmp.unlink(missing_ok=True)
+        for path in sorted(self.dir.glob("part-*.parquet")):
+            if path.name in listed:
+                continue
+            try:
+                table = pq.read_table(path)
+            except Exception:
+                path.unlink()
+                continue
+            self._record(path.name, table)
+        self._save_manifest()
+
+    def done_keys(self) -> set[tuple]:
+        """Keys of every committed row, as tuples in the order of ``keys``."""
+        done: set[tuple] = set()
+        for s in self.manifest["shards"]:
+            t = pq.read_table(self.dir / s["file"], columns=list(self.keys))
+            done.update(zip(*(t.column(k).to_pylist() for k in self.keys)))
+        return done
+
+    # -- writing ----------------------------------------------------------------------------
+    def commit(self, table: pa.Table) -> Path | None:
+        """Validate and atomically commit one shard; returns its path (None for an empty table)."""
+        if table.num_rows == 0:
+            return None
+        if self.manifest["complete"]:
+            self.manifest["complete"] = False  # more rows arrived: no longer the finished set
+        if self.kind is not None:
+            table = validate(table, self.kind, source=f"{self.stage} output")
+        name = _SHARD.format(self._next_index())
+        path = self.dir / name
+        tmp = self.dir / f".{name}.tmp-{os.getpid()}"
+        pq.write_table(table, tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(self.dir)
+        self._record(name, table)
+        self._save_manifest()
+        return path
+
+    def finish(self, **extra: Any) -> dict:
+        """Mark the directory complete; ``extra`` keys are stored in the manifest."""
+        self.manifest.update(extra)
+        self.manifest["complete"] = True
+        self._save_manifest()
+        return self.manifest
+
+    def _record(self, name: str, table: pa.Table) -> None:
+        tokens = 0
+        if "completion_tokens" in table.column_names:
+            tokens = int(pa.compute.sum(table.column("completion_tokens")).as_py() or 0)
+        self.manifest["shards"].append({"file": name, "rows": table.num_rows, "tokens": tokens})
+        self.manifest["rows"] = sum(s["rows"] for s in self.manifest["shards"])
+        self.manifest["tokens"] = sum(s["tokens"] for s in self.manifest["shards"])
+
+    def _next_index(self) -> int:
+        used = [int(p.name[5:10]) for p in self.dir.glob("part-*.parquet")]
+        return max(used, default=-1) + 1
+
+    def _save_manifest(self) -> None:
+        self.manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        _write_atomic(self.dir / MANIFEST, json.dumps(self.manifest, indent=2).encode())
+
+    def _clear(self) -> None:
+        for path in list(self.dir.glob("part-*.parquet")) + list(self.dir.glob(".part-*")):
+            path.unlink()
+        for name in (MANIFEST, "report.json"):
+            (self.dir / name).unlink(missing_ok=True)
+        for sub in ("rejected", "sft"):
+            if (self.dir / sub / MANIFEST).exists():
+                shutil.rmtree(self.dir / sub)
+
+    def __enter__(self) -> StageWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def shard_paths(path: str | os.PathLike, *, allow_incomplete: bool = False) -> list[Path]:
+    """The committed shards of a stage directory, refusing an incomplete one unless told."""
+    path = Path(path)
+    m = load_manifest(path)
+    if not m.get("complete") and not allow_incomplete:
+        raise UserError(
+            f"{path}: stage {m.get('stage')!r} is incomplete ({m.get('rows', 0)} rows committed); "
+            "rerun that stage to finish it, or pass --allow-incomplete"
+        )
+    return [path / s["file"] for s in m["shards"]]
+
+
+def iter_stage(path: str | os.PathLike, *, allow_incomplete: bool = False) -> Iterator[pa.Table]:
+    """Yield the committed shards one table at a time (bounded memory)."""
+    for p in shard_paths(path, allow_incomplete=allow_incomplete):
+        yield pq.read_table(p)
+
+
+def read_stage(path: str | os.PathLike, *, kind: str | None = None, allow_incomplete: bool = False) -> pa.Table:
+    """All committed rows of a stage directory as one table (validated against ``kind`` if given)."""
+    path = Path(path)
+    m = load_manifest(path)
+    tables = list(iter_stage(path, allow_incomplete=allow_incomplete))
+    if tables:
+        table = pa.concat_tables(tables, promote_options="default")
+    elif kind is not None:
+        from reasonkit.schema import empty
+
+        table = empty(kind)
+    else:
+        table = pa.table({})
+    kind = kind or m.get("kind")
+    return validate(table, kind, source=str(path)) if kind and table.num_columns else table
