@@ -192,7 +192,7 @@ def _first_uncastable(arr: pa.ChunkedArray, type_: pa.DataType) -> tuple[int | N
     """The first row whose value cannot be cast to ``type_`` (row 0 when the types never convert)."""
     for i, value in enumerate(arr.combine_chunks()):
         try:
-            pa.array([value.as_py()], type=type_)
+            pa.array([value.as_py()], type=arr.type).cast(type_, safe=True)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
             return i, _short(value.as_py())
     return None, None

@@ -1,0 +1,112 @@
+"""The ``distill`` command line: a click group whose subcommands load only when run.
+
+Each stage owns its command next to its code (``reasonkit.gen.command:generate`` and so on); this
+file only maps names to those places. Nothing heavy is imported until a command actually runs, so
+``distill --help`` is instant (tests/test_cli.py holds it under one second).
+
+Bad input surfaces as :class:`reasonkit.errors.UserError`: one line on stderr, exit status 2,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from reasonkit import __version__
+from reasonkit.errors import UserError
+
+# name -> (import path of a click command, one-line help shown by `distill --help`).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "generate": ("reasonkit.gen.command:generate", "Sample teacher reasoning traces (vLLM, OpenAI-compatible, transformers)."),
+    "filter": ("reasonkit.filters.command:filter", "Verify, language-check, dedup and decontaminate traces."),
+    "pairs": ("reasonkit.cli:_pending_pairs", "Build DPO pairs from verified and rejected samples."),
+    "judge": ("reasonkit.cli:_pending_judge", "LLM-as-judge preferences (pointwise or pairwise)."),
+    "critique": ("reasonkit.cli:_pending_critique", "Constitutional critique and revision (RLAIF)."),
+    "train": ("reasonkit.cli:_pending_train", "SFT or DPO a student with LoRA (TRL + peft)."),
+    "eval": ("reasonkit.cli:_pending_eval", "pass@1 over k samples, cons@k, pass@k; protocol recorded."),
+    "push": ("reasonkit.cli:_pending_push", "Publish a stage directory to the Hugging Face Hub."),
+    "run": ("reasonkit.cli:_pending_run", "Run a whole recipe YAML, resuming finished stages."),
+    "validate": ("reasonkit.cli:_pending_validate", "Check a recipe YAML without loading any model."),
+    "quickstart": ("reasonkit.cli:_pending_quickstart", "The whole loop on this CPU with the embedded teacher."),
+    "inspect": ("reasonkit.inspect_stage:inspect", "Show a stage directory: manifest, schema, counts, a sample row."),
+    "make-teacher": ("reasonkit.recipes.teacher:make_teacher_command", "Train the embedded tiny teacher from scratch."),
+}
+
+
+class UsageFailure(click.ClickException):
+    """How a UserError leaves the CLI: ``error: <message>`` on stderr, exit 2."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True, file=file)
+
+
+class LazyGroup(click.Group):
+    """A group that imports a subcommand's module only when that subcommand is invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        target, help_text = COMMANDS[name]
+        module_name, attr = target.split(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        command.short_help = command.short_help or help_text
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Listing uses the table above, so `distill --help` imports no stage module at all.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, help_text) for name, (_, help_text) in COMMANDS.items()])
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except UserError as e:
+            raise UsageFailure(str(e)) from None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="distill")
+def cli() -> None:
+    """reasonkit: distil reasoning models, one verified stage at a time.
+
+    \b
+    generate -> filter -> pairs / critique -> train -> eval -> push
+    Every stage reads and writes Parquet stage directories and resumes after a crash.
+    """
+
+
+def _pending(name: str, issue: int) -> click.Command:
+    """A command a later issue builds: says so plainly and exits 2 instead of pretending."""
+
+    @click.command(name=name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def command() -> None:
+        raise UsageFailure(f"`distill {name}` is not built yet (tracked in issue #{issue})")
+
+    command.help = f"{COMMANDS[name][1]} (not built yet: issue #{issue})"
+    return command
+
+
+_pending_pairs = _pending("pairs", 5)
+_pending_judge = _pending("judge", 5)
+_pending_critique = _pending("critique", 5)
+_pending_train = _pending("train", 6)
+_pending_eval = _pending("eval", 7)
+_pending_push = _pending("push", 8)
+_pending_run = _pending("run", 8)
+_pending_validate = _pending("validate", 8)
+_pending_quickstart = _pending("quickstart", 8)
+
+
+def main() -> None:
+    cli(prog_name="distill")
+
+
+if __name__ == "__main__":
+    main()

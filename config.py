@@ -1,0 +1,174 @@
+"""Configs: YAML and ``--set`` overrides -> frozen dataclasses, strictly.
+
+An unknown key is an error that names its full path and the nearest known key, because a typo in
+a recipe (``verifyy: int``) that silently falls back to a default costs a user a whole run.
+
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Filter:
+...     verify: str = "math"
+...     min_lang_ratio: float = 0.95
+>>> from_dict(Filter, {"verify": "int"}, "filter")
+Filter(verify='int', min_lang_ratio=0.95)
+>>> from_dict(Filter, {"verifyy": "int"}, "filter")
+Traceback (most recent call last):
+...
+reasonkit.errors.UserError: filter.verifyy: unknown key; did you mean verify?
+>>> override(Filter(), ["min_lang_ratio=0.9"])
+Filter(verify='math', min_lang_ratio=0.9)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union
+
+from reasonkit.errors import UserError
+
+T = TypeVar("T")
+
+
+def load_yaml(path: str | os.PathLike) -> dict:
+    """A YAML mapping from ``path``; a missing file or a parse error is one clear UserError."""
+    import yaml
+
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    try:
+        data = yaml.safe_load(text)  # safe_load: a recipe never calls Python
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise UserError(f"{path}:{where} invalid YAML ({getattr(e, 'problem', e)})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping at the top level, found {type(data).__name__}")
+    return data
+
+
+def from_dict(cls: type[T], data: Mapping[str, Any] | None, path: str = "") -> T:
+    """Build the frozen dataclass ``cls`` from ``data``, checking keys and types recursively."""
+    data = {} if data is None else data
+    if not isinstance(data, Mapping):
+        raise UserError(f"{path or cls.__name__}: expected a mapping, found {type(data).__name__} {data!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    hints = typing.get_type_hints(cls)
+    for key in data:
+        if key not in fields:
+            raise UserError(f"{_join(path, key)}: unknown key{_suggest(str(key), fields)}")
+    values = {}
+    for name, value in data.items():
+        values[name] = _coerce(value, hints[name], _join(path, name))
+    try:
+        return cls(**values)
+    except TypeError as e:  # a required field without a value
+        raise UserError(f"{path or cls.__name__}: {e}") from None
+    except ValueError as e:  # __post_init__ checks
+        raise UserError(f"{path or cls.__name__}: {e}") from None
+
+
+def override(config: T, assignments: Sequence[str], path: str = "") -> T:
+    """Apply ``key=value`` (or ``a.b=value`` for nested configs) assignments; values parse as YAML."""
+    data = to_dict(config)
+    for item in assignments:
+        key, value = parse_assignment(item)
+        set_path(data, key.split("."), value, item)
+    return from_dict(type(config), data, path)
+
+
+def parse_assignment(item: str) -> tuple[str, Any]:
+    """``"a.b=0.5"`` -> ``("a.b", 0.5)``; the value is parsed as YAML (``true``, ``[1, 2]``, ``null``)."""
+    import yaml
+
+    key, sep, raw = item.partition("=")
+    if not sep or not key:
+        raise UserError(f"--set {item!r}: expected KEY=VALUE")
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
+
+
+def set_path(data: dict, keys: list[str], value: Any, origin: str) -> None:
+    node = data
+    for i, key in enumerate(keys[:-1]):
+        nxt = node.get(key)
+        if nxt is None:
+            nxt = node[key] = {}
+        if not isinstance(nxt, dict):
+            raise UserError(f"--set {origin}: {'.'.join(keys[: i + 1])} is not a section")
+        node = nxt
+    node[keys[-1]] = value
+
+
+def to_dict(config: Any) -> dict:
+    return dataclasses.asdict(config)
+
+
+def _coerce(value: Any, hint: Any, path: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _coerce(value, arg, path)
+            except UserError as e:
+                errors.append(e)
+        raise errors[0]
+    if origin is Literal:
+        if value not in args:
+            raise UserError(f"{path}: expected one of {', '.join(map(str, args))}; found {value!r}")
+        return value
+    if dataclasses.is_dataclass(hint):
+        return from_dict(hint, value, path)
+    if origin in (list, tuple, Sequence) or hint in (list, tuple):
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            value = [value]  # `decontam: evals.parquet` means a list of one
+        inner = args[0] if args else Any
+        items = [_coerce(v, inner, f"{path}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple or hint is tuple else items
+    if origin in (dict, Mapping) or hint is dict:
+        if not isinstance(value, Mapping):
+            raise UserError(f"{path}: expected a mapping, found {value!r}")
+        return dict(value)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise UserError(f"{path}: expected true or false, found {value!r}")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise UserError(f"{path}: expected an integer, found {value!r}")
+    if hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise UserError(f"{path}: expected a number, found {value!r}")
+    if hint is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise UserError(f"{path}: expected a string, found {value!r}")
+    return value
+
+
+def _join(path: str, key: object) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _suggest(key: str, known: Mapping[str, Any]) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else f"; expected one of {', '.join(known)}"
