@@ -27,8 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("reasonkit.cli:_pending_train", "SFT or DPO a student with LoRA (TRL + peft)."),
     "eval": ("reasonkit.cli:_pending_eval", "pass@1 over k samples, cons@k, pass@k; protocol recorded."),
     "push": ("reasonkit.cli:_pending_push", "Publish a stage directory to the Hugging Face Hub."),
-    "run": ("reasonkit.cli:_pending_run", "Run a whole recipe YAML, resuming finished stages."),
-    "validate": ("reasonkit.cli:_pending_validate", "Check a recipe YAML without loading any model."),
+    "run": ("reasonkit.recipes.command:run", "Run a whole recipe YAML, resuming finished stages."),
+    "validate": ("reasonkit.recipes.command:validate", "Check a recipe YAML without loading any model."),
     "quickstart": ("reasonkit.cli:_pending_quickstart", "The whole loop on this CPU with the embedded teacher."),
     "inspect": ("reasonkit.inspect_stage:inspect", "Show a stage directory: manifest, schema, counts, a sample row."),
     "make-teacher": ("reasonkit.recipes.teacher:make_teacher_command", "Train the embedded tiny teacher from scratch."),
@@ -99,8 +99,6 @@ _pending_critique = _pending("critique", 5)
 _pending_train = _pending("train", 6)
 _pending_eval = _pending("eval", 7)
 _pending_push = _pending("push", 8)
-_pending_run = _pending("run", 8)
-_pending_validate = _pending("validate", 8)
 _pending_quickstart = _pending("quickstart", 8)
 
 

@@ -1,0 +1,151 @@
+"""A recipe: an ordered list of steps, each one stage with its config, chained by references.
+
+```yaml
+out: runs/quickstart            # every step writes OUT/<step name>
+steps:
+  - name: traces
+    stage: generate
+    with: {prompts: data/train.parquet, teacher: recipes/assets/teacher, n: 4}
+  - name: verified
+    stage: filter
+    with: {traces: ${traces}}   # ${step} is that step's output directory
+```
+
+A reference may only name an earlier step, so a recipe is a chain that can be validated, resumed
+and partially rerun without loading any model. ``${step}/sft`` reaches a sub-directory.
+
+>>> r = parse_recipe({"out": "o", "steps": [{"name": "a", "stage": "synth", "with": {}}]}, "r.yaml")
+>>> [s.name for s in r.steps], step_dir(r, "a")
+(['a'], 'o/a')
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reasonkit.config import _suggest, parse_assignment, set_path
+from reasonkit.errors import UserError
+
+REF = re.compile(r"\$\{([A-Za-z0-9_\-]+)\}")
+_RECIPE_KEYS = ("name", "description", "out", "steps", "report")
+_STEP_KEYS = ("name", "stage", "with")
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    stage: str
+    config: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    path: str
+    out: str
+    steps: tuple[Step, ...]
+    name: str = ""
+    description: str = ""
+    report: bool = True
+
+    def step(self, name: str) -> Step:
+        for s in self.steps:
+            if s.name == name:
+                return s
+        raise UserError(f"{self.path}: no step named {name!r}{_suggest(name, {s.name: 0 for s in self.steps})}")
+
+
+def step_dir(recipe: Recipe, name: str) -> str:
+    return str(Path(recipe.out) / name)
+
+
+def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | None = None) -> Recipe:
+    """Check a recipe's shape (not yet the stage configs: see runner.validate) and apply ``--set``.
+
+    ``--set traces.n=8`` sets key ``n`` of step ``traces``; ``--set out=DIR`` moves the run.
+    """
+    from reasonkit.recipes.stages import STAGES
+
+    data = dict(data)
+    for key in data:
+        if key not in _RECIPE_KEYS:
+            raise UserError(f"{path}: {key}: unknown key{_suggest(str(key), dict.fromkeys(_RECIPE_KEYS))}")
+    raw_steps = data.get("steps")
+    if not isinstance(raw_steps, list) or not raw_steps:
+        raise UserError(f"{path}: steps: expected a non-empty list of steps")
+    steps: list[Step] = []
+    for i, raw in enumerate(raw_steps):
+        where = f"{path}: steps[{i}]"
+        if not isinstance(raw, dict):
+            raise UserError(f"{where}: expected a mapping with name, stage and with")
+        for key in raw:
+            if key not in _STEP_KEYS:
+                raise UserError(f"{where}.{key}: unknown key{_suggest(str(key), dict.fromkeys(_STEP_KEYS))}")
+        name, stage = raw.get("name"), raw.get("stage")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_\-]+", name or ""):
+            raise UserError(f"{where}.name: expected a name of letters, digits, - and _; found {name!r}")
+        if any(s.name == name for s in steps):
+            raise UserError(f"{where}.name: duplicate step name {name!r}")
+        if stage not in STAGES:
+            raise UserError(f"{where}.stage: unknown stage {stage!r}{_suggest(str(stage), STAGES)}")
+        config = raw.get("with") or {}
+        if not isinstance(config, dict):
+            raise UserError(f"{where}.with: expected a mapping of {stage} settings")
+        steps.append(Step(name, stage, dict(config)))
+    recipe_out = data.get("out") or str(Path("runs") / Path(path).stem)
+    for item in overrides:
+        key, value = parse_assignment(item)
+        if key == "out":
+            recipe_out = str(value)
+            continue
+        head, _, rest = key.partition(".")
+        if not rest:
+            raise UserError(f"--set {item!r}: expected STEP.KEY=VALUE (steps: {', '.join(s.name for s in steps)})")
+        index = next((j for j, s in enumerate(steps) if s.name == head), None)
+        if index is None:
+            raise UserError(f"--set {item!r}: no step named {head!r}{_suggest(head, {s.name: 0 for s in steps})}")
+        config = _deep_copy(steps[index].config)
+        set_path(config, rest.split("."), value, item)
+        steps[index] = Step(steps[index].name, steps[index].stage, config)
+    if out is not None:
+        recipe_out = out
+    return Recipe(
+        path=path,
+        out=str(recipe_out),
+        steps=tuple(steps),
+        name=str(data.get("name") or Path(path).stem),
+        description=str(data.get("description") or ""),
+        report=bool(data.get("report", True)),
+    )
+
+
+def references(value: Any) -> list[str]:
+    """Step names referenced anywhere inside a config value."""
+    if isinstance(value, str):
+        return REF.findall(value)
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in references(v)]
+    if isinstance(value, (list, tuple)):
+        return [r for v in value for r in references(v)]
+    return []
+
+
+def resolve(value: Any, recipe: Recipe) -> Any:
+    """Replace every ``${step}`` with that step's output directory."""
+    if isinstance(value, str):
+        return REF.sub(lambda m: step_dir(recipe, m.group(1)), value)
+    if isinstance(value, dict):
+        return {k: resolve(v, recipe) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, recipe) for v in value]
+    return value
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value

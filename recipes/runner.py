@@ -1,0 +1,156 @@
+"""``distill run`` and ``distill validate``: a recipe's steps in order, resuming what is done.
+
+Each step's fingerprint covers its stage, its resolved config and the fingerprints of the steps it
+reads, so changing one step's config reruns that step and everything downstream of it, and
+nothing else. A step whose fingerprint matches a finished run is skipped and says so; one that was
+interrupted reruns with the same config, and the stage's own store resumes it shard by shard.
+
+Run state lives in ``OUT/_recipe_state.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from reasonkit.config import from_dict
+from reasonkit.errors import UserError
+from reasonkit.recipes.recipe import Recipe, Step, references, resolve, step_dir
+from reasonkit.recipes.stages import STAGES
+from reasonkit.store import fingerprint
+
+STATE = "_recipe_state.json"
+# Settings that change how a stage runs, not what it writes: they never force a rerun.
+_NOT_FINGERPRINTED = {"overwrite", "allow_incomplete", "workers", "concurrency", "progress"}
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedStep:
+    step: Step
+    config: Any  # the stage's frozen config dataclass, fully resolved
+    fingerprint: str
+
+
+def validate(recipe: Recipe) -> list[PlannedStep]:
+    """Check every step fully (keys, types, references, input paths) without loading a model."""
+    planned: list[PlannedStep] = []
+    fingerprints: dict[str, str] = {}
+    for i, step in enumerate(recipe.steps):
+        where = f"{recipe.path}: steps[{i}] ({step.name})"
+        spec = STAGES[step.stage]
+        earlier = [s.name for s in recipe.steps[:i]]
+        for ref in references(step.config):
+            if ref not in earlier:
+                later = ref in {s.name for s in recipe.steps}
+                why = "a later step" if later else "no step of this recipe"
+                raise UserError(f"{where}: reads ${{{ref}}}, which {why} writes; a step may only read earlier steps")
+        data = resolve(step.config, recipe)
+        if spec.out_field in data:
+            raise UserError(f"{where}.with.{spec.out_field}: set by the runner (OUT/{step.name}); remove it")
+        data[spec.out_field] = step_dir(recipe, step.name)
+        config = from_dict(spec.config_class(), data, f"{step.name}")
+        for field_name in spec.inputs:
+            for value in _as_list(getattr(config, field_name, None)):
+                if value and not references(step.config.get(field_name, "")) and not Path(value).exists():
+                    raise UserError(f"{where}.with.{field_name}: {value}: no such file or directory")
+        upstream = sorted({fingerprints[r] for r in references(step.config)})
+        semantic = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FINGERPRINTED}
+        fp = fingerprint([step.stage, semantic, upstream])
+        fingerprints[step.name] = fp
+        planned.append(PlannedStep(step, config, fp))
+    return planned
+
+
+def run(recipe: Recipe, *, start: str | None = None, only: str | None = None, echo=print) -> dict:
+    """Run the recipe's steps in order; returns {step name: what its run function returned}."""
+    planned = validate(recipe)
+    names = [p.step.name for p in planned]
+    for flag, name in (("--from", start), ("--only", only)):
+        if name is not None and name not in names:
+            recipe.step(name)  # raises with a did-you-mean
+    out = Path(recipe.out)
+    out.mkdir(parents=True, exist_ok=True)
+    state = _load_state(out)
+    results: dict[str, Any] = {}
+    first = names.index(start) if start else 0
+    for index, p in enumerate(planned):
+        name = p.step.name
+        if only is not None and name != only:
+            continue
+        if only is None and index < first:
+            if not _finished(state, p, recipe):
+                raise UserError(f"--from {start}: earlier step {name!r} has not finished; run without --from first")
+            continue
+        forced = name == only or (start is not None and index >= first)
+        if not forced and _finished(state, p, recipe):
+            echo(f"[skip] {name} ({p.step.stage}): finished with the same config ({p.fingerprint})")
+            results[name] = state[name].get("result")
+            continue
+        previous = state.get(name, {})
+        overwrite = forced or (previous.get("fingerprint") not in (None, p.fingerprint))
+        config = p.config
+        if overwrite and "overwrite" in {f.name for f in dataclasses.fields(config)}:
+            config = dataclasses.replace(config, overwrite=True)
+        why = "rerun requested" if forced else ("config changed" if overwrite else ("resuming" if previous else "new"))
+        echo(f"[run]  {name} ({p.step.stage}): {why}")
+        state[name] = {"fingerprint": p.fingerprint, "done": False, "stage": p.step.stage}
+        _save_state(out, state)
+        t0 = time.perf_counter()
+        result = STAGES[p.step.stage].run_function()(config)
+        seconds = time.perf_counter() - t0
+        state[name] = {
+            "fingerprint": p.fingerprint,
+            "done": True,
+            "stage": p.step.stage,
+            "seconds": round(seconds, 1),
+            "result": _jsonable(result),
+        }
+        _save_state(out, state)
+        results[name] = state[name]["result"]
+        echo(f"[done] {name} in {seconds:.1f}s")
+    return results
+
+
+def _finished(state: dict, p: PlannedStep, recipe: Recipe) -> bool:
+    record = state.get(p.step.name) or {}
+    return bool(record.get("done")) and record.get("fingerprint") == p.fingerprint and Path(step_dir(recipe, p.step.name)).exists()
+
+
+def _load_state(out: Path) -> dict:
+    path = out / STATE
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise UserError(f"{path}: unreadable run state; delete it to rerun every step") from None
+
+
+def _save_state(out: Path, state: dict) -> None:
+    tmp = out / f".{STATE}.tmp"
+    tmp.write_text(json.dumps(state, indent=2, default=str))
+    tmp.replace(out / STATE)
+
+
+def _as_list(value: Any) -> list:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _jsonable(value: Any) -> Any:
+    """A small JSON-safe summary of what a stage returned (manifests, reports)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+    if len(text) > 20_000:  # keep the state file small: a manifest's shard list is not needed here
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if k not in ("shards", "config")}
+        return None
+    return json.loads(text)

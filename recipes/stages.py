@@ -1,0 +1,34 @@
+"""Which stages a recipe may use: each a config dataclass and a run function, both by import path.
+
+Config classes live in light modules (no torch, vLLM or transformers at import), so
+``distill validate`` checks a whole recipe without loading any model.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    config: str  # "module:Class", a frozen dataclass
+    run: str  # "module:function", taking that dataclass
+    inputs: tuple[str, ...] = ()  # config fields that name existing paths (or ${step} references)
+    out_field: str = "out"  # the field the runner points at OUT/<step name>
+
+    def config_class(self) -> type:
+        return _load(self.config)
+
+    def run_function(self):
+        return _load(self.run)
+
+
+def _load(target: str):
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+STAGES: dict[str, StageSpec] = {
+    "synth": StageSpec("reasonkit.recipes.synth:SynthConfig", "reasonkit.recipes.synth:run_synth"),
+}

@@ -1,0 +1,178 @@
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from reasonkit.cli import cli
+from reasonkit.config import load_yaml
+from reasonkit.errors import UserError
+from reasonkit.recipes import stages
+from reasonkit.recipes.recipe import parse_recipe
+from reasonkit.recipes.runner import run, validate
+
+RECIPES = sorted((Path(__file__).resolve().parent.parent / "recipes").glob("*.yaml"))
+
+
+@dataclass(frozen=True)
+class CountConfig:
+    out: str = ""
+    source: str = ""
+    factor: int = 1
+    overwrite: bool = False
+
+
+CALLS: list[tuple[str, bool]] = []
+
+
+def run_count(config: CountConfig) -> dict:
+    """A stage that records each call and writes a file derived from its input."""
+    CALLS.append((Path(config.out).name, config.overwrite))
+    Path(config.out).mkdir(parents=True, exist_ok=True)
+    rows = int(json.loads((Path(config.source) / "_manifest.json").read_text())["rows"]) if config.source else 1
+    (Path(config.out) / "_manifest.json").write_text(json.dumps({"rows": rows * config.factor}))
+    return {"rows": rows * config.factor}
+
+
+class Direct(stages.StageSpec):
+    def config_class(self):
+        return CountConfig
+
+    def run_function(self):
+        return run_count
+
+
+@pytest.fixture
+def count_stage(monkeypatch):
+    monkeypatch.setitem(stages.STAGES, "count", Direct("-", "-", inputs=("source",)))
+    CALLS.clear()
+    return CALLS
+
+
+def chain(tmp_path, **over):
+    data = {
+        "out": str(tmp_path / "run"),
+        "steps": [
+            {"name": "problems", "stage": "synth", "with": {"n": 5, "split": "test"}},
+            {"name": "double", "stage": "count", "with": {"source": "${problems}", "factor": 2}},
+            {"name": "triple", "stage": "count", "with": {"source": "${double}", "factor": 3}},
+        ],
+    }
+    data.update(over)
+    return data
+
+
+def test_run_chains_steps_and_skips_finished_ones(tmp_path, count_stage):
+    recipe = parse_recipe(chain(tmp_path), "r.yaml")
+    results = run(recipe, echo=lambda *_: None)
+    assert results["problems"]["rows"] == 5 and results["triple"] == {"rows": 30}
+    assert count_stage == [("double", False), ("triple", False)]
+    lines = []
+    run(recipe, echo=lines.append)
+    assert count_stage == [("double", False), ("triple", False)], "nothing reruns"
+    assert all(l.startswith("[skip]") for l in lines) and "same config" in lines[0]
+
+
+def test_changed_config_reruns_that_step_and_the_ones_after(tmp_path, count_stage):
+    run(parse_recipe(chain(tmp_path), "r.yaml"), echo=lambda *_: None)
+    count_stage.clear()
+    changed = parse_recipe(chain(tmp_path), "r.yaml", ["double.factor=4"])
+    results = run(changed, echo=lambda *_: None)
+    assert count_stage == [("double", True), ("triple", True)] and results["triple"] == {"rows": 60}
+
+
+def test_from_and_only(tmp_path, count_stage):
+    recipe = parse_recipe(chain(tmp_path), "r.yaml")
+    with pytest.raises(UserError, match="earlier step 'problems' has not finished"):
+        run(recipe, start="double", echo=lambda *_: None)
+    run(recipe, echo=lambda *_: None)
+    count_stage.clear()
+    run(recipe, only="double", echo=lambda *_: None)
+    assert count_stage == [("double", True)]
+    count_stage.clear()
+    run(recipe, start="double", echo=lambda *_: None)
+    assert count_stage == [("double", True), ("triple", True)]
+    with pytest.raises(UserError, match="no step named 'tripel'; did you mean triple"):
+        run(recipe, only="tripel", echo=lambda *_: None)
+
+
+def test_an_interrupted_step_resumes_without_overwrite(tmp_path, count_stage, monkeypatch):
+    recipe = parse_recipe(chain(tmp_path), "r.yaml")
+
+    def boom(config):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Direct, "run_function", lambda self: boom)
+    with pytest.raises(KeyboardInterrupt):
+        run(recipe, echo=lambda *_: None)
+    monkeypatch.setattr(Direct, "run_function", lambda self: run_count)
+    lines = []
+    run(recipe, echo=lines.append)
+    assert count_stage == [("double", False), ("triple", False)]
+    assert any("double (count): resuming" in l for l in lines)
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d.update(outt="x"), "r.yaml: outt: unknown key; did you mean out?"),
+        (lambda d: d["steps"][1].update(stage="cuont"), "steps[1].stage: unknown stage 'cuont'; did you mean count?"),
+        (lambda d: d["steps"][1].update(wiht={}), "steps[1].wiht: unknown key; did you mean with?"),
+        (lambda d: d["steps"][1]["with"].update(factr=2), "double.factr: unknown key; did you mean factor?"),
+        (lambda d: d["steps"][1]["with"].update(source="${triple}"), "reads ${triple}, which a later step writes"),
+        (lambda d: d["steps"][1]["with"].update(source="${nope}"), "reads ${nope}, which no step of this recipe writes"),
+        (lambda d: d["steps"][1]["with"].update(source="/no/such/dir"), "with.source: /no/such/dir: no such file or directory"),
+        (lambda d: d["steps"][2].update(name="double"), "steps[2].name: duplicate step name 'double'"),
+        (lambda d: d["steps"][0]["with"].update(n="five"), "problems.n: expected an integer, found 'five'"),
+        (lambda d: d["steps"][0]["with"].update(out="x"), "with.out: set by the runner"),
+    ],
+)
+def test_validate_names_what_is_wrong_and_where(tmp_path, count_stage, mutate, message):
+    data = chain(tmp_path)
+    mutate(data)
+    with pytest.raises(UserError) as e:
+        validate(parse_recipe(data, "r.yaml"))
+    assert message in str(e.value)
+    assert count_stage == []
+
+
+def test_set_override_errors():
+    data = {"steps": [{"name": "a", "stage": "synth"}]}
+    with pytest.raises(UserError, match="no step named 'b'"):
+        parse_recipe(data, "r.yaml", ["b.n=3"])
+    with pytest.raises(UserError, match="expected STEP.KEY=VALUE"):
+        parse_recipe(data, "r.yaml", ["n=3"])
+
+
+def test_cli_validate_and_run_exit_2_on_a_bad_recipe(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"steps": [{"name": "a", "stage": "genrate"}]}))
+    for command in ("validate", "run"):
+        result = CliRunner().invoke(cli, [command, str(path)])
+        assert result.exit_code == 2
+        assert "unknown stage 'genrate'; did you mean generate?" in result.output
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.name)
+def test_every_shipped_recipe_validates(path, tmp_path):
+    data = load_yaml(path)
+    validate(parse_recipe(data, str(path), out=str(tmp_path)))
+    header = path.read_text().splitlines()[:15]
+    assert any("distill run" in line or "distill quickstart" in line for line in header), "header shows the command"
+    assert any("--set" in line for line in header), "header shows how to override a value"
+
+
+def test_validate_loads_no_model_code(tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump(chain(tmp_path, steps=chain(tmp_path)["steps"][:1])))
+    probe = (
+        "import sys\nfrom reasonkit.cli import cli\n"
+        f"try:\n    cli(['validate', {str(recipe)!r}])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print('HEAVY', [m for m in ('torch', 'vllm', 'transformers', 'trl') if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert "HEAVY []" in out.stdout, out.stdout + out.stderr
