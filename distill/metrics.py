@@ -1,0 +1,91 @@
+"""Evaluation metrics over k samples per problem: pass@1 (mean, std, bootstrap CI), cons@k, pass@k.
+
+Conventions follow DeepSeek-R1's report: pass@1 is the accuracy averaged over the k samples of
+each problem; cons@k is a majority vote; pass@k uses the unbiased estimator of Chen et al. (2021).
+A sample whose answer could not be verified (``correct is None``) counts as not correct.
+
+>>> pass_at_k(n=4, c=1, k=2)
+0.5
+>>> majority(["7", "07", None, "8"], normalize=lambda a: a.lstrip("0"))
+'7'
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k, ``1 - C(n-c, k) / C(n, k)``, as a numerically stable product.
+
+    The product form avoids the huge binomials of n = 64 samples:
+    C(n-c, k)/C(n, k) = prod_{i=n-c+1}^{n} (1 - k/i).
+    """
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+    if n - c < k:
+        return 1.0
+    miss = 1.0
+    for i in range(n - c + 1, n + 1):
+        miss *= 1.0 - k / i
+    return 1.0 - miss
+
+
+def ks_for(n: int) -> list[int]:
+    """The k reported for n samples: 1, 2, 4, ... up to n, and n itself.
+
+    >>> ks_for(6)
+    [1, 2, 4, 6]
+    """
+    ks, k = [], 1
+    while k <= n:
+        ks.append(k)
+        k *= 2
+    if ks[-1] != n:
+        ks.append(n)
+    return ks
+
+
+def majority(answers: Sequence[str | None], normalize: Callable[[str], str] = lambda a: a) -> str | None:
+    """The most common normalised answer, ignoring samples with no answer.
+
+    Ties go to the answer that reached the top count first in sample order, so the vote does not
+    depend on hash order. Voting on extracted answers, not raw completions: two long traces that
+    reach ``\\boxed{7}`` by different paths agree on 7 but never on their text.
+    """
+    keys = [normalize(a) for a in answers if a is not None]
+    if not keys:
+        return None
+    counts = Counter(keys)
+    best = max(counts.values())
+    return next(k for k in keys if counts[k] == best)
+
+
+def pass1_stats(correct: Sequence[Sequence[bool | None]], *, bootstrap: int = 1000, seed: int = 0) -> dict:
+    """pass@1 over problems x samples: mean, std across sample rounds, bootstrap 95% CI over problems.
+
+    ``correct[p][j]`` is sample j of problem p. The std is over the k "rounds" (round j = every
+    problem's j-th sample), which is how R1-style reports state run-to-run spread.
+    """
+    if not correct:
+        return {"pass@1": 0.0, "pass@1_std": 0.0, "pass@1_ci95": [0.0, 0.0]}
+    per_problem = [sum(bool(x) for x in row) / len(row) for row in correct]
+    mean = sum(per_problem) / len(per_problem)
+    k = min(len(row) for row in correct)
+    rounds = [sum(bool(row[j]) for row in correct) / len(correct) for j in range(k)]
+    std = _std(rounds)
+    rng = random.Random(seed)
+    n = len(per_problem)
+    boots = sorted(sum(per_problem[rng.randrange(n)] for _ in range(n)) / n for _ in range(bootstrap))
+    lo, hi = boots[int(0.025 * (bootstrap - 1))], boots[int(math.ceil(0.975 * (bootstrap - 1)))]
+    return {"pass@1": mean, "pass@1_std": std, "pass@1_ci95": [lo, hi]}
+
+
+def _std(values: Sequence[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    m = sum(values) / len(values)
+    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
