@@ -26,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "critique": ("reasonkit.cli:_pending_critique", "Constitutional critique and revision (RLAIF)."),
     "train": ("reasonkit.cli:_pending_train", "SFT or DPO a student with LoRA (TRL + peft)."),
     "eval": ("reasonkit.cli:_pending_eval", "pass@1 over k samples, cons@k, pass@k; protocol recorded."),
-    "push": ("reasonkit.cli:_pending_push", "Publish a stage directory to the Hugging Face Hub."),
+    "push": ("reasonkit.hub:push_command", "Publish a stage directory to the Hugging Face Hub."),
     "run": ("reasonkit.recipes.command:run", "Run a whole recipe YAML, resuming finished stages."),
     "validate": ("reasonkit.recipes.command:validate", "Check a recipe YAML without loading any model."),
     "quickstart": ("reasonkit.cli:_pending_quickstart", "The whole loop on this CPU with the embedded teacher."),
@@ -98,7 +98,6 @@ _pending_judge = _pending("judge", 5)
 _pending_critique = _pending("critique", 5)
 _pending_train = _pending("train", 6)
 _pending_eval = _pending("eval", 7)
-_pending_push = _pending("push", 8)
 _pending_quickstart = _pending("quickstart", 8)
 
 

@@ -103,7 +103,9 @@ class StageWriter:
 
     ``kind`` names the schema.py table every shard is validated against (None: no contract).
     ``config`` is the resolved stage config; its fingerprint, with ``input_fingerprint``, must
-    match a directory being resumed, or the writer refuses unless ``overwrite``.
+    match a directory being resumed, or the writer refuses unless ``overwrite``. ``input_path``
+    (one path or several) is recorded so a reader can walk the chain of stages back to its source
+    (the Hub card does, to find the teacher's sampling parameters).
     """
 
     def __init__(
@@ -115,6 +117,7 @@ class StageWriter:
         config: Any,
         keys: Sequence[str],
         input_fingerprint: str | None = None,
+        input_path: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
         overwrite: bool = False,
     ):
         self.dir = Path(out_dir)
@@ -137,6 +140,7 @@ class StageWriter:
                 "kind": kind,
                 "config_fingerprint": self.config_fingerprint,
                 "input_fingerprint": input_fingerprint,
+                "input_path": _paths(input_path),
                 "config": json.loads(json.dumps(config_dict, default=str)),
                 "reasonkit_version": __version__,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -238,15 +242,23 @@ class StageWriter:
             path.unlink()
         for name in (MANIFEST, "report.json"):
             (self.dir / name).unlink(missing_ok=True)
-        for sub in ("rejected", "sft"):
-            if (self.dir / sub / MANIFEST).exists():
-                shutil.rmtree(self.dir / sub)
+        for sub in self.dir.iterdir():  # rejected/, sft/, record/ ...: every sub-stage goes too
+            if sub.is_dir() and (sub / MANIFEST).exists():
+                shutil.rmtree(sub)
 
     def __enter__(self) -> StageWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def _paths(value) -> str | list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        return str(value)
+    return [str(v) for v in value]
 
 
 def shard_paths(path: str | os.PathLike, *, allow_incomplete: bool = False) -> list[Path]:
