@@ -21,9 +21,9 @@ from reasonkit.errors import UserError
 COMMANDS: dict[str, tuple[str, str]] = {
     "generate": ("reasonkit.gen.command:generate", "Sample teacher reasoning traces (vLLM, OpenAI-compatible, transformers)."),
     "filter": ("reasonkit.filters.command:filter", "Verify, language-check, dedup and decontaminate traces."),
-    "pairs": ("reasonkit.cli:_pending_pairs", "Build DPO pairs from verified and rejected samples."),
-    "judge": ("reasonkit.cli:_pending_judge", "LLM-as-judge preferences (pointwise or pairwise)."),
-    "critique": ("reasonkit.cli:_pending_critique", "Constitutional critique and revision (RLAIF)."),
+    "pairs": ("reasonkit.judges.command:pairs", "Build DPO pairs from verified and rejected samples."),
+    "judge": ("reasonkit.judges.command:judge", "LLM-as-judge preferences (pointwise or pairwise)."),
+    "critique": ("reasonkit.judges.command:critique", "Constitutional critique and revision (RLAIF)."),
     "train": ("reasonkit.cli:_pending_train", "SFT or DPO a student with LoRA (TRL + peft)."),
     "eval": ("reasonkit.cli:_pending_eval", "pass@1 over k samples, cons@k, pass@k; protocol recorded."),
     "push": ("reasonkit.hub:push_command", "Publish a stage directory to the Hugging Face Hub."),
@@ -93,9 +93,6 @@ def _pending(name: str, issue: int) -> click.Command:
     return command
 
 
-_pending_pairs = _pending("pairs", 5)
-_pending_judge = _pending("judge", 5)
-_pending_critique = _pending("critique", 5)
 _pending_train = _pending("train", 6)
 _pending_eval = _pending("eval", 7)
 _pending_quickstart = _pending("quickstart", 8)

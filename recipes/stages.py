@@ -31,4 +31,7 @@ def _load(target: str):
 
 STAGES: dict[str, StageSpec] = {
     "synth": StageSpec("reasonkit.recipes.synth:SynthConfig", "reasonkit.recipes.synth:run_synth"),
+    "pairs": StageSpec("reasonkit.judges.config:PairsConfig", "reasonkit.judges.pairs:run_pairs", inputs=("verdicts",)),
+    "judge": StageSpec("reasonkit.judges.config:JudgeConfig", "reasonkit.judges.judge:run_judge", inputs=("input",)),
+    "critique": StageSpec("reasonkit.judges.config:CritiqueConfig", "reasonkit.judges.critique:run_critique", inputs=("input",)),
 }
