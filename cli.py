@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "judge": ("reasonkit.judges.command:judge", "LLM-as-judge preferences (pointwise or pairwise)."),
     "critique": ("reasonkit.judges.command:critique", "Constitutional critique and revision (RLAIF)."),
     "train": ("reasonkit.cli:_pending_train", "SFT or DPO a student with LoRA (TRL + peft)."),
-    "eval": ("reasonkit.cli:_pending_eval", "pass@1 over k samples, cons@k, pass@k; protocol recorded."),
+    "eval": ("reasonkit.distill.eval_command:eval_", "pass@1 over k samples, cons@k, pass@k; protocol recorded."),
     "push": ("reasonkit.hub:push_command", "Publish a stage directory to the Hugging Face Hub."),
     "run": ("reasonkit.recipes.command:run", "Run a whole recipe YAML, resuming finished stages."),
     "validate": ("reasonkit.recipes.command:validate", "Check a recipe YAML without loading any model."),
@@ -94,7 +94,6 @@ def _pending(name: str, issue: int) -> click.Command:
 
 
 _pending_train = _pending("train", 6)
-_pending_eval = _pending("eval", 7)
 _pending_quickstart = _pending("quickstart", 8)
 
 

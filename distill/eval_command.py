@@ -1,0 +1,73 @@
+"""``distill eval`` and ``distill eval compare``."""
+
+from __future__ import annotations
+
+import click
+
+_EVAL_HELP = """Evaluate a model (and optional LoRA adapter): pass@1 over k samples, cons@k, pass@k.
+
+\b
+Defaults follow DeepSeek-R1's protocol: temperature 0.6, top-p 0.95, the boxed-answer
+instruction; the paper used k=64 and 32768 tokens for AIME 2024.
+  distill eval --model M --data aime.parquet --out runs/eval --k 64
+  distill eval compare runs/eval-teacher runs/eval-student --out compare.md
+"""
+
+
+@click.group("eval", invoke_without_command=True, help=_EVAL_HELP)
+@click.option("--model", help="Model directory or Hub id (the base model when --adapter is given).")
+@click.option("--adapter", default=None, help="A peft LoRA adapter directory to evaluate on top of --model.")
+@click.option("--data", help="Parquet/JSONL/CSV with problem and answer columns, a stage directory, or a Hub id.")
+@click.option("--out", help="Output directory.")
+@click.option("--backend", type=click.Choice(["vllm", "openai", "hf"]), default="vllm", show_default=True)
+@click.option("--k", default=8, show_default=True, help="Samples per problem.")
+@click.option("--temperature", default=0.6, show_default=True)
+@click.option("--top-p", default=0.95, show_default=True)
+@click.option("--max-tokens", default=32768, show_default=True)
+@click.option("--seed", default=0, show_default=True)
+@click.option("--instruction", default=None, help="Appended to each problem (default: R1's boxed instruction).")
+@click.option("--problem-col", default="problem", show_default=True)
+@click.option("--answer-col", default="answer", show_default=True)
+@click.option("--id-col", default="id", show_default=True)
+@click.option("--limit", type=int, default=None, help="Evaluate only the first N problems.")
+@click.option("--decontam-against", multiple=True, help="Training-data directory to check eval problems against (repeatable).")
+@click.option("--verifier", type=click.Choice(["math", "int"]), default="math", show_default=True)
+@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto", show_default=True)
+@click.option("--tensor-parallel", default=1, show_default=True)
+@click.option("--max-model-len", type=int, default=None)
+@click.option("--base-url", default=None, help="OpenAI-compatible server (with --backend openai).")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True)
+@click.option("--label", default=None, help="Name of this run in reports (default: the --out folder name).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing evaluation with a different config.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any EvalConfig field.")
+@click.pass_context
+def eval_(ctx: click.Context, overrides: tuple[str, ...], **options) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    missing = [f"--{name}" for name in ("model", "data", "out") if not options[name]]
+    if missing:
+        raise click.UsageError(f"missing {', '.join(missing)}")
+    from reasonkit.config import from_dict, override
+    from reasonkit.distill.evaluate import EvalConfig, run_eval
+
+    data = {key: value for key, value in options.items() if value is not None}
+    data["decontam_against"] = list(options["decontam_against"])
+    config = override(from_dict(EvalConfig, data, "eval"), list(overrides), "eval")
+    summary = run_eval(config)
+    k = config.k
+    click.echo(
+        f"pass@1 {summary['pass@1']:.3f} ± {summary['pass@1_std']:.3f}  cons@{k} {summary[f'cons@{k}']:.3f}  "
+        f"pass@{k} {summary.get(f'pass@{k}', summary['pass@1']):.3f}  on {summary['n_problems']} problems x {k} samples "
+        f"-> {config.out}/summary.json"
+    )
+
+
+@eval_.command("compare")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--out", required=True, help="Markdown file to write (a PNG plot is written beside it).")
+def compare(runs: tuple[str, ...], out: str) -> None:
+    """Lay several eval runs side by side in one table and one pass@k plot."""
+    from reasonkit.distill.eval_report import compare as compare_runs
+
+    path = compare_runs(list(runs), out)
+    click.echo(path.read_text())

@@ -1,0 +1,74 @@
+"""Which weights an evaluation runs, and a hash of them for the protocol.
+
+A LoRA student is evaluated without merging where the backend serves adapters itself (vLLM's
+LoRA requests); otherwise the adapter is merged once into ``OUT/merged`` and that is served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+_WEIGHT_SUFFIXES = {".safetensors", ".bin", ".json", ".model", ".txt", ".jinja"}
+
+
+def directory_hash(path: str | None) -> str | None:
+    """sha256 (16 hex) over a model or adapter directory's weight, config and tokenizer files.
+
+    A Hub id (not a local directory) hashes to None: its revision is what identifies it.
+    """
+    if path is None or not Path(path).is_dir():
+        return None
+    h = hashlib.sha256()
+    for file in sorted(Path(path).rglob("*")):
+        if file.is_file() and file.suffix in _WEIGHT_SUFFIXES and not file.name.startswith("."):
+            if "checkpoint-" in str(file.relative_to(path)):
+                continue
+            h.update(str(file.relative_to(path)).encode())
+            with open(file, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+    return h.hexdigest()[:16]
+
+
+def resolve_model(config, out: Path) -> tuple[str, str | None]:
+    """``(model to serve, how the adapter is applied)`` for an EvalConfig."""
+    if config.adapter is None:
+        return config.model, None
+    if config.backend == "vllm" and _vllm_serves_lora():
+        return config.model, "vllm-lora"
+    return merge_adapter(config.model, config.adapter, out / "merged"), "merged"
+
+
+def _vllm_serves_lora() -> bool:
+    from reasonkit.gen import vllm_backend
+
+    return bool(getattr(vllm_backend, "SUPPORTS_LORA", False))
+
+
+def merge_adapter(base: str, adapter: str, target: Path) -> str:
+    """Merge a peft adapter into its base and save it (with the adapter's tokenizer) at ``target``.
+
+    Reused when ``target`` already holds a merge of the same adapter, so a rerun does not redo it.
+    """
+    stamp = target / ".adapter_hash"
+    want = directory_hash(adapter)
+    if stamp.is_file() and stamp.read_text() == want:
+        return str(target)
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(base, torch_dtype=torch.float32)
+    merged = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    tok_dir = adapter if (Path(adapter) / "tokenizer_config.json").is_file() else base
+    tmp = target.with_name(f".{target.name}.tmp")
+    merged.save_pretrained(tmp)
+    AutoTokenizer.from_pretrained(tok_dir).save_pretrained(tmp)
+    if target.exists():
+        import shutil
+
+        shutil.rmtree(target)
+    tmp.replace(target)
+    stamp.write_text(want or "")
+    return str(target)

@@ -1,0 +1,110 @@
+"""Human-readable eval outputs: a Markdown table, a pass@k plot, and ``distill eval compare``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reasonkit.errors import UserError
+
+
+def pass_at_k_curve(summary: dict) -> list[tuple[int, float]]:
+    """``[(k, pass@k), ...]`` sorted by k, from a summary's ``pass@K`` keys."""
+    points = [(int(key.split("@")[1]), value) for key, value in summary.items()
+              if key.startswith("pass@") and key.split("@")[1].isdigit()]
+    return sorted(points)
+
+
+def _row(label: str, s: dict) -> list[str]:
+    lo, hi = s.get("pass@1_ci95", [0, 0])
+    k = s.get("k") or s.get("protocol", {}).get("k")
+    curve = dict(pass_at_k_curve(s))
+    top = max(curve) if curve else 1
+    return [
+        label,
+        f"{s['pass@1']:.3f} ± {s['pass@1_std']:.3f}",
+        f"[{lo:.3f}, {hi:.3f}]",
+        f"{s.get(f'cons@{k}', 0):.3f}",
+        f"{curve.get(top, 0):.3f} (k={top})",
+        str(s["n_problems"]),
+        str(k),
+        f"{s['no_answer_rate']:.3f}",
+        f"{s['truncated_rate']:.3f}",
+    ]
+
+
+HEADER = ["run", "pass@1 ± std", "95% CI", "cons@k", "pass@k", "problems", "k", "no answer", "truncated"]
+
+
+def markdown_table(runs: list[tuple[str, dict]]) -> str:
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(_row(label, s)) + " |" for label, s in runs]
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(summary: dict, path: Path, title: str) -> None:
+    p = summary.get("protocol", {})
+    text = f"# Evaluation: {title}\n\n" + markdown_table([(title, summary)])
+    text += (
+        f"\nProtocol: model `{p.get('model')}`"
+        + (f" + adapter `{p.get('adapter')}` ({p.get('adapter_mode')})" if p.get("adapter") else "")
+        + f", backend {p.get('backend')} {p.get('backend_version') or ''}, dtype {p.get('dtype')}, "
+        f"temperature {p.get('temperature')}, top-p {p.get('top_p')}, max tokens {p.get('max_tokens')}, "
+        f"k={p.get('k')}, seed {p.get('seed')}, dataset fingerprint {p.get('dataset_fingerprint')}.\n"
+    )
+    if "decontamination" in summary:
+        d = summary["decontamination"]
+        text += f"\nDecontamination ({d['ngram']}-grams): {d['n_overlapping']} eval problems overlap the training data.\n"
+    path.write_text(text)
+
+
+def write_plot(runs: list[tuple[str, dict]], path: Path) -> None:
+    """pass@k against k (log2 axis) for one or several runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=120)
+    for label, s in runs:
+        curve = pass_at_k_curve(s)
+        ax.plot([k for k, _ in curve], [v for _, v in curve], marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("k (samples)")
+    ax.set_ylabel("pass@k")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("pass@k")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def load_summary(run_dir: str | Path) -> tuple[str, dict]:
+    path = Path(run_dir) / "summary.json"
+    if not path.is_file():
+        raise UserError(f"{run_dir}: no summary.json (not a finished `distill eval` directory)")
+    try:
+        summary = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: unreadable ({e})") from None
+    return Path(run_dir).name, summary
+
+
+def compare(run_dirs: list[str], out: str | Path) -> Path:
+    """Several eval runs side by side: a Markdown table at ``out`` and a plot beside it."""
+    if not run_dirs:
+        raise UserError("compare: give at least one eval directory")
+    runs = [load_summary(d) for d in run_dirs]
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    plot = out.with_suffix(".png")
+    write_plot(runs, plot)
+    ks = {s.get("k") for _, s in runs}
+    note = "" if len(ks) == 1 else f"\nNote: runs used different k ({sorted(ks)}); pass@k columns are not comparable.\n"
+    models = "".join(f"- `{label}`: {s.get('protocol', {}).get('model')}"
+                     + (f" + {s['protocol']['adapter']}" if s.get("protocol", {}).get("adapter") else "") + "\n"
+                     for label, s in runs)
+    out.write_text(f"# Evaluation comparison\n\n{markdown_table(runs)}{note}\n{models}\n![pass@k]({plot.name})\n")
+    return out

