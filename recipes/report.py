@@ -1,0 +1,163 @@
+"""``OUT/report.md``: one page a person wants to read after a recipe ran.
+
+It gathers what each step already wrote (manifests, the filter's funnel, the trainer's report
+and loss curve, the eval summaries) and draws the funnel bars and one pass@k plot for every
+evaluation. Nothing here recomputes a number: a figure on this page is the one its stage recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from reasonkit.recipes.recipe import Recipe, step_dir
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def write_report(recipe: Recipe) -> Path:
+    out = Path(recipe.out)
+    state = _read_json(out / "_recipe_state.json") or {}
+    sections = [f"# {recipe.name}\n", recipe.description.strip() + "\n" if recipe.description else ""]
+    sections.append(_steps_table(recipe, state))
+    evals: list[tuple[str, dict]] = []
+    for step in recipe.steps:
+        d = Path(step_dir(recipe, step.name))
+        if step.stage == "generate":
+            sections.append(_generate_section(step.name, d))
+        elif step.stage == "filter":
+            sections.append(_filter_section(step.name, d, out))
+        elif step.stage == "pairs":
+            sections.append(_pairs_section(step.name, d))
+        elif step.stage == "train":
+            sections.append(_train_section(step.name, d, out))
+        elif step.stage == "eval":
+            summary = _read_json(d / "summary.json")
+            if summary:
+                evals.append((step.name, summary))
+    if evals:
+        sections.append(_eval_section(evals, out))
+    path = out / "report.md"
+    path.write_text("\n".join(s for s in sections if s))
+    return path
+
+
+def _steps_table(recipe: Recipe, state: dict) -> str:
+    lines = ["## Steps\n", "| step | stage | status | seconds |", "|---|---|---|---|"]
+    for step in recipe.steps:
+        record = state.get(step.name, {})
+        status = "done" if record.get("done") else ("interrupted" if record else "not run")
+        lines.append(f"| {step.name} | {step.stage} | {status} | {record.get('seconds', '')} |")
+    return "\n".join(lines) + "\n"
+
+
+def _generate_section(name: str, d: Path) -> str:
+    m = _read_json(d / "_manifest.json")
+    if not m:
+        return ""
+    s = m.get("summary") or {}
+    run = m.get("last_run") or {}
+    rows, tokens = m.get("rows", 0), m.get("tokens", 0)
+    truncated = s.get("truncated_share", s.get("truncated"))
+    line = f"## {name}: generation\n\n{rows} samples, {tokens:,} completion tokens"
+    if run.get("tokens_per_s"):
+        line += f", {run['tokens_per_s']:,} tokens/s"
+    if truncated is not None:
+        line += f", truncated share {truncated}"
+    config = m.get("config") or {}
+    if config:
+        keys = ("teacher", "backend", "n", "temperature", "top_p", "max_tokens", "seed")
+        line += "\n\n" + ", ".join(f"{k} `{config[k]}`" for k in keys if k in config)
+    return line + "\n"
+
+
+def _filter_section(name: str, d: Path, out: Path) -> str:
+    r = _read_json(d / "report.json")
+    if not r:
+        return ""
+    lines = [f"## {name}: filter funnel\n", "| step | reason | dropped | remaining |", "|---|---|---|---|",
+             f"| in | | | {r.get('rows_in')} |"]
+    funnel = r.get("funnel") or []
+    for s in funnel:
+        lines.append(f"| {s.get('step', s.get('filter', ''))} | {s.get('reason')} | {s.get('dropped')} | {s.get('remaining')} |")
+    lines.append(f"| **out** | | | **{r.get('rows_out')}** |")
+    png = out / f"funnel_{name}.png"
+    if _funnel_plot(r, png):
+        lines.append(f"\n![funnel]({png.name})")
+    return "\n".join(lines) + "\n"
+
+
+def _funnel_plot(r: dict, path: Path) -> bool:
+    funnel = [s for s in r.get("funnel") or [] if s.get("dropped")]
+    if r.get("rows_in") is None:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = ["in"] + [s["reason"] for s in funnel] + ["out"]
+    values = [r["rows_in"]] + [s["remaining"] for s in funnel] + [r.get("rows_out", 0)]
+    fig, ax = plt.subplots(figsize=(6, 0.45 * len(labels) + 1), dpi=110)
+    colors = ["#4c72b0"] + ["#dd8452"] * len(funnel) + ["#55a868"]
+    ax.barh(range(len(labels)), values, color=colors)
+    ax.set_yticks(range(len(labels)), [f"after {l}" if 0 < i < len(labels) - 1 else l for i, l in enumerate(labels)])
+    ax.invert_yaxis()
+    for i, v in enumerate(values):
+        ax.text(v, i, f" {v}", va="center", fontsize=8)
+    ax.set_xlabel("rows")
+    ax.set_title("filter funnel")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+def _pairs_section(name: str, d: Path) -> str:
+    r = _read_json(d / "report.json")
+    if not r:
+        return ""
+    keys = [k for k in r if isinstance(r[k], (int, float, str)) and not k.startswith("_")][:12]
+    return f"## {name}: preference pairs\n\n" + ", ".join(f"{k}: {r[k]}" for k in keys) + "\n"
+
+
+def _train_section(name: str, d: Path, out: Path) -> str:
+    r = _read_json(d / "report.json")
+    if not r:
+        return ""
+    text = f"## {name}: {r.get('method', 'train').upper()} training\n\n"
+    bits = [f"{r.get('steps')} steps"]
+    if r.get("loss_first") is not None and r.get("loss_final") is not None:
+        bits.append(f"loss {r['loss_first']:.4f} -> {r['loss_final']:.4f}")
+    if r.get("tokens_per_s"):
+        bits.append(f"{r['tokens_per_s']:,.0f} tokens/s")
+    if r.get("reward_accuracy") is not None:
+        bits.append(f"reward accuracy {r['reward_accuracy']:.3f}")
+    if r.get("train_runtime_s"):
+        bits.append(f"{r['train_runtime_s']:.0f} s")
+    text += ", ".join(bits) + "\n"
+    png = d / "loss.png"
+    if png.is_file():
+        text += f"\n![loss]({os.path.relpath(png, out)})\n"
+    return text
+
+
+def _eval_section(evals: list[tuple[str, dict]], out: Path) -> str:
+    from reasonkit.distill.eval_report import markdown_table, write_plot
+
+    png = out / "pass_at_k.png"
+    write_plot(evals, png)
+    text = "## Evaluation\n\n" + markdown_table(evals)
+    p = evals[0][1].get("protocol", {})
+    text += (
+        f"\nProtocol: temperature {p.get('temperature')}, top-p {p.get('top_p')}, k={p.get('k')}, "
+        f"max tokens {p.get('max_tokens')}, backend {p.get('backend')}; full protocol in each step's summary.json.\n"
+    )
+    text += f"\n![pass@k]({png.name})\n"
+    return text
