@@ -110,7 +110,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "prompts": ("id",),
     "traces": ("id", "sample"),
     "verdicts": ("id", "sample"),
-    "sft": ("id",),
+    "sft": ("id", "sample"),  # `sample` optional: several samples of one prompt may each give a row
     "prefs": ("id",),
     "eval_samples": ("id", "sample"),
 }

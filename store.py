@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from reasonkit import __version__
@@ -224,7 +225,7 @@ class StageWriter:
     def _record(self, name: str, table: pa.Table) -> None:
         tokens = 0
         if "completion_tokens" in table.column_names:
-            tokens = int(pa.compute.sum(table.column("completion_tokens")).as_py() or 0)
+            tokens = int(pc.sum(table.column("completion_tokens")).as_py() or 0)
         self.manifest["shards"].append({"file": name, "rows": table.num_rows, "tokens": tokens})
         self.manifest["rows"] = sum(s["rows"] for s in self.manifest["shards"])
         self.manifest["tokens"] = sum(s["tokens"] for s in self.manifest["shards"])

@@ -1,0 +1,76 @@
+"""``distill filter``: flags -> FilterConfig -> run_filter, then the funnel printed as a table.
+
+Only click is imported here; the filters (numpy, pyarrow, lingua, math-verify) load when the
+command runs, so ``distill --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import click
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    """``--decontam a.jsonl --decontam b.parquet`` or ``--decontam a.jsonl,b.parquet``."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+@click.command("filter", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("traces_dir", type=click.Path())
+@click.option("--out", required=True, type=click.Path(), help="Output stage directory.")
+@click.option("--verifier", type=click.Choice(["math", "int", "none"]), default="math", show_default=True,
+              help="math: integer fast path, then math-verify; int: integers only; none: extract only.")
+@click.option("--unverifiable", type=click.Choice(["drop", "keep"]), default="drop", show_default=True,
+              help="What to do with answers that cannot be verified (correct=None).")
+@click.option("--verify-timeout", type=float, default=5.0, show_default=True, help="Seconds per answer.")
+@click.option("--lang", default="en", show_default=True, help="Target language of the chain of thought ('none': skip).")
+@click.option("--min-lang-ratio", type=float, default=0.95, show_default=True,
+              help="Minimum share of target-language words.")
+@click.option("--drop-truncated/--keep-truncated", default=True, show_default=True, help="Drop finish_reason=length.")
+@click.option("--require-boxed", is_flag=True, help="Drop responses without a \\boxed{} answer.")
+@click.option("--min-tokens", type=int, default=None, help="Minimum completion tokens.")
+@click.option("--max-tokens", type=int, default=None, help="Maximum completion tokens.")
+@click.option("--max-repetition", type=float, default=0.5, show_default=True,
+              help="Maximum share of repeated word 8-grams.")
+@click.option("--dedup", type=click.Choice(["exact", "minhash", "none"]), default="exact", show_default=True)
+@click.option("--minhash-threshold", type=float, default=0.8, show_default=True,
+              help="Jaccard threshold of near-duplicates.")
+@click.option("--decontam", multiple=True, metavar="FILE",
+              help="Eval set (Parquet/JSONL/CSV with a problem column), as PATH or NAME=PATH; repeatable.")
+@click.option("--ngram", type=int, default=8, show_default=True, help="Word n-gram size of decontamination.")
+@click.option("--keep-per-prompt", type=int, default=None, help="Keep at most M samples per prompt.")
+@click.option("--select", "select_", type=click.Choice(["shortest", "random", "all"]), default="shortest",
+              show_default=True, help="Which samples --keep-per-prompt keeps.")
+@click.option("--workers", type=int, default=None, help="Verification processes [default: all cores].")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Any FilterConfig field, e.g. seed=3.")
+@click.option("--allow-incomplete", is_flag=True, help="Read a traces directory whose generation has not finished.")
+@click.option("--overwrite", is_flag=True, help="Replace an OUT written with another config.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
+def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_lang_ratio, drop_truncated,
+           require_boxed, min_tokens, max_tokens, max_repetition, dedup, minhash_threshold, decontam, ngram,
+           keep_per_prompt, select_, workers, overrides, allow_incomplete, overwrite, quiet) -> None:
+    """Verify, language-check, dedup and decontaminate traces; every dropped row says why.
+
+    \b
+    Writes OUT/ (kept verdicts), OUT/rejected/ (with drop_reason), OUT/sft/ (prompt + one
+    assistant turn "<think>\\nreasoning\\n</think>\\n\\nresponse") and OUT/report.json (the funnel).
+    """
+    from reasonkit.config import from_dict, override
+    from reasonkit.filters.config import FilterConfig
+    from reasonkit.filters.report import render
+    from reasonkit.filters.stage import run_filter
+
+    data = dict(
+        traces=traces_dir, out=out, verifier=verifier, unverifiable=unverifiable, verify_timeout=verify_timeout,
+        lang=lang, min_lang_ratio=min_lang_ratio, drop_truncated=drop_truncated, require_boxed=require_boxed,
+        min_tokens=min_tokens, max_tokens=max_tokens, max_repetition=max_repetition, dedup=dedup,
+        minhash_threshold=minhash_threshold, decontam=_split(decontam), ngram=ngram,
+        keep_per_prompt=keep_per_prompt, select=select_, workers=workers,
+        allow_incomplete=allow_incomplete, overwrite=overwrite,
+    )
+    config = override(from_dict(FilterConfig, data, "filter"), list(overrides), "filter")
+    log = None if quiet else (lambda message: click.echo(message, err=True))
+    report = run_filter(config, log=log)
+    from rich.console import Console
+
+    Console(soft_wrap=True).print(render(report))
+    click.echo(f"wrote {report['rows_out']} rows to {out} (rejected/, sft/, report.json)")

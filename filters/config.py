@@ -1,0 +1,107 @@
+"""The filter stage's configuration: one frozen dataclass, checked before any work starts.
+
+Every ``distill filter`` flag is a field here (``--min-lang-ratio`` is ``min_lang_ratio``), and any
+field can be set with ``--set key=value`` or from a recipe's ``filter:`` section.
+
+>>> from reasonkit.config import from_dict
+>>> c = from_dict(FilterConfig, {"traces": "t", "out": "o", "lang": "none", "decontam": "aime.jsonl"}, "filter")
+>>> c.lang, c.decontam
+(None, ('aime.jsonl',))
+>>> from_dict(FilterConfig, {"traces": "t", "out": "o", "select": "all", "keep_per_prompt": 2}, "filter")
+Traceback (most recent call last):
+...
+reasonkit.errors.UserError: --keep-per-prompt 2 needs --select shortest or random (--select all keeps every sample)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+from reasonkit.errors import UserError
+
+#: Fields that change how a run goes, not what it writes: left out of the config fingerprint, so a
+#: run resumed with more workers (or a different batch size) continues the same output.
+RUN_ONLY = ("traces", "out", "workers", "batch_rows", "allow_incomplete", "overwrite")
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    traces: str
+    out: str
+    # verification
+    verifier: Literal["math", "int", "none"] = "math"
+    unverifiable: Literal["drop", "keep"] = "drop"
+    verify_timeout: float = 5.0
+    # language consistency (lang None: off)
+    lang: str | None = "en"
+    min_lang_ratio: float = 0.95
+    lang_candidates: tuple[str, ...] = ("en", "zh", "ja", "ko", "ru", "fr", "de", "es")
+    # format
+    drop_truncated: bool = True
+    require_boxed: bool = False
+    min_tokens: int | None = None
+    max_tokens: int | None = None
+    max_repetition: float | None = 0.5
+    repetition_ngram: int = 8
+    # dedup
+    dedup: Literal["exact", "minhash", "none"] = "exact"
+    minhash_threshold: float = 0.8
+    minhash_perms: int = 128
+    minhash_bands: int | None = None
+    shingle: int = 5
+    # decontamination: files (Parquet/JSONL/CSV), each PATH or NAME=PATH
+    decontam: tuple[str, ...] = ()
+    decontam_column: str = "problem"
+    ngram: int = 8
+    # selection
+    keep_per_prompt: int | None = None
+    select: Literal["shortest", "random", "all"] = "shortest"
+    seed: int = 0
+    # running
+    workers: int | None = None
+    batch_rows: int = 1024
+    allow_incomplete: bool = False
+    overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.lang, str) and self.lang.strip().lower() in ("", "none", "off"):
+            object.__setattr__(self, "lang", None)
+        object.__setattr__(self, "decontam", tuple(self.decontam))
+        object.__setattr__(self, "lang_candidates", tuple(self.lang_candidates))
+        _check(self)
+
+    def fingerprinted(self) -> dict:
+        """The fields that decide the output (the stage's config fingerprint)."""
+        data = dataclasses.asdict(self)
+        for key in RUN_ONLY:
+            data.pop(key)
+        return data
+
+
+def _check(c: FilterConfig) -> None:
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            raise UserError(message)
+
+    need(c.verify_timeout > 0, f"--verify-timeout must be > 0 seconds, got {c.verify_timeout}")
+    need(0.0 <= c.min_lang_ratio <= 1.0, f"--min-lang-ratio must be within [0, 1], got {c.min_lang_ratio}")
+    for name in ("min_tokens", "max_tokens"):
+        value = getattr(c, name)
+        need(value is None or value >= 0, f"--{name.replace('_', '-')} must be >= 0, got {value}")
+    need(c.min_tokens is None or c.max_tokens is None or c.min_tokens <= c.max_tokens,
+         f"--min-tokens {c.min_tokens} is above --max-tokens {c.max_tokens}")
+    need(c.max_repetition is None or 0.0 <= c.max_repetition <= 1.0,
+         f"--max-repetition must be within [0, 1], got {c.max_repetition}")
+    need(0.0 < c.minhash_threshold < 1.0, f"--minhash-threshold must be within (0, 1), got {c.minhash_threshold}")
+    need(c.minhash_perms >= 1, f"minhash_perms must be >= 1, got {c.minhash_perms}")
+    need(c.minhash_bands is None or 1 <= c.minhash_bands <= c.minhash_perms,
+         f"minhash_bands must be within [1, minhash_perms={c.minhash_perms}], got {c.minhash_bands}")
+    for name in ("shingle", "ngram", "repetition_ngram", "batch_rows"):
+        need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
+    need(c.keep_per_prompt is None or c.keep_per_prompt >= 1, f"--keep-per-prompt must be >= 1, got {c.keep_per_prompt}")
+    need(not (c.select == "all" and c.keep_per_prompt is not None),
+         f"--keep-per-prompt {c.keep_per_prompt} needs --select shortest or random (--select all keeps every sample)")
+    need(c.workers is None or c.workers >= 1, f"--workers must be >= 1, got {c.workers}")
+    need(bool(c.decontam_column), "decontam_column must name a column")

@@ -1,0 +1,261 @@
+"""The filter stage: traces in, verdicts + rejected + sft + report.json out, in three passes.
+
+1. **Row filters, streaming** (format, decontam, verify, language): input shards are read in
+   batches of ``batch_rows``; each batch, with its verdict columns and its dedup keys (a few
+   uint64 per row), is committed to ``OUT/.work`` (a resumable stage directory of its own). This
+   is the expensive pass, so a killed run resumes it where it stopped.
+2. **Dataset-wide decisions** (dedup, selection) from small columns only: ids, token counts and
+   the dedup keys, ~30 bytes per row, never the traces themselves.
+3. **Write**: the work shards are streamed again, the pass-2 decisions applied, and the rows
+   committed to ``OUT`` (kept), ``OUT/rejected`` and ``OUT/sft``. Each writer skips keys already
+   committed, so a rerun after a crash here writes each row once. ``report.json`` is written
+   before the manifests are marked complete; ``.work`` is removed last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from reasonkit.errors import UserError
+from reasonkit.filters.base import apply, mark
+from reasonkit.filters.config import FilterConfig
+from reasonkit.filters.decontam import DecontamFilter, load_eval_sets, parse_spec
+from reasonkit.filters.dedup import Deduper
+from reasonkit.filters.format import FormatFilter
+from reasonkit.filters.language import LanguageFilter
+from reasonkit.filters.report import Tally
+from reasonkit.filters.select import select
+from reasonkit.filters.verify import VerifyFilter, default_workers
+from reasonkit.schema import MESSAGES, TABLES, validate
+from reasonkit.store import StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
+
+WORK = ".work"
+REPORT = "report.json"
+Log = Callable[[str], None]
+
+
+def input_shards(config: FilterConfig) -> list[Path]:
+    """The committed shards of the traces directory, after checking it is one (UserError if not)."""
+    path = Path(config.traces)
+    if not path.exists():
+        raise UserError(f"{path}: no such traces directory")
+    if not path.is_dir():
+        raise UserError(f"{path}: expected a traces stage directory (written by `distill generate`), found a file")
+    manifest = load_manifest(path)
+    if manifest.get("kind") != "traces":
+        raise UserError(
+            f"{path}: holds a {manifest.get('kind')!r} table (stage {manifest.get('stage')!r}); "
+            "`distill filter` reads a traces directory written by `distill generate`"
+        )
+    shards = shard_paths(path, allow_incomplete=config.allow_incomplete)
+    required = [c.name for c in TABLES["traces"] if c.required]
+    for shard in shards:
+        try:
+            names = pq.read_schema(shard).names
+        except (OSError, pa.ArrowException) as e:
+            raise UserError(f"{shard}: unreadable Parquet shard ({str(e).splitlines()[0]})") from None
+        missing = [c for c in required if c not in names]
+        if missing:
+            raise UserError(f"{shard}: missing required column {missing[0]!r} of a traces table; found columns {names}")
+    return shards
+
+
+def build_filters(config: FilterConfig, eval_sets) -> list:
+    """The row filters of pass 1, in order."""
+    filters: list = [FormatFilter(
+        drop_truncated=config.drop_truncated, require_boxed=config.require_boxed,
+        min_tokens=config.min_tokens, max_tokens=config.max_tokens,
+        max_repetition=config.max_repetition, repetition_ngram=config.repetition_ngram,
+    )]
+    if eval_sets:
+        filters.append(DecontamFilter(eval_sets))
+    filters.append(VerifyFilter(config.verifier, unverifiable=config.unverifiable,
+                                timeout=config.verify_timeout, workers=config.workers or default_workers()))
+    if config.lang is not None:
+        filters.append(LanguageFilter(config.lang, config.min_lang_ratio, config.lang_candidates))
+    return filters
+
+
+def funnel_order(config: FilterConfig, filters: list, deduper: Deduper) -> list[tuple[str, str]]:
+    order = []
+    for f in filters:
+        reasons = f.reasons if not (f.name == "verify" and config.verifier == "none") else ()
+        order += [(f.name, r) for r in reasons]
+    if deduper.mode != "none":
+        order += [("dedup", "duplicate")] + ([("dedup", "near_duplicate")] if deduper.mode == "minhash" else [])
+    if config.keep_per_prompt is not None and config.select != "all":
+        order.append(("select", "not_selected"))
+    return order
+
+
+def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
+    """Run the filter stage; returns the report (also in ``OUT/report.json``)."""
+    log = log or (lambda message: None)
+    started = time.time()
+    shards = input_shards(config)  # every check that can fail runs before anything is written
+    eval_sets = load_eval_sets(config.decontam, config.decontam_column, config.ngram)
+    filters = build_filters(config, eval_sets)
+    deduper = Deduper(config.dedup, threshold=config.minhash_threshold, num_perm=config.minhash_perms,
+                      bands=config.minhash_bands, shingle=config.shingle)
+    out = Path(config.out)
+    inputs = [config.traces] + [parse_spec(s)[1] for s in config.decontam]
+    in_fp = fingerprint([fingerprint_path(p) for p in inputs])
+    if config.overwrite and (out / WORK).exists():
+        shutil.rmtree(out / WORK)
+
+    def writer(path: Path, kind: str | None, stage: str = "filter", **kw) -> StageWriter:
+        return StageWriter(path, stage=stage, kind=kind, config=config.fingerprinted(), keys=("id", "sample"),
+                           input_fingerprint=in_fp, **kw)
+
+    kept_w = writer(out, "verdicts", overwrite=config.overwrite)
+    if kept_w.manifest["complete"] and (out / REPORT).is_file():
+        log(f"{out}: already complete; nothing to do")
+        return json.loads((out / REPORT).read_text())
+    work_w = writer(out / WORK, None, stage="filter-work")
+    try:
+        if not work_w.manifest["complete"]:
+            _pass1(shards, config, filters, deduper, work_w, log)
+    finally:
+        for f in filters:
+            getattr(f, "close", lambda: None)()
+    work = [out / WORK / s["file"] for s in work_w.manifest["shards"]]
+    decisions = _pass2(work, config, deduper, log)
+    tally = Tally()
+    rejected_w, sft_w = writer(out / "rejected", "verdicts"), writer(out / "sft", "sft")
+    _pass3(work, decisions, deduper.columns, config.batch_rows, (kept_w, rejected_w, sft_w), tally, log)
+    report = tally.report(funnel_order(config, filters, deduper), sft_rows=tally.rows_out,
+                          input=str(config.traces), seconds=round(time.time() - started, 3),
+                          config=config.fingerprinted())
+    _write_json(out / REPORT, report)
+    rejected_w.finish()
+    sft_w.finish()
+    kept_w.finish(rows_in=report["rows_in"], rows_out=report["rows_out"])
+    shutil.rmtree(out / WORK, ignore_errors=True)
+    return report
+
+
+def _batches(shards: list[Path], batch_rows: int) -> Iterator[tuple[Path, pa.Table]]:
+    for shard in shards:
+        for rb in pq.ParquetFile(shard).iter_batches(batch_size=batch_rows):
+            yield shard, pa.Table.from_batches([rb])
+
+
+def _pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: StageWriter, log: Log) -> None:
+    done = work_w.done_keys()
+    seen = 0
+    for shard, batch in _batches(shards, config.batch_rows):
+        batch = validate(batch, "traces", source=str(shard))
+        if done:
+            keys = zip(batch.column("id").to_pylist(), batch.column("sample").to_pylist())
+            batch = batch.filter(pa.array([k not in done for k in keys], pa.bool_()))
+        if batch.num_rows == 0:
+            continue
+        batch = apply(filters, batch)
+        keep = batch.column("keep").to_pylist()
+        rows = [i for i, k in enumerate(keep) if k]
+        completions = batch.column("completion").to_pylist()
+        for name, values in deduper.keys([completions[i] for i in rows]).items():
+            column = np.zeros(batch.num_rows, dtype=np.uint64)
+            column[rows] = values
+            batch = batch.append_column(pa.field(name, pa.uint64()), pa.array(column, mask=~np.asarray(keep, bool)))
+        work_w.commit(batch)
+        seen += batch.num_rows
+        log(f"pass 1: {seen} rows filtered ({sum(keep)} kept in this batch of {batch.num_rows})")
+    work_w.finish()
+
+
+class _Columns(Mapping):
+    """One key column over every work shard, read when asked for (one band in memory at a time)."""
+
+    def __init__(self, paths: list[Path], names: list[str]):
+        self.paths, self.names = paths, names
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        parts = [pq.read_table(p, columns=[name]).column(name).fill_null(0).to_numpy() for p in self.paths]
+        return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+
+    def __iter__(self):
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def _pass2(work: list[Path], config: FilterConfig, deduper: Deduper, log: Log) -> list[str | None]:
+    """Dedup and selection over every row, reading only the small columns they need."""
+    def column(name: str) -> pa.ChunkedArray:
+        return pa.chunked_array([pq.read_table(p, columns=[name]).column(name) for p in work])
+
+    if not work:
+        return []
+    alive = column("keep").to_numpy().astype(bool)
+    reasons = deduper.decide(_Columns(work, deduper.columns), alive)
+    if config.keep_per_prompt is not None and config.select != "all":
+        alive &= np.array([r is None for r in reasons], dtype=bool)
+        chosen = select(column("id").to_pylist(), column("sample").to_numpy(), column("completion_tokens").to_numpy(),
+                        alive, config.keep_per_prompt, config.select, config.seed)
+        reasons = [a or b for a, b in zip(reasons, chosen)]
+    log(f"pass 2: {sum(r is not None for r in reasons)} rows dropped by dedup and selection")
+    return reasons
+
+
+def sft_rows(kept: pa.Table) -> pa.Table:
+    """The ``sft`` table of kept rows: the prompt plus one assistant turn in R1's layout,
+    ``<think>\\n{reasoning}\\n</think>\\n\\n{response}`` (the layout gen/think.py's ``join`` writes)."""
+    reasoning, response = kept.column("reasoning").to_pylist(), kept.column("response").to_pylist()
+    completion = kept.column("completion").to_pylist()
+    messages = []
+    for prompt, r, a, c in zip(kept.column("messages").to_pylist(), reasoning, response, completion):
+        if r is None:  # the template opened <think> in the prompt: the reasoning is what precedes </think>
+            r = c.split("</think>", 1)[0].removeprefix("<think>")
+        content = f"<think>\n{r.strip()}\n</think>\n\n{a.strip()}"
+        messages.append(list(prompt) + [{"role": "assistant", "content": content}])
+    return pa.table({
+        "id": kept.column("id"),
+        "messages": pa.array(messages, MESSAGES),
+        "source": kept.column("source"),
+        "sample": kept.column("sample"),
+    })
+
+
+def _pass3(work, decisions, key_columns, batch_rows, writers, tally: Tally, log: Log) -> None:
+    done = [w.done_keys() for w in writers]
+    pending: list[list[pa.Table]] = [[], [], []]
+    offset = 0
+    for path in work:
+        batch = pq.read_table(path)
+        n = batch.num_rows
+        batch = mark(batch, range(n), decisions[offset : offset + n]).drop_columns(key_columns)
+        offset += n
+        tally.add(batch)
+        keep = batch.column("keep")
+        kept, rejected = batch.filter(keep), batch.filter(pc.invert(keep))
+        for k, table in enumerate((kept, rejected, sft_rows(kept))):
+            if done[k]:
+                keys = zip(table.column("id").to_pylist(), table.column("sample").to_pylist())
+                table = table.filter(pa.array([key not in done[k] for key in keys], pa.bool_()))
+            pending[k].append(table)
+            if sum(t.num_rows for t in pending[k]) >= batch_rows:
+                writers[k].commit(pa.concat_tables(pending[k]))
+                pending[k] = []
+        log(f"pass 3: {offset} rows written")
+    for k, tables in enumerate(pending):
+        if tables:
+            writers[k].commit(pa.concat_tables(tables))
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    os.replace(tmp, path)
+

@@ -1,0 +1,168 @@
+r"""Answer verification: ``correct`` is True, False, or None ("cannot tell", with a reason).
+
+Two paths. Integer answers (AIME-style: ``042``, ``1,000``, ``42.0``) are compared as Python ints
+in this process, in microseconds, never touching sympy. Everything else goes to math-verify in a
+:class:`~reasonkit.filters.pool.TimeoutPool`, whose deadline turns a hang into ``None`` with
+reason ``timeout``. ``None`` is never "wrong": the ``unverifiable`` policy decides whether such a
+row is dropped (reason ``unverifiable``; the detail is in the ``verify_reason`` column).
+
+>>> parse_int(r"\!1{,}000"), parse_int("042"), parse_int("42.0"), parse_int("4.5"), parse_int("1,00")
+(1000, 42, 42, None, None)
+>>> check_int("042", "42"), check_int("x", "42"), check_int("7", "1/2")
+((True, None), (None, 'pred_not_integer'), (None, 'gold_not_integer'))
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from reasonkit.filters.base import RowFilter, update_rows
+from reasonkit.filters.extract import MAX_ANSWER, extract_answer
+
+VERIFIERS = ("math", "int", "none")
+_INT = re.compile(r"[+-]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.0*)?")
+_NOISE = re.compile(r"\\[,!;: ]|\\text\{\s*\}|\s+")
+
+
+def parse_int(text: str | None) -> int | None:
+    """The integer ``text`` spells, or None if it spells anything else."""
+    if text is None or len(text) > 80:
+        return None
+    t = _NOISE.sub("", text.replace("{,}", ",")).strip("$")
+    if not _INT.fullmatch(t):
+        return None
+    return int(t.split(".")[0].replace(",", ""))
+
+
+def check_int(pred: str, gold: str) -> tuple[bool | None, str | None]:
+    """The integer verifier: both sides must be integers."""
+    g = parse_int(gold)
+    if g is None:
+        return None, "gold_not_integer"
+    p = parse_int(pred)
+    if p is None:
+        return None, "pred_not_integer"
+    return p == g, None
+
+
+def default_workers() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Verifier:
+    """Verifies ``(pred, gold)`` pairs: integer fast path here, the rest in a lazily started pool."""
+
+    def __init__(self, kind: str = "math", *, timeout: float = 5.0, workers: int | None = None):
+        if kind not in VERIFIERS:
+            raise ValueError(f"unknown verifier {kind!r}; expected one of {VERIFIERS}")
+        self.kind, self.timeout, self.workers = kind, timeout, workers or default_workers()
+        self._pool = None
+        self.fast = self.pooled = 0
+
+    def check(self, pairs: Sequence[tuple[str | None, str | None]]) -> list[tuple[bool | None, str | None]]:
+        out: list = [None] * len(pairs)
+        slow: list[int] = []
+        ints: dict[str, int | None] = {}  # gold answers parsed once per prompt
+        for i, (pred, gold) in enumerate(pairs):
+            if gold is None or not gold.strip():
+                out[i] = (None, "no_gold")
+                continue
+            if pred is None or len(pred) > MAX_ANSWER:
+                out[i] = (None, "no_answer" if pred is None else "answer_too_long")
+                continue
+            if gold not in ints:
+                ints[gold] = parse_int(gold)
+            g, p = ints[gold], parse_int(pred)
+            if g is not None and p is not None:
+                out[i] = (p == g, None)
+                self.fast += 1
+            elif self.kind == "int":
+                out[i] = (None, "gold_not_integer" if g is None else "pred_not_integer")
+            else:
+                slow.append(i)
+        if slow:
+            # Samples of a prompt often give the same answer: verify each distinct pair once.
+            distinct = list(dict.fromkeys((pairs[i][0], pairs[i][1]) for i in slow))
+            self.pooled += len(distinct)
+            answers = dict(zip(distinct, self.pool().map(distinct)))
+            for i in slow:
+                out[i] = answers[(pairs[i][0], pairs[i][1])]
+        return out
+
+    def pool(self):
+        if self._pool is None:
+            from reasonkit.filters.pool import TimeoutPool
+
+            self._pool = TimeoutPool(
+                "reasonkit.filters.mathcheck:check_math",
+                workers=self.workers,
+                timeout=self.timeout,
+                preload=["reasonkit.filters.mathcheck"],
+            )
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+class VerifyFilter(RowFilter):
+    """Extracts ``pred`` from every response, verifies the rows still kept against ``answer``.
+
+    Drops ``wrong`` rows, and ``unverifiable`` ones unless ``unverifiable="keep"``; with
+    ``verifier="none"`` it only extracts.
+    """
+
+    name = "verify"
+    reasons = ("wrong", "unverifiable")
+
+    def __init__(
+        self, verifier: str = "math", *, unverifiable: str = "drop", timeout: float = 5.0, workers: int | None = None
+    ):
+        if unverifiable not in ("drop", "keep"):
+            raise ValueError(f"unverifiable must be 'drop' or 'keep', got {unverifiable!r}")
+        self.verifier = Verifier(verifier, timeout=timeout, workers=workers)
+        self.unverifiable = unverifiable
+
+    def prepare(self, batch: pa.Table) -> pa.Table:
+        # pred for every row (the pairs stage wants the answers of rejected samples too);
+        # verify_reason only for rows that reach the verifier and come out None.
+        preds = [extract_answer(r)[0] for r in batch.column("response").to_pylist()]
+        batch = update_rows(batch, "pred", range(len(preds)), preds)
+        if "verify_reason" in batch.column_names:
+            batch = batch.drop_columns(["verify_reason"])
+        return batch.append_column(pa.field("verify_reason", pa.string()), pa.nulls(batch.num_rows, pa.string()))
+
+    def judge(self, batch: pa.Table, rows: list[int]):
+        if self.verifier.kind == "none":
+            return [None] * len(rows)
+        preds = batch.column("pred").to_pylist()
+        responses = batch.column("response").to_pylist()
+        golds = batch.column("answer").to_pylist() if "answer" in batch.column_names else [None] * batch.num_rows
+        todo = [i for i in rows if preds[i] is not None]
+        results = dict(zip(todo, self.verifier.check([(preds[i], golds[i]) for i in todo])))
+        correct, reasons, detail = [], [], []
+        for i in rows:
+            ok, why = results[i] if i in results else (None, extract_answer(responses[i])[1])
+            correct.append(ok)
+            detail.append(why)
+            if ok is False:
+                reasons.append("wrong")
+            elif ok is None and self.unverifiable == "drop":
+                reasons.append("unverifiable")
+            else:
+                reasons.append(None)
+        return reasons, {"correct": correct, "verify_reason": detail}
+
+    def close(self) -> None:
+        self.verifier.close()
+

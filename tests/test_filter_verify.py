@@ -1,0 +1,98 @@
+"""Verification on literal strings: integer fast path, math-verify, None never "wrong"."""
+
+import pytest
+
+from reasonkit.filters.base import apply
+from reasonkit.filters.mathcheck import check_math
+from reasonkit.filters.synthetic import trace, traces_table
+from reasonkit.filters.verify import VerifyFilter, Verifier, check_int, parse_int
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("42", 42), ("042", 42), ("1,000", 1000), ("1{,}000", 1000), (r"1\,000", 1000), ("42.0", 42),
+     ("-7", -7), ("+7", 7), ("$12$", 12), (" 5 ", 5), ("1,00", None), ("4.5", None), ("x", None),
+     ("1e3", None), (r"\frac{4}{2}", None), ("", None), (None, None), ("9" * 100, None)],
+)
+def test_parse_int(text, value):
+    assert parse_int(text) == value
+
+
+def test_check_int():
+    assert check_int("042", "42") == (True, None)
+    assert check_int("43", "42") == (False, None)
+    assert check_int("4.5", "42") == (None, "pred_not_integer")
+    assert check_int("42", r"\frac{1}{2}") == (None, "gold_not_integer")
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "expected"),
+    [
+        (r"\frac{2}{4}", r"\frac{1}{2}", True),
+        ("0.5", r"\frac{1}{2}", True),
+        (r"\sqrt{8}", r"2\sqrt{2}", True),  # bare LaTeX gold is wrapped in $...$ before parsing
+        ("(1,2]", "(1, 2]", True),
+        ("[1,2]", "(1, 2]", False),
+        (r"\{2, 1\}", r"\{1,2\}", True),
+        ("3", "x = 3", True),
+        (r"\frac{1}{3}", r"\frac{1}{2}", False),
+    ],
+)
+def test_check_math(pred, gold, expected):
+    assert check_math(pred, gold) == (expected, None)
+
+
+def test_unparseable_is_none_with_reason_not_false():
+    assert check_math("", "3") == (None, "unparseable_pred")
+    assert check_math("4\x002", "3") == (None, "unparseable_pred")
+    assert check_math("3", "") == (None, "unparseable_gold")
+
+
+def test_integer_fast_path_never_starts_the_pool():
+    v = Verifier("math", timeout=1, workers=1)
+    assert v.check([("042", "42"), ("1,000", "1000"), ("7", "8")]) == [(True, None), (True, None), (False, None)]
+    assert v._pool is None and v.fast == 3
+    assert v.check([("3", None)]) == [(None, "no_gold")]
+
+
+def test_int_verifier_does_not_guess():
+    v = Verifier("int", workers=1)
+    assert v.check([(r"\frac{4}{2}", "2"), ("2", r"\frac{1}{2}")]) == [
+        (None, "pred_not_integer"), (None, "gold_not_integer")]
+    assert v._pool is None
+
+
+def test_math_through_the_pool():
+    v = Verifier("math", timeout=5, workers=1)
+    try:
+        assert v.check([(r"\frac{2}{4}", r"\frac{1}{2}"), ("42", "42"), (r"\frac13", "0.5")]) == [
+            (True, None), (True, None), (False, None)]
+        assert v.pooled == 2
+    finally:
+        v.close()
+
+
+def _table():
+    return traces_table([
+        trace("a", 0, response=r"So \boxed{4}.", answer="4"),
+        trace("a", 1, response=r"So \boxed{5}.", answer="4"),
+        trace("b", 0, response="I give up.", answer="4"),
+        trace("c", 0, response=r"\boxed{4}", answer=None),
+    ])
+
+
+def test_filter_drops_wrong_and_unverifiable_with_reasons():
+    out = apply([VerifyFilter("int")], _table())
+    assert out.column("pred").to_pylist() == ["4", "5", None, "4"]
+    assert out.column("correct").to_pylist() == [True, False, None, None]
+    assert out.column("drop_reason").to_pylist() == [None, "wrong", "unverifiable", "unverifiable"]
+    assert out.column("verify_reason").to_pylist() == [None, None, "no_answer", "no_gold"]
+
+
+def test_filter_keeps_unverifiable_when_told_and_none_only_extracts():
+    out = apply([VerifyFilter("int", unverifiable="keep")], _table())
+    assert out.column("keep").to_pylist() == [True, False, True, True]
+    out = apply([VerifyFilter("none")], _table())
+    assert out.column("keep").to_pylist() == [True] * 4
+    assert out.column("correct").to_pylist() == [None] * 4
+    assert out.column("pred").to_pylist() == ["4", "5", None, "4"]
