@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pairs": ("reasonkit.judges.command:pairs", "Build DPO pairs from verified and rejected samples."),
     "judge": ("reasonkit.judges.command:judge", "LLM-as-judge preferences (pointwise or pairwise)."),
     "critique": ("reasonkit.judges.command:critique", "Constitutional critique and revision (RLAIF)."),
-    "train": ("reasonkit.cli:_pending_train", "SFT or DPO a student with LoRA (TRL + peft)."),
+    "train": ("reasonkit.distill.command:train", "SFT or DPO a student with LoRA (TRL + peft)."),
     "eval": ("reasonkit.distill.eval_command:eval_", "pass@1 over k samples, cons@k, pass@k; protocol recorded."),
     "push": ("reasonkit.hub:push_command", "Publish a stage directory to the Hugging Face Hub."),
     "run": ("reasonkit.recipes.command:run", "Run a whole recipe YAML, resuming finished stages."),
@@ -93,7 +93,6 @@ def _pending(name: str, issue: int) -> click.Command:
     return command
 
 
-_pending_train = _pending("train", 6)
 _pending_quickstart = _pending("quickstart", 8)
 
 

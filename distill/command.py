@@ -1,0 +1,74 @@
+"""``distill train``: flags -> TrainConfig -> :func:`reasonkit.distill.train.train`.
+
+Imports nothing heavy at module level (the CLI lists commands without loading torch). Runs on
+several GPUs under accelerate: ``accelerate launch -m reasonkit.distill.command --method sft ...``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+
+from reasonkit.distill.config import TrainConfig
+
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+
+
+def _d(name: str) -> str:
+    value = _DEFAULTS[name]
+    return "device/model aware" if value is None else str(value)
+
+
+@click.command(name="train", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--method", type=click.Choice(["sft", "dpo"]), required=True, help="SFT on sft rows, or DPO on prefs rows.")
+@click.option("--student", required=True, help="Student model directory or Hub id.")
+@click.option("--data", required=True, help="An sft (SFT) or prefs (DPO) stage directory, or Parquet/JSONL in that format.")
+@click.option("--out", required=True, help="Output directory: adapter/, checkpoints/, report.json, loss.png.")
+@click.option("--lora-r", type=int, help=f"LoRA rank [{_d('lora_r')}].")
+@click.option("--lora-alpha", type=int, help=f"LoRA alpha [{_d('lora_alpha')}].")
+@click.option("--lora-dropout", type=float, help=f"LoRA dropout [{_d('lora_dropout')}].")
+@click.option("--target-modules", help=f"LoRA target modules, comma-separated [{_d('target_modules')}].")
+@click.option("--full", is_flag=True, default=None, help="Full fine-tuning instead of LoRA.")
+@click.option("--epochs", type=float, help=f"Passes over the data [{_d('epochs')}].")
+@click.option("--max-steps", type=int, help="Optimizer steps (overrides --epochs).")
+@click.option("--lr", type=float, help="Peak learning rate [sft 2e-4 / dpo 2e-5 with LoRA; 2e-5 / 1e-6 full].")
+@click.option("--batch-size", type=int, help=f"Examples (DPO: pairs) per device per step [{_d('batch_size')}].")
+@click.option("--grad-accum", type=int, help=f"Gradient accumulation steps [{_d('grad_accum')}].")
+@click.option("--max-length", type=int, help="Token limit per example [min(4096, the student's context)].")
+@click.option("--packing/--no-packing", default=None, help="SFT: pack examples best-fit decreasing [no-packing].")
+@click.option("--beta", type=float, help=f"DPO beta [{_d('beta')}].")
+@click.option("--loss", type=click.Choice(["sigmoid", "ipo"]), help="DPO loss [sigmoid].")
+@click.option("--precompute-ref", is_flag=True, default=None, help="DPO: score pairs with the reference once, before training.")
+@click.option("--merge", is_flag=True, default=None, help="Also write OUT/merged: the adapter folded into the weights.")
+@click.option("--resume", is_flag=True, default=None, help="Continue the run in OUT from its last complete checkpoint.")
+@click.option("--overwrite", is_flag=True, default=None, help="Delete the run in OUT and start over.")
+@click.option("--seed", type=int, help=f"Seed for data order and initialisation [{_d('seed')}].")
+@click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE", help="Any other setting, e.g. save_steps=50, threads=1, lint=warn.")
+def train(assignments: tuple[str, ...], **flags) -> None:
+    """SFT or DPO a student with LoRA (or --full) on TRL and peft: linted, checkpointed, resumable.
+
+    \b
+    distill train --method sft --student Qwen/Qwen2.5-1.5B-Instruct --data runs/sft --out runs/student
+    distill train --method dpo --student runs/student/merged --data runs/pairs --out runs/dpo --merge
+    """
+    from reasonkit.config import from_dict, override
+    from reasonkit.distill.train import train as run
+
+    cfg = override(from_dict(TrainConfig, {k: v for k, v in flags.items() if v is not None}, "train"), list(assignments), "train")
+    run(cfg, progress=True, log=lambda msg: click.echo(msg, err=True))
+
+
+if __name__ == "__main__":  # accelerate launch -m reasonkit.distill.command ...
+    import sys
+
+    from reasonkit.errors import UserError
+
+    try:
+        train.main(prog_name="distill train", standalone_mode=False)
+    except UserError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)

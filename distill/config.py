@@ -1,0 +1,123 @@
+"""``distill train``'s settings: one frozen dataclass, checked before any model loads.
+
+Light on purpose (no torch, no transformers): the CLI builds it from flags and ``--set key=value``,
+and a recipe builds it from YAML with :func:`reasonkit.config.from_dict`, both before any heavy import.
+
+>>> cfg = TrainConfig(method="sft", student="m", data="d", out="o")
+>>> cfg.learning_rate, cfg.is_lora
+(0.0002, True)
+>>> TrainConfig(method="dpo", student="m", data="d", out="o", full=True).learning_rate
+1e-06
+>>> TrainConfig(method="sft", student="m", data="d", out="o", batch_size=0)
+Traceback (most recent call last):
+...
+ValueError: batch_size must be >= 1, found 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+#: Learning rates when ``lr`` is not given, by (method, full fine-tuning). LoRA wants roughly 10x the
+#: full-parameter rate (its update is low-rank and starts at zero); DPO wants far less than SFT,
+#: since it pushes log-ratios that grow without bound (TRL's DPO default is 1e-6 for full weights).
+DEFAULT_LR = {("sft", False): 2e-4, ("sft", True): 2e-5, ("dpo", False): 2e-5, ("dpo", True): 1e-6}
+
+#: Keys that do not change what a run computes; a resumed run may differ from its start in these.
+NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    method: Literal["sft", "dpo"]
+    student: str  # a model directory or Hub id (not a LoRA adapter: merge it first)
+    data: str  # an sft (method sft) or prefs (method dpo) stage directory, or Parquet/JSONL in that format
+    out: str
+
+    # LoRA through peft; ignored with full=True.
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    target_modules: str = "all-linear"  # peft's shorthand, or comma-separated module names
+    full: bool = False
+
+    # Schedule. max_steps, when given, overrides epochs.
+    epochs: float = 1.0
+    max_steps: int | None = None
+    lr: float | None = None  # None: DEFAULT_LR for (method, full)
+    batch_size: int = 8
+    grad_accum: int = 1
+    max_length: int | None = None  # None: min(4096, the student's max_position_embeddings)
+    packing: bool = False  # SFT only: best-fit-decreasing packing into rows of max_length
+    warmup: float = 0.03  # a ratio of the steps when < 1, else a step count
+    lr_scheduler: str = "cosine"
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+
+    # DPO
+    beta: float = 0.1
+    loss: Literal["sigmoid", "ipo"] = "sigmoid"
+    precompute_ref: bool = False  # reference log-probs computed once before training
+
+    # Output, checkpoints, resume
+    merge: bool = False  # also write OUT/merged: the adapter folded into the base weights
+    resume: bool = False
+    overwrite: bool = False
+    seed: int = 0
+    save_steps: int = 200
+    save_total_limit: int = 2
+
+    # Template and the pre-training lint
+    chat_template: str | None = None  # a .jinja file with {% generation %} markers, replacing the student's
+    pad_token: str | None = None  # a token already in the vocabulary to pad with (must not be EOS)
+    lint: Literal["error", "warn", "off"] = "error"
+    lint_rows: int = 2000  # rows the lint tokenizes (evenly spaced) on a large dataset
+    max_truncated_share: float = 0.05  # lint fails when more examples than this exceed max_length
+
+    # Device. None means device-aware: CUDA -> bf16 + gradient checkpointing; CPU -> fp32, neither.
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    bf16: bool | None = None
+    gradient_checkpointing: bool | None = None
+    attn_implementation: str = "sdpa"
+    threads: int | None = None  # torch CPU threads; 1 is fastest for tiny models on a busy machine
+    allow_incomplete: bool = False  # train on an unfinished stage directory
+
+    def __post_init__(self) -> None:
+        for name in ("lora_r", "lora_alpha", "batch_size", "grad_accum", "save_steps", "save_total_limit", "lint_rows"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, found {getattr(self, name)}")
+        for name in ("max_steps", "max_length", "threads"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 when given, found {value}")
+        if self.epochs <= 0:
+            raise ValueError(f"epochs must be > 0, found {self.epochs}")
+        if self.lr is not None and self.lr <= 0:
+            raise ValueError(f"lr must be > 0, found {self.lr}")
+        if not 0 <= self.lora_dropout < 1:
+            raise ValueError(f"lora_dropout must be in [0, 1), found {self.lora_dropout}")
+        if self.beta <= 0:
+            raise ValueError(f"beta must be > 0, found {self.beta}")
+        if not 0 <= self.max_truncated_share <= 1:
+            raise ValueError(f"max_truncated_share must be in [0, 1], found {self.max_truncated_share}")
+        if self.warmup < 0:
+            raise ValueError(f"warmup must be >= 0, found {self.warmup}")
+        if self.packing and self.method != "sft":
+            raise ValueError("packing applies to --method sft only (DPO pairs are scored whole)")
+
+    @property
+    def is_lora(self) -> bool:
+        return not self.full
+
+    @property
+    def learning_rate(self) -> float:
+        return self.lr if self.lr is not None else DEFAULT_LR[(self.method, self.full)]
+
+    def fingerprinted(self) -> dict:
+        """The settings that decide what a run computes (the resume check compares these)."""
+        data = dataclasses.asdict(self)
+        for key in NOT_FINGERPRINTED:
+            data.pop(key)
+        return data

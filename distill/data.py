@@ -1,0 +1,152 @@
+"""Training inputs: the sft/prefs table, the student's tokenizer, and the chat template trained on.
+
+The tables already are TRL's formats (schema.py): ``sft`` rows carry ``messages`` (conversational
+language modeling) and ``prefs`` rows carry ``prompt``/``chosen``/``rejected`` (conversational
+preference), so loading is validation plus column selection, never conversion.
+
+>>> import pyarrow as pa
+>>> t = pa.table({"id": ["a"], "messages": [[{"role": "user", "content": "1+1?"}, {"role": "assistant", "content": "2"}]]})
+>>> load_rows(t, "sft", "t.parquet").column_names
+['id', 'messages', 'source']
+>>> load_rows(t, "dpo", "t.parquet")
+Traceback (most recent call last):
+...
+reasonkit.errors.UserError: t.parquet: --method dpo needs a prefs table with columns prompt, chosen, rejected; found ['id', 'messages'] (an sft table: use --method sft)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+
+from reasonkit.errors import UserError
+from reasonkit.schema import validate
+
+KIND = {"sft": "sft", "dpo": "prefs"}
+_NEEDS = {"sft": ("messages",), "dpo": ("prompt", "chosen", "rejected")}
+
+
+def read_rows(path: str | os.PathLike, method: str, *, allow_incomplete: bool = False) -> pa.Table:
+    """The validated training table at ``path`` (a stage directory or Parquet/JSONL files)."""
+    from reasonkit.readers import read_table
+
+    table, name = read_table(path, allow_incomplete=allow_incomplete)
+    return load_rows(table, method, name)
+
+
+def load_rows(table: pa.Table, method: str, source: str) -> pa.Table:
+    missing = [c for c in _NEEDS[method] if c not in table.column_names]
+    if missing:
+        other = "sft" if method == "dpo" else "dpo"
+        hint = f" (an {KIND[other]} table: use --method {other})" if all(c in table.column_names for c in _NEEDS[other]) else ""
+        raise UserError(
+            f"{source}: --method {method} needs a{'n' if method == 'sft' else ''} {KIND[method]} table with columns "
+            f"{', '.join(_NEEDS[method])}; found {table.column_names}{hint}"
+        )
+    table = validate(table, KIND[method], source)
+    if table.num_rows == 0:
+        raise UserError(f"{source}: no rows to train on")
+    return table
+
+
+def to_dataset(table: pa.Table, method: str):
+    """A ``datasets.Dataset`` holding only the columns the TRL trainer reads."""
+    import datasets
+
+    return datasets.Dataset(table.select(list(_NEEDS[method])))
+
+
+# -- the student's tokenizer and template ---------------------------------------------------------
+def is_adapter_dir(path: str) -> bool:
+    return (Path(path) / "adapter_config.json").is_file()
+
+
+def model_ref(student: str) -> str:
+    """A local student as an absolute path (the saved adapter records it as its base), else the Hub id."""
+    path = Path(student)
+    return str(path.resolve()) if path.exists() else student
+
+
+def load_tokenizer(cfg):
+    """The student's tokenizer, with ``cfg.pad_token`` applied (the lint judges the result)."""
+    from transformers import AutoTokenizer
+
+    if is_adapter_dir(cfg.student):
+        raise UserError(
+            f"{cfg.student}: is a LoRA adapter, not a model; train on the model it adapts, or fold it in first "
+            "(rerun that training with --merge and pass OUT/merged as --student)"
+        )
+    try:
+        tok = AutoTokenizer.from_pretrained(model_ref(cfg.student))
+    except OSError as e:
+        raise UserError(f"{cfg.student}: cannot load the student's tokenizer ({str(e).splitlines()[0]})") from None
+    if cfg.pad_token is not None:
+        if cfg.pad_token not in tok.get_vocab():
+            raise UserError(f"pad_token: {cfg.pad_token!r} is not in the vocabulary of {cfg.student}")
+        tok.pad_token = cfg.pad_token
+    return tok
+
+
+def resolve_template(tok, cfg) -> str | None:
+    """Install the chat template to train with on ``tok``; returns a note when it is not the student's own.
+
+    SFT computes loss on assistant tokens only, which needs ``{% generation %}`` markers in the template.
+    A student whose template lacks them gets TRL's training version of the same template (it renders
+    identical text, with the markers) and the run says so; an unknown template is an error, since
+    guessing a format would train the student on text it never sees at inference.
+    """
+    from trl.chat_template_utils import get_training_chat_template, has_generation_markers
+
+    if cfg.chat_template is not None:
+        try:
+            tok.chat_template = Path(cfg.chat_template).read_text()
+        except OSError as e:
+            raise UserError(f"chat_template: cannot read {cfg.chat_template} ({e.strerror})") from None
+        return f"chat template from {cfg.chat_template}"
+    if not tok.chat_template:
+        raise UserError(
+            f"{cfg.student}: the tokenizer has no chat template; pass --set chat_template=FILE.jinja "
+            "(with the assistant turn inside {% generation %}...{% endgeneration %})"
+        )
+    if cfg.method != "sft" or has_generation_markers(tok.chat_template):
+        return None  # DPO scores prompt+completion minus the prompt and needs no markers
+    try:
+        patched = get_training_chat_template(tok)
+    except ValueError:
+        raise UserError(
+            f"{cfg.student}: the chat template has no {{% generation %}} markers, so assistant-only loss cannot "
+            "find the assistant tokens, and TRL has no training version of this template; pass --set "
+            "chat_template=FILE.jinja: the same template with each assistant turn (and its end-of-turn token) "
+            "wrapped in {% generation %}...{% endgeneration %}"
+        ) from None
+    if patched is None:
+        return None
+    tok.chat_template = patched
+    return "the student's chat template lacks {% generation %} markers; training with TRL's marked version of it"
+
+
+def stop_ids(tok, student: str) -> set[int]:
+    """Token ids that end generation: the tokenizer's EOS and the generation config's ``eos_token_id``."""
+    from transformers import GenerationConfig
+
+    ids = {tok.eos_token_id} if tok.eos_token_id is not None else set()
+    try:
+        eos = GenerationConfig.from_pretrained(model_ref(student)).eos_token_id
+    except OSError:  # no generation_config.json: the tokenizer's EOS is all there is
+        eos = None
+    ids.update(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    return ids
+
+
+def max_positions(student: str) -> int | None:
+    """The student's context length from its config, without loading weights."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(student)
+    except OSError as e:
+        raise UserError(f"{student}: cannot load the student's config ({str(e).splitlines()[0]})") from None
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return getattr(text, "max_position_embeddings", None)

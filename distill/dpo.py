@@ -1,0 +1,37 @@
+"""DPO on preference pairs with TRL's DPOTrainer.
+
+The reference model is the student itself with its LoRA adapters disabled: no second copy of the
+weights in memory, and the reference is exactly the starting point of the policy. With ``--full``
+there are no adapters to disable, so TRL loads a frozen copy of the student as the reference, or
+with ``--precompute-ref`` scores every pair with the untouched student once before training and
+keeps only those numbers.
+
+The loss (``--loss sigmoid``) of a pair is ``-log sigmoid(beta * ((logp_c - ref_c) - (logp_r - ref_r)))``
+where ``logp`` sums the policy's log-probabilities of the completion tokens (everything after the
+prompt the chat template renders with its generation prompt) and ``ref`` the same under the
+reference; tests/test_train_dpo.py recomputes it independently. ``--loss ipo`` is IPO's squared
+loss on length-normalised log-ratios.
+"""
+
+from __future__ import annotations
+
+from trl import DPOConfig, DPOTrainer
+
+
+def build_dpo_trainer(cfg, model, tok, dataset, args: dict, peft_config, callbacks) -> DPOTrainer:
+    config = DPOConfig(
+        **args,
+        beta=cfg.beta,
+        loss_type=[cfg.loss],
+        precompute_ref_log_probs=cfg.precompute_ref,
+    )
+    return DPOTrainer(
+        model=model,
+        ref_model=None,  # LoRA: the base with adapters disabled; full: TRL loads a frozen copy
+        args=config,
+        train_dataset=dataset,
+        processing_class=tok,
+        peft_config=peft_config,
+        callbacks=callbacks,
+    )
+

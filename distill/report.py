@@ -1,0 +1,175 @@
+"""What a training run tells its user: a live progress bar, report.json, a loss-curve PNG, a summary.
+
+report.json keeps every logged step (the Trainer logs each one), so the curve of a run that was
+killed and resumed is whole: the checkpoint carries the history of the steps before it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import sys
+import time
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+#: TRL's log keys -> the report's names.
+_STEP_KEYS = {
+    "loss": "loss",
+    "learning_rate": "lr",
+    "grad_norm": "grad_norm",
+    "num_tokens": "tokens",
+    "mean_token_accuracy": "token_accuracy",
+    "rewards/accuracies": "reward_accuracy",
+    "rewards/margins": "reward_margin",
+    "rewards/chosen": "reward_chosen",
+    "rewards/rejected": "reward_rejected",
+}
+
+
+class Monitor(TrainerCallback):
+    """Times the run, counts its tokens, and draws a rich progress bar with loss and tokens/s."""
+
+    def __init__(self, method: str, progress: bool):
+        self.method, self.show = method, progress
+        self.started = self.tokens = self.cpu_s = 0.0
+        self.start_step = 0
+        self._bar = self._task = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.started = time.perf_counter()
+        self.cpu_s = -time.process_time()
+        self.start_step = state.global_step
+        if self.show:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._bar = Progress(
+                TextColumn(f"[bold]{self.method}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[stats]}"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=False,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(self.method, total=state.max_steps, completed=state.global_step, stats="")
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        logs = logs or {}
+        if "loss" not in logs:
+            return
+        self.tokens = float(logs.get("num_tokens", self.tokens))
+        if self._bar is not None:
+            stats = f"loss {float(logs['loss']):.4f}  {self.tokens_per_s:,.0f} tok/s"
+            if "rewards/accuracies" in logs:
+                stats += f"  acc {float(logs['rewards/accuracies']):.2f}"
+            self._bar.update(self._task, completed=state.global_step, stats=stats)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.cpu_s += time.process_time()  # CPU seconds of the training loop: immune to other processes' load
+        if self._bar is not None:
+            self._bar.update(self._task, completed=state.global_step)
+            self._bar.stop()
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started if self.started else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.elapsed if self.elapsed > 0 else 0.0
+
+
+def history(log_history: list[dict]) -> list[dict]:
+    """Per-step records (step, loss, lr, ... reward accuracy) from the Trainer's log history."""
+    steps: dict[int, dict] = {}
+    for entry in log_history:
+        if "loss" not in entry:
+            continue
+        record = {"step": int(entry["step"])}
+        for key, name in _STEP_KEYS.items():
+            if key in entry:
+                record[name] = float(entry[key])
+        steps[record["step"]] = record  # a step logged again after a resume: keep the latest
+    return [steps[s] for s in sorted(steps)]
+
+
+def final_window(records: list[dict], key: str) -> float | None:
+    """Mean of ``key`` over the last tenth of the steps (at least 1, at most 10): a steadier final value."""
+    values = [r[key] for r in records if key in r and not math.isnan(r[key])]
+    if not values:
+        return None
+    k = max(1, min(10, len(values) // 10))
+    return sum(values[-k:]) / k
+
+
+def peak_memory(device_kind: str) -> tuple[int, str]:
+    """(bytes, what was measured): CUDA's peak allocation, else this process's peak resident set."""
+    if device_kind == "cuda":
+        import torch
+
+        return int(torch.cuda.max_memory_allocated()), "cuda_max_allocated"
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is KiB on Linux, bytes on macOS
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale), "process_max_rss"
+
+
+def write_report(out: Path, report: dict) -> Path:
+    path = out / "report.json"
+    tmp = path.with_name(".report.json.tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def plot(out: Path, records: list[dict], method: str, title: str) -> Path | None:
+    """loss.png: the per-step loss; for DPO a second panel with reward accuracy and margin."""
+    if not records:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    steps = [r["step"] for r in records]
+    panels = 2 if method == "dpo" else 1
+    fig, axes = plt.subplots(panels, 1, figsize=(7, 3.2 * panels), squeeze=False, sharex=True)
+    ax = axes[0][0]
+    ax.plot(steps, [r["loss"] for r in records], lw=1.2)
+    ax.set_ylabel("loss")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    if method == "dpo":
+        ax2 = axes[1][0]
+        ax2.plot(steps, [r.get("reward_accuracy", float("nan")) for r in records], label="reward accuracy", lw=1.2)
+        ax2.plot(steps, [r.get("reward_margin", float("nan")) for r in records], label="reward margin", lw=1.2)
+        ax2.axhline(0.5, color="grey", lw=0.8, ls="--")
+        ax2.legend(fontsize=8)
+        ax2.grid(alpha=0.3)
+    axes[-1][0].set_xlabel("step")
+    axes[-1][0].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    fig.tight_layout()
+    path = out / "loss.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def summary(report: dict) -> list[str]:
+    """The lines printed at the end of a run."""
+    lines = [
+        f"{report['method']}: {report['steps']} steps in {report['train_runtime_s']:.1f} s, "
+        f"{report['tokens_per_s']:,.0f} tokens/s, peak memory {report['peak_memory_bytes'] / 2**20:,.0f} MiB",
+        f"loss {report['loss_first']:.4f} -> {report['loss_final']:.4f}" if report["loss_first"] is not None else "loss: not logged",
+    ]
+    if report["method"] == "dpo" and report.get("reward_accuracy") is not None:
+        lines.append(f"reward accuracy {report['reward_accuracy']:.3f}, margin {report['reward_margin']:.4f} (last steps)")
+    for key in ("adapter", "model", "merged"):
+        if report.get(key):
+            lines.append(f"{key}: {report[key]}")
+    lines.append(f"report: {report['report']}")
+    return lines

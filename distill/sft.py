@@ -1,0 +1,88 @@
+"""SFT on reasoning traces with TRL's SFTTrainer: assistant-only loss, optional best-fit-decreasing packing.
+
+Packing. TRL packs with best-fit decreasing (``packing_strategy="bfd"``) and then trains
+padding-free: the whole batch is flattened into one row and ``position_ids`` mark where each
+sequence restarts. That is the right thing under FlashAttention's varlen kernels, but under SDPA
+(every CPU, and GPUs without flash-attn) the flattened row becomes one ``B*L x B*L`` block-diagonal
+mask, so attention costs grow with the square of the whole batch: on this CPU it trained 3x *slower*
+than plain padding. So without FlashAttention we keep TRL's BFD packing of the dataset but collate
+row by row: each packed row is its own ``L``-token sequence, and position ids that restart at every
+packed example make transformers build a per-row block-diagonal mask (no attention across examples).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from trl import SFTConfig, SFTTrainer
+
+
+@dataclass
+class RowPackedCollator:
+    """Batches of BFD-packed rows: right-padded to the longest row, position ids restarting per example.
+
+    No attention mask is returned: transformers then reads example boundaries from ``position_ids``
+    (only without a KV cache, and TRL's compute_loss passes ``use_cache=False``).
+    Padding continues the last example's positions, so it joins that example's segment, sits after
+    every real token (causal attention never reaches back to it) and carries label -100.
+
+    >>> c = RowPackedCollator(pad_token_id=0)
+    >>> b = c([{"input_ids": [5, 6, 7], "labels": [-100, 6, 7], "seq_lengths": [2, 1]}, {"input_ids": [8], "labels": [8], "seq_lengths": [1]}])
+    >>> b["position_ids"].tolist(), b["labels"].tolist()
+    ([[0, 1, 0], [0, 1, 2]], [[-100, 6, 7], [8, -100, -100]])
+    """
+
+    pad_token_id: int
+
+    def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
+        width = max(len(e["input_ids"]) for e in examples)
+        ids, labels, positions = [], [], []
+        for e in examples:
+            pad = width - len(e["input_ids"])
+            pos = [i for n in e["seq_lengths"] for i in range(n)]
+            start = pos[-1] + 1 if pos else 0
+            ids.append(list(e["input_ids"]) + [self.pad_token_id] * pad)
+            labels.append(list(e["labels"]) + [-100] * pad)
+            positions.append(pos + list(range(start, start + pad)))
+        return {
+            "input_ids": torch.tensor(ids, dtype=torch.long),
+            "labels": torch.tensor(labels, dtype=torch.long),
+            "position_ids": torch.tensor(positions, dtype=torch.long),
+        }
+
+
+class _SFTTrainer(SFTTrainer):
+    """SFTTrainer counting the real tokens of row-packed batches.
+
+    TRL counts a batch without an attention mask as one flattened row (``position_ids.size(1)``);
+    for row-packed batches the count is every non-pad token instead (the lint guarantees that the
+    pad token is distinct from every token a real example contains as its stop token).
+    """
+
+    row_packed_pad_id: int | None = None
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        before = self._total_train_tokens
+        result = super().compute_loss(model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
+        if self.row_packed_pad_id is not None and self.model.training:
+            real = int((inputs["input_ids"] != self.row_packed_pad_id).sum())
+            self._total_train_tokens = before + int(self.accelerator.gather_for_metrics(torch.tensor(real, device=inputs["input_ids"].device)).sum())
+            self._metrics["train"]["num_tokens"] = [self._total_train_tokens]
+        return result
+
+
+def build_sft_trainer(cfg, model, tok, dataset, args: dict, peft_config, callbacks) -> SFTTrainer:
+    config = SFTConfig(**args, assistant_only_loss=True, packing=cfg.packing, packing_strategy="bfd")
+    trainer = _SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=dataset,
+        processing_class=tok,
+        peft_config=peft_config,
+        callbacks=callbacks,
+    )
+    if cfg.packing and not str(cfg.attn_implementation).startswith("flash"):
+        trainer.data_collator = RowPackedCollator(pad_token_id=tok.pad_token_id)
+        trainer.row_packed_pad_id = tok.pad_token_id
+    return trainer

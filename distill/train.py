@@ -1,0 +1,255 @@
+"""``train(config) -> report``: SFT or DPO a student on a stage directory, linted, checkpointed, resumable.
+
+The recipe, in order: check the output directory (a finished run, a run to resume, or a clash);
+read and validate the table; load the student's tokenizer and the chat template to train with;
+lint the data against them (no weights loaded yet, so a bad dataset fails in seconds); load the
+model on its device; train with TRL; save the adapter (or full model), optionally merge; write
+report.json and loss.png.
+
+OUT/
+  train_config.json      the settings and data fingerprint of this run (what --resume must match)
+  lint.json              the lint's findings and length statistics
+  checkpoints/checkpoint-N/   Trainer checkpoints every save_steps (adapter, optimizer, RNG, state)
+  adapter/               the LoRA adapter + tokenizer (peft, transformers, vLLM load it)   [LoRA]
+  model/                 the full fine-tuned model + tokenizer                             [--full]
+  merged/                base + adapter folded into plain weights                          [--merge]
+  report.json, loss.png
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from reasonkit.distill.config import TrainConfig
+from reasonkit.errors import UserError
+from reasonkit.store import fingerprint, fingerprint_path
+
+RUN_FILE = "train_config.json"
+CHECKPOINTS = "checkpoints"
+#: Everything a run writes into OUT (and all that --overwrite removes; nothing else in OUT is touched).
+OUTPUTS = (CHECKPOINTS, "adapter", "model", "merged", "report.json", "loss.png", "lint.json", RUN_FILE)
+#: max_length when neither the user nor a shorter model context sets it.
+DEFAULT_MAX_LENGTH = 4096
+
+
+def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None] | None = None) -> dict:
+    """Run the training ``cfg`` describes and return its report (also written to OUT/report.json)."""
+    say = log or (lambda _msg: None)
+    out = Path(cfg.out)
+    data_fp = fingerprint_path(cfg.data)
+    run_fp = fingerprint([cfg.fingerprinted(), data_fp])
+    finished = _open_out(out, cfg, run_fp, data_fp, say)
+    if finished is not None:
+        return finished
+
+    from reasonkit.distill import data, lint
+
+    _quiet_libraries()
+    table = data.read_rows(cfg.data, cfg.method, allow_incomplete=cfg.allow_incomplete)
+    tok = data.load_tokenizer(cfg)
+    note = data.resolve_template(tok, cfg)
+    if note:
+        say(f"note: {note}")
+    positions = data.max_positions(cfg.student)
+    max_length = cfg.max_length or min(DEFAULT_MAX_LENGTH, positions or DEFAULT_MAX_LENGTH)
+    findings, lengths = [], {}
+    if cfg.lint != "off":
+        findings, lengths = lint.lint(tok, table, cfg, max_length=max_length, stops=data.stop_ids(tok, cfg.student), max_positions=positions)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "lint.json").write_text(json.dumps({"findings": lint.as_json(findings), "lengths": lengths}, indent=2) + "\n")
+    lint.enforce(findings, cfg.lint, str(out / "lint.json"))
+    for f in findings:
+        say(f"warning: lint ({f.check}): {f.message}")
+    if not (out / RUN_FILE).exists():
+        (out / RUN_FILE).write_text(json.dumps({"fingerprint": run_fp, "data_fingerprint": data_fp, "config": cfg.fingerprinted()}, indent=2) + "\n")
+
+    checkpoint = last_checkpoint(out / CHECKPOINTS) if cfg.resume else None
+    if cfg.resume:
+        say(f"resuming from {checkpoint}" if checkpoint else "no complete checkpoint yet: starting from step 0")
+    extra = {"chat_template_note": note, "lint": lint.as_json(findings), "lengths": lengths, "fingerprint": run_fp, "data_fingerprint": data_fp}
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        return _run(cfg, out, table, tok, max_length, checkpoint, progress, say, extra)
+    finally:
+        torch.set_num_threads(threads)  # --set threads is for this run, not for whatever runs next in the process
+
+
+def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, progress: bool, say, extra: dict) -> dict:
+    from reasonkit.distill.data import to_dataset
+    from reasonkit.distill.report import Monitor, final_window, history, peak_memory, plot, summary, write_report
+    from reasonkit.distill.student import count_parameters, load_model, lora_config, merge_adapter, resolve_device, trainer_args
+
+    device = resolve_device(cfg)
+    model = load_model(cfg, device)
+    monitor = Monitor(cfg.method, progress)
+    args = trainer_args(cfg, device, out / CHECKPOINTS, max_length)
+    if cfg.method == "sft":
+        from reasonkit.distill.sft import build_sft_trainer as build
+    else:
+        from reasonkit.distill.dpo import build_dpo_trainer as build
+    trainer = build(cfg, model, tok, to_dataset(table, cfg.method), args, lora_config(cfg), [monitor])
+    _drop_printer(trainer)
+    trainable, total = count_parameters(trainer.model)
+    result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+
+    final = out / ("model" if cfg.full else "adapter")
+    trainer.save_model(str(final))  # writes on the main process only
+    if not trainer.is_world_process_zero():  # under accelerate launch: the other ranks are done
+        return {"complete": True, "steps": trainer.state.global_step, "rank": trainer.args.process_index}
+    merged = None
+    if cfg.merge and cfg.full:
+        say(f"note: --full trains every weight; {final} already is a plain model, nothing to merge")
+    elif cfg.merge:
+        merged = merge_adapter(final, out / "merged", device.bf16 and device.kind == "cuda")
+
+    records = history(trainer.state.log_history)
+    runtime = float(result.metrics.get("train_runtime", monitor.elapsed))
+    peak, peak_kind = peak_memory(device.kind)
+    report = {
+        "method": cfg.method,
+        "student": cfg.student,
+        "data": cfg.data,
+        "rows": table.num_rows,
+        "complete": True,
+        "adapter": None if cfg.full else str(final),
+        "model": str(final) if cfg.full else None,
+        "merged": str(merged) if merged else None,
+        "steps": trainer.state.global_step,
+        "epochs": round(float(trainer.state.epoch or 0), 4),
+        "resumed_from_step": int(checkpoint.name.split("-")[1]) if checkpoint else None,
+        "train_runtime_s": round(runtime, 3),
+        "tokens": int(monitor.tokens),
+        "tokens_per_s": round(monitor.tokens / runtime, 1) if runtime > 0 else 0.0,
+        "train_cpu_s": round(monitor.cpu_s, 3),
+        "peak_memory_bytes": peak,
+        "peak_memory_kind": peak_kind,
+        "loss_first": records[0]["loss"] if records else None,
+        "loss_final": records[-1]["loss"] if records else None,
+        "loss_final_window": final_window(records, "loss"),
+        "reward_accuracy": final_window(records, "reward_accuracy"),
+        "reward_margin": final_window(records, "reward_margin"),
+        "trainable_parameters": trainable,
+        "total_parameters": total,
+        "max_length": max_length,
+        "learning_rate": cfg.learning_rate,
+        "device": device.as_dict(),
+        "history": records,
+        **extra,
+        "config": dataclasses.asdict(cfg),
+        "versions": _versions(),
+        "report": str(out / "report.json"),
+    }
+    png = plot(out, records, cfg.method, f"{cfg.method} {Path(cfg.student).name} on {Path(cfg.data).name}")
+    report["plot"] = str(png) if png else None
+    write_report(out, report)
+    for line in summary(report):
+        say(line)
+    return report
+
+
+# -- the output directory ------------------------------------------------------------------------
+def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say) -> dict | None:
+    """Check OUT before any work; returns the report of a finished run being resumed, else None."""
+    run_file = out / RUN_FILE
+    if cfg.overwrite:
+        _clear(out)
+        return None
+    if not run_file.exists():
+        if any((out / name).exists() for name in (CHECKPOINTS, "adapter", "model")):
+            raise UserError(f"{out}: holds training outputs but no {RUN_FILE}; pass --overwrite to replace them")
+        return None
+    if not cfg.resume:
+        raise UserError(f"{out}: holds a training run already; pass --resume to continue it, --overwrite to start over, or choose another --out")
+    previous = json.loads(run_file.read_text())
+    if previous.get("fingerprint") != run_fp:
+        mine = json.loads(json.dumps(cfg.fingerprinted()))
+        theirs = previous.get("config", {})
+        diffs = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        if previous.get("data_fingerprint") != data_fp:
+            diffs.append("the data's contents")
+        raise UserError(
+            f"{out}: was started with different settings ({', '.join(diffs)}); --resume continues only the same "
+            "run: pass --overwrite to start over, or choose another --out"
+        )
+    report_file = out / "report.json"
+    if not report_file.exists():
+        return None
+    report = json.loads(report_file.read_text())
+    if cfg.merge and report.get("adapter") and not report.get("merged"):
+        from reasonkit.distill.report import write_report
+        from reasonkit.distill.student import merge_adapter
+
+        report["merged"] = str(merge_adapter(Path(report["adapter"]), out / "merged", report["device"]["bf16"] and report["device"]["kind"] == "cuda"))
+        write_report(out, report)
+    say(f"{out}: finished already ({report['steps']} steps); nothing to resume")
+    return report
+
+
+def _clear(out: Path) -> None:
+    for name in OUTPUTS:
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def last_checkpoint(directory: Path) -> Path | None:
+    """The newest complete checkpoint under ``directory``; newer torn ones are deleted.
+
+    The Trainer writes a checkpoint's weights, optimizer and RNG state first and trainer_state.json
+    last, so a checkpoint killed mid-write lacks a readable trainer_state.json; resuming from it
+    would crash, so the run goes back to the previous complete one.
+    """
+    if not directory.is_dir():
+        return None
+    found = sorted((int(p.name.split("-")[1]), p) for p in directory.glob("checkpoint-*") if p.name.split("-")[1].isdigit())
+    for _step, path in reversed(found):
+        if _is_complete(path):
+            return path
+        shutil.rmtree(path)
+    return None
+
+
+def _is_complete(path: Path) -> bool:
+    try:
+        json.loads((path / "trainer_state.json").read_text())
+    except (OSError, ValueError):
+        return False
+    weights = ("adapter_model.safetensors", "model.safetensors", "model.safetensors.index.json", "adapter_model.bin", "pytorch_model.bin")
+    return any((path / w).exists() for w in weights) and (path / "optimizer.pt").exists()
+
+
+# -- plumbing ------------------------------------------------------------------------------------
+def _quiet_libraries() -> None:
+    """The Monitor's bar replaces the per-map and per-load tqdm bars of datasets and transformers."""
+    import datasets
+    from transformers.utils import logging as hf_logging
+
+    datasets.disable_progress_bars()
+    hf_logging.disable_progress_bar()
+
+
+def _drop_printer(trainer) -> None:
+    """``disable_tqdm`` makes the Trainer print every log dict; the Monitor reports instead."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+
+
+def _versions() -> dict:
+    import peft
+    import torch
+    import transformers
+    import trl
+
+    from reasonkit import __version__
+
+    return {"reasonkit": __version__, "torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__, "peft": peft.__version__}
