@@ -8,9 +8,12 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/gen_helpers.py
 
 REPO = Path(__file__).resolve().parent.parent
 TEACHER_DIR = REPO / "recipes" / "assets" / "teacher"
@@ -30,3 +33,27 @@ def teacher_dir() -> str:
     if not (TEACHER_DIR / "config.json").is_file():
         pytest.fail(f"embedded teacher missing at {TEACHER_DIR}; run `distill make-teacher`")
     return str(TEACHER_DIR)
+
+
+@pytest.fixture(scope="session")
+def gen_model(tiny_model_dir) -> str:
+    """The embedded teacher once trained, else the random tiny model."""
+    return str(TEACHER_DIR) if (TEACHER_DIR / "config.json").is_file() else tiny_model_dir
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(gen_model):
+    """One vllm.LLM per session (fp32, eager, max_model_len 512, seed 0), shared by gen and eval."""
+    from gen_helpers import vllm_engine_for
+
+    with vllm_engine_for(gen_model, 512) as llm:
+        yield llm
+
+
+@pytest.fixture(scope="session")
+def vllm_server(gen_model, tmp_path_factory):
+    """vLLM's OpenAI-compatible server on loopback; yields (base_url, model)."""
+    from gen_helpers import serve_vllm
+
+    with serve_vllm(gen_model, tmp_path_factory.mktemp("server") / "server.log") as url:
+        yield url, gen_model

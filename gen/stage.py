@@ -1,0 +1,203 @@
+"""The generate stage: prompts in, a ``traces`` stage directory out, resumable with nothing lost.
+
+Shards are fixed slices of the prompt list (``shard_size`` prompts each, all ``n`` samples of a
+prompt in the same shard). Every request of the run streams through the backend at once, and a
+shard is committed (atomically, store.py) the moment all its samples are in. A rerun of the same
+command skips the committed ``(id, sample)`` keys and generates the rest; seeds derive from
+``(seed, id)``, so a run killed at any instant and rerun ends with exactly the rows, and with a
+seeded backend the texts, of a run that never stopped.
+
+The ``gen_config`` column and the manifest's config fingerprint are the same hash: of the
+settings that decide what a row says (teacher, backend, sampling, rendering, input columns), not
+of those that only decide how fast it is made (shard size, concurrency, parallelism, URL,
+``limit``). So a run can be resumed with more concurrency, or extended with a larger ``limit``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from reasonkit.errors import UserError
+from reasonkit.gen.render import R1_INSTRUCTION
+from reasonkit.readers import ColumnMap
+
+BACKENDS = ("vllm", "openai", "hf")
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    prompts: str
+    teacher: str
+    out: str
+    backend: Literal["vllm", "openai", "hf"] = "vllm"
+    n: int = 8
+    temperature: float = 0.6
+    top_p: float = 0.95
+    max_tokens: int = 32768
+    seed: int = 0
+    system: str | None = None
+    instruction: str | None = R1_INSTRUCTION
+    prefill_think: bool = False
+    chat_template: str | None = None  # a Jinja file overriding the tokenizer's template
+    limit: int | None = None
+    shard_size: int = 1000
+    columns: ColumnMap = field(default_factory=ColumnMap)
+    split: str = "train"  # of a Hugging Face dataset id
+    overwrite: bool = False
+    # openai
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = 64
+    request_timeout: float = 3600.0
+    max_retries: int = 10
+    # vllm
+    tensor_parallel: int = 1
+    data_parallel: int = 1
+    gpu_memory_utilization: float = 0.9
+    max_model_len: int | None = None
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    # hf
+    batch_size: int = 8
+
+    def __post_init__(self) -> None:
+        for name, low in (("n", 1), ("max_tokens", 1), ("shard_size", 1), ("concurrency", 1), ("tensor_parallel", 1),
+                          ("data_parallel", 1), ("batch_size", 1), ("max_retries", 0)):
+            if getattr(self, name) < low:
+                raise UserError(f"--{name.replace('_', '-')} {getattr(self, name)}: expected at least {low}")
+        if self.backend not in BACKENDS:
+            raise UserError(f"--backend {self.backend!r}: expected one of {', '.join(BACKENDS)}")
+        if self.temperature < 0:
+            raise UserError(f"--temperature {self.temperature}: expected >= 0")
+        if not 0 < self.top_p <= 1:
+            raise UserError(f"--top-p {self.top_p}: expected in (0, 1]")
+        if self.limit is not None and self.limit < 1:
+            raise UserError(f"--limit {self.limit}: expected at least 1")
+        if self.max_model_len is not None and self.max_model_len < 2:
+            raise UserError(f"--max-model-len {self.max_model_len}: expected at least 2")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise UserError(f"--gpu-memory-utilization {self.gpu_memory_utilization}: expected in (0, 1]")
+        if self.backend == "openai":
+            if not self.base_url:
+                raise UserError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+            if self.chat_template:
+                raise UserError("--chat-template applies to the vllm and hf backends; a server uses the template "
+                                "it was started with (vllm serve --chat-template FILE)")
+
+
+def output_settings(config: GenerateConfig, chat_template: str | None) -> dict:
+    """What decides the rows' content: fingerprinted into ``gen_config`` and the manifest."""
+    from reasonkit.store import fingerprint
+
+    return {
+        "teacher": config.teacher, "backend": config.backend, "n": config.n,
+        "temperature": config.temperature, "top_p": config.top_p, "max_tokens": config.max_tokens,
+        "seed": config.seed, "system": config.system, "instruction": config.instruction,
+        "prefill_think": config.prefill_think, "dtype": config.dtype,
+        "chat_template": None if chat_template is None else fingerprint(chat_template),
+        "columns": dataclasses.asdict(config.columns),
+    }
+
+
+def preflight(config: GenerateConfig):
+    """Everything checkable before work starts; returns the server info for the openai backend."""
+    from reasonkit.gen.preflight import check_max_tokens, model_length
+
+    if config.backend == "openai":
+        from reasonkit.gen.openai_backend import probe
+
+        info = probe(config.base_url, config.teacher, config.api_key_env)
+        check_max_tokens(config.max_tokens, info.max_model_len, f"{config.base_url} max_model_len")
+        return info
+    if config.backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise UserError("--backend vllm: vllm is not installed (pip install 'reasonkit[vllm]'), or use --backend hf")
+    length, where = model_length(config.teacher)
+    if config.max_model_len is not None:
+        length, where = config.max_model_len, "--max-model-len"
+    check_max_tokens(config.max_tokens, length, where)
+    return None
+
+
+def make_backend(config: GenerateConfig, *, info=None, llm=None, chat_template: str | None = None):
+    """The backend a config asks for. ``llm``: an already built ``vllm.LLM`` to reuse (tests, eval)."""
+    if config.backend == "openai":
+        from reasonkit.gen.openai_backend import OpenAIBackend
+        from reasonkit.gen.retry import RetryPolicy
+
+        return OpenAIBackend(config.teacher, base_url=config.base_url, api_key_env=config.api_key_env,
+                             concurrency=config.concurrency, timeout=config.request_timeout,
+                             retry=RetryPolicy(max_retries=config.max_retries), info=info)
+    if config.backend == "hf":
+        from reasonkit.gen.hf_backend import HFBackend
+
+        return HFBackend(config.teacher, dtype=config.dtype, max_model_len=config.max_model_len,
+                         chat_template=chat_template, batch_size=config.batch_size)
+    engine = dict(dtype=config.dtype, max_model_len=config.max_model_len, tensor_parallel=config.tensor_parallel,
+                  gpu_memory_utilization=config.gpu_memory_utilization, seed=config.seed)
+    window = 2 * config.shard_size  # the next shard queues while this one finishes: no idle tail
+    if config.data_parallel > 1 and llm is None:
+        from reasonkit.gen.parallel import DataParallel
+
+        return DataParallel(config.teacher, config.data_parallel, chat_template=chat_template, window=window, **engine)
+    from reasonkit.gen.vllm_backend import VllmBackend
+
+    return VllmBackend(config.teacher, llm=llm, chat_template=chat_template, window=window, **engine)
+
+
+def generate(config: GenerateConfig, *, backend=None) -> dict:
+    """Run the stage; returns the final manifest. ``backend``: a prebuilt one (see make_backend)."""
+    from reasonkit.gen.progress import Progress, summary_line
+    from reasonkit.gen.render import THINK_PREFILL, build_messages, load_chat_template
+    from reasonkit.gen.shards import Assembler, plan, totals
+    from reasonkit.readers import read_prompts
+    from reasonkit.store import StageWriter, fingerprint, fingerprint_path
+
+    prompts = read_prompts(config.prompts, config.columns, limit=config.limit, split=config.split)
+    template = load_chat_template(config.chat_template)
+    info = preflight(config) if backend is None else None
+    settings = output_settings(config, template)
+    writer = StageWriter(config.out, stage="generate", kind="traces", config=settings, keys=("id", "sample"),
+                         input_fingerprint=fingerprint_path(config.prompts), overwrite=config.overwrite)
+    problems = prompts.column("problem").to_pylist() if "problem" in prompts.column_names else [None] * len(prompts)
+    messages = [build_messages(m, problem=p, instruction=config.instruction, system=config.system)
+                for m, p in zip(prompts.column("messages").to_pylist(), problems)]
+    work = plan(prompts.column("id").to_pylist(), config.n, config.shard_size, writer.done_keys())
+    progress = Progress(len(prompts), len(prompts) - work.prompts, n=config.n)
+    assembler = Assembler(
+        prompts, messages, work, teacher=config.teacher, gen_config=fingerprint(settings),
+        prefilled=config.prefill_think, commit=writer.commit,
+    )
+    described = None
+    try:
+        if work.prompts:
+            owned = backend is None
+            backend = backend or make_backend(config, info=info, chat_template=template)
+            progress.restart()
+            prefill = THINK_PREFILL if config.prefill_think else ""
+            try:
+                for completion in backend.generate(assembler.requests(config, prefill)):
+                    finished = assembler.add(completion)
+                    progress.update(prompts=finished, samples=1, tokens=completion.completion_tokens)
+                described = backend.describe()
+            finally:
+                if owned:
+                    backend.close()
+            assembler.check_complete()
+    finally:
+        progress.close()
+    counts = totals(writer)
+    line = summary_line(counts, run_tokens=progress.tokens, run_s=progress.elapsed, setup_s=progress.setup_s)
+    print(line, file=sys.stderr, flush=True)
+    last_run = {
+        "setup_s": round(progress.setup_s, 3), "generate_s": round(progress.elapsed, 3),
+        "completion_tokens": progress.tokens, "tokens_per_s": round(progress.tokens_per_s, 1),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    return writer.finish(
+        summary=counts, gen_config=fingerprint(settings), run_config=dataclasses.asdict(config), last_run=last_run,
+        backend_info=described or writer.manifest.get("backend_info"),  # a no-op rerun keeps the last one's
+    )

