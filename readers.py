@@ -125,6 +125,8 @@ def read_prompts(
     out: dict[str, pa.Array] = {}
     if columns.messages in cols:
         out["messages"] = table.column(columns.messages)
+        if columns.problem in cols:  # kept: decontamination and eval compare the bare problem
+            out["problem"] = table.column(columns.problem).cast(pa.string())
     elif columns.problem in cols:
         problems = table.column(columns.problem).to_pylist()
         for i, text in enumerate(problems):

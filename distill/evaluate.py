@@ -97,7 +97,21 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
         tensor_parallel=config.tensor_parallel, max_model_len=config.max_model_len,
         gpu_memory_utilization=config.gpu_memory_utilization, dtype=config.dtype, batch_size=config.batch_size,
     )
-    gen_manifest = generate(gen_config, backend=backend)
+    _check_same_eval(config, out)
+    owned = None
+    if backend is None and adapter_mode == "vllm-lora":
+        from reasonkit.gen.vllm_backend import VllmBackend
+
+        backend = owned = VllmBackend(
+            config.model, lora=config.adapter, dtype=config.dtype, max_model_len=config.max_model_len,
+            tensor_parallel=config.tensor_parallel, gpu_memory_utilization=config.gpu_memory_utilization,
+            seed=config.seed,
+        )
+    try:
+        gen_manifest = generate(gen_config, backend=backend)
+    finally:
+        if owned is not None:
+            owned.close()
     gen_seconds = time.perf_counter() - started
     traces = read_stage(out / "generations", kind="traces")
     samples = verify_samples(traces, config, out / "samples")
@@ -111,6 +125,38 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     write_markdown(summary, out / "summary.md", title=config.label or out.name)
     write_plot([(config.label or out.name, summary)], out / "pass_at_k.png")
     return summary
+
+
+_RUN_ONLY = ("overwrite", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra")
+
+
+def _check_same_eval(config: EvalConfig, out: Path) -> None:
+    """An eval directory holds one protocol: a rerun with another (or another adapter) is refused.
+
+    The generate stage's fingerprint knows the model path but not the adapter's weights, so the
+    evaluation keeps its own: the config minus run-only settings, plus the adapter's hash.
+    """
+    from dataclasses import asdict
+
+    from reasonkit.distill.eval_model import directory_hash
+    from reasonkit.store import fingerprint
+
+    settings = {k: v for k, v in asdict(config).items() if k not in _RUN_ONLY and k != "out"}
+    settings["adapter_hash"] = directory_hash(config.adapter) if config.adapter else None
+    settings = json.loads(json.dumps(settings, default=str))  # tuples -> lists, as read back
+    fp = fingerprint(settings)
+    stamp = out / "eval_config.json"
+    if stamp.is_file() and not config.overwrite:
+        previous = json.loads(stamp.read_text())
+        if previous.get("fingerprint") != fp:
+            changed = sorted(k for k in settings if previous.get("settings", {}).get(k) != settings[k])
+            raise UserError(f"{out}: holds an evaluation with other settings ({', '.join(changed)}); "
+                            "pass --overwrite or choose another --out")
+    if config.overwrite and (out / "generations").exists():
+        import shutil
+
+        shutil.rmtree(out / "generations")
+    stamp.write_text(json.dumps({"fingerprint": fp, "settings": settings}, indent=2, default=str))
 
 
 def _protocol(config: EvalConfig, model: str, adapter_mode: str | None, gen_manifest: dict, data_fp: str) -> dict:

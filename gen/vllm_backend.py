@@ -20,6 +20,8 @@ from reasonkit.gen.backend import Completion, Request, error_completions
 from reasonkit.gen.render import encode, prompt_text
 
 _FINISH = {"stop": "stop", "length": "length"}
+#: This backend serves a peft LoRA adapter on top of its base (vLLM LoRA requests), unmerged.
+SUPPORTS_LORA = True
 
 
 def engine_kwargs(
@@ -60,6 +62,16 @@ def engine_kwargs(
     return kwargs
 
 
+def lora_engine_kwargs(adapter: str) -> dict:
+    """Engine settings that let ``adapter`` be served: LoRA on, rank at least the adapter's."""
+    import json
+    from pathlib import Path
+
+    rank = json.loads((Path(adapter) / "adapter_config.json").read_text()).get("r", 16)
+    allowed = (8, 16, 32, 64, 128, 256, 320, 512)  # the ranks vLLM's LoRA kernels are built for
+    return {"enable_lora": True, "max_lora_rank": next(r for r in allowed if r >= int(rank)), "max_loras": 1}
+
+
 class VllmBackend:
     """``vllm.LLM`` behind the Backend protocol.
 
@@ -75,12 +87,16 @@ class VllmBackend:
         llm=None,
         chat_template: str | None = None,
         window: int = 2048,
+        lora: str | None = None,
         **engine,
     ):
         self._owned = llm is None
+        self.lora = lora
         if llm is None:
             import vllm
 
+            if lora is not None:
+                engine = {**engine, **lora_engine_kwargs(lora)}
             llm = vllm.LLM(**engine_kwargs(model, **engine))
         self.llm = llm
         self.name = model or llm.llm_engine.model_config.model
@@ -95,7 +111,14 @@ class VllmBackend:
 
         mc = self.llm.llm_engine.model_config
         return {"backend": "vllm", "vllm": vllm.__version__, "dtype": str(mc.dtype).replace("torch.", ""),
-                "max_model_len": self.max_model_len}
+                "max_model_len": self.max_model_len, "lora": self.lora}
+
+    def _lora_request(self):
+        if self.lora is None:
+            return None
+        from vllm.lora.request import LoRARequest
+
+        return LoRARequest("adapter", 1, self.lora)
 
     def render(self, request: Request) -> list[int]:
         text = prompt_text(self.tokenizer, request.messages, chat_template=self.chat_template, prefill=request.prefill)
@@ -121,6 +144,7 @@ class VllmBackend:
         from vllm.inputs import TokensPrompt
 
         engine = self.llm.llm_engine
+        lora = self._lora_request()
         source = iter(requests)
         pending: dict[str, tuple[Request, int]] = {}
         refused: list[Completion] = []
@@ -137,7 +161,8 @@ class VllmBackend:
                         refused.extend(error_completions(request, len(ids)))
                         continue
                     rid = f"rk-{next(self._ids)}"
-                    engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), self.params(request, len(ids)))
+                    engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), self.params(request, len(ids)),
+                                       lora_request=lora)
                     pending[rid] = (request, len(ids))
                 yield from refused
                 refused.clear()
