@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "push": ("reasonkit.hub:push_command", "Publish a stage directory to the Hugging Face Hub."),
     "run": ("reasonkit.recipes.command:run", "Run a whole recipe YAML, resuming finished stages."),
     "validate": ("reasonkit.recipes.command:validate", "Check a recipe YAML without loading any model."),
-    "quickstart": ("reasonkit.cli:_pending_quickstart", "The whole loop on this CPU with the embedded teacher."),
+    "quickstart": ("reasonkit.recipes.command:quickstart", "The whole loop on this CPU with the embedded teacher."),
     "inspect": ("reasonkit.inspect_stage:inspect", "Show a stage directory: manifest, schema, counts, a sample row."),
     "make-teacher": ("reasonkit.recipes.teacher:make_teacher_command", "Train the embedded tiny teacher from scratch."),
 }
@@ -93,7 +93,6 @@ def _pending(name: str, issue: int) -> click.Command:
     return command
 
 
-_pending_quickstart = _pending("quickstart", 8)
 
 
 def main() -> None:

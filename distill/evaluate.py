@@ -65,8 +65,6 @@ class EvalConfig:
     def __post_init__(self) -> None:
         if self.k < 1:
             raise ValueError(f"k: expected at least 1 sample per problem, found {self.k}")
-        if self.adapter is not None and not (Path(self.adapter) / "adapter_config.json").is_file():
-            raise ValueError(f"adapter: {self.adapter}: not a peft adapter directory (no adapter_config.json)")
 
 
 def run_eval(config: EvalConfig, *, backend=None) -> dict:
@@ -78,6 +76,8 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     from reasonkit.readers import ColumnMap, read_prompts
     from reasonkit.store import fingerprint_path, read_stage
 
+    if config.adapter is not None and not (Path(config.adapter) / "adapter_config.json").is_file():
+        raise UserError(f"--adapter {config.adapter}: not a peft adapter directory (no adapter_config.json)")
     started = time.perf_counter()
     out = Path(config.out)
     columns = ColumnMap(id=config.id_col, problem=config.problem_col, answer=config.answer_col)

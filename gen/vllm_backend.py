@@ -14,6 +14,7 @@ Each request is seeded from ``(seed, id)``; vLLM seeds the k-th sample with ``se
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterable, Iterator
 
 from reasonkit.gen.backend import Completion, Request, error_completions
@@ -48,6 +49,10 @@ def engine_kwargs(
     if max_model_len is not None:
         kwargs["max_model_len"] = max_model_len
     if current_platform.is_cpu():
+        # On CPU vLLM otherwise reserves gpu_memory_utilization (0.9) of *system* memory and
+        # refuses to start on a machine doing anything else; 1 GiB of KV cache serves small
+        # models. Set VLLM_CPU_KVCACHE_SPACE yourself for bigger ones.
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         kwargs["enforce_eager"] = True  # no CUDA graphs; torch.compile on CPU costs minutes
         # vllm-cpu crashes ("CPU Generator does not use offset") when a *seeded* request's prompt
         # is split across steps by chunked prefill, i.e. as soon as one step's prompts exceed

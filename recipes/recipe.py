@@ -12,7 +12,8 @@ steps:
 ```
 
 A reference may only name an earlier step, so a recipe is a chain that can be validated, resumed
-and partially rerun without loading any model. ``${step}/sft`` reaches a sub-directory.
+and partially rerun without loading any model. ``${step}/sft`` reaches a sub-directory, and
+``${reasonkit}`` is the installed package (for shipped assets).
 
 >>> r = parse_recipe({"out": "o", "steps": [{"name": "a", "stage": "synth", "with": {}}]}, "r.yaml")
 >>> [s.name for s in r.steps], step_dir(r, "a")
@@ -30,6 +31,9 @@ from reasonkit.config import _suggest, parse_assignment, set_path
 from reasonkit.errors import UserError
 
 REF = re.compile(r"\$\{([A-Za-z0-9_\-]+)\}")
+#: ``${reasonkit}`` is the installed package's directory, so a shipped recipe can name shipped
+#: assets (``${reasonkit}/recipes/assets/teacher``) wherever it is run from.
+BUILTINS = {"reasonkit": str(Path(__file__).resolve().parent.parent)}
 _RECIPE_KEYS = ("name", "description", "out", "steps", "report")
 _STEP_KEYS = ("name", "stage", "with")
 
@@ -124,7 +128,7 @@ def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | No
 def references(value: Any) -> list[str]:
     """Step names referenced anywhere inside a config value."""
     if isinstance(value, str):
-        return REF.findall(value)
+        return [r for r in REF.findall(value) if r not in BUILTINS]
     if isinstance(value, dict):
         return [r for v in value.values() for r in references(v)]
     if isinstance(value, (list, tuple)):
@@ -135,7 +139,7 @@ def references(value: Any) -> list[str]:
 def resolve(value: Any, recipe: Recipe) -> Any:
     """Replace every ``${step}`` with that step's output directory."""
     if isinstance(value, str):
-        return REF.sub(lambda m: step_dir(recipe, m.group(1)), value)
+        return REF.sub(lambda m: BUILTINS.get(m.group(1)) or step_dir(recipe, m.group(1)), value)
     if isinstance(value, dict):
         return {k: resolve(v, recipe) for k, v in value.items()}
     if isinstance(value, list):

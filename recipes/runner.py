@@ -54,7 +54,7 @@ def validate(recipe: Recipe) -> list[PlannedStep]:
         config = from_dict(spec.config_class(), data, f"{step.name}")
         for field_name in spec.inputs:
             for value in _as_list(getattr(config, field_name, None)):
-                if value and not references(step.config.get(field_name, "")) and not Path(value).exists():
+                if value and not references(step.config.get(field_name, "")) and not _exists_or_hub_id(value):
                     raise UserError(f"{where}.with.{field_name}: {value}: no such file or directory")
         upstream = sorted({fingerprints[r] for r in references(step.config)})
         semantic = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FINGERPRINTED}
@@ -133,6 +133,13 @@ def _save_state(out: Path, state: dict) -> None:
     tmp = out / f".{STATE}.tmp"
     tmp.write_text(json.dumps(state, indent=2, default=str))
     tmp.replace(out / STATE)
+
+
+def _exists_or_hub_id(value: str) -> bool:
+    """A local path that exists, or an ``org/name`` Hub id (checked when the stage loads it)."""
+    from reasonkit.gen.preflight import looks_like_hub_id
+
+    return Path(value).exists() or looks_like_hub_id(str(value))
 
 
 def _as_list(value: Any) -> list:

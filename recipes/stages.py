@@ -32,10 +32,10 @@ def _load(target: str):
 STAGES: dict[str, StageSpec] = {
     "synth": StageSpec("reasonkit.recipes.synth:SynthConfig", "reasonkit.recipes.synth:run_synth"),
     "student": StageSpec("reasonkit.recipes.student:StudentConfig", "reasonkit.recipes.student:init_student", inputs=("tokenizer",)),
-    "generate": StageSpec("reasonkit.gen.stage:GenerateConfig", "reasonkit.gen.stage:generate", inputs=("prompts", "teacher")),
+    "generate": StageSpec("reasonkit.gen.stage:GenerateConfig", "reasonkit.gen.stage:generate", inputs=("prompts",)),
     "filter": StageSpec("reasonkit.filters.config:FilterConfig", "reasonkit.filters.stage:run_filter", inputs=("traces",)),
     "train": StageSpec("reasonkit.distill.config:TrainConfig", "reasonkit.distill.train:train", inputs=("student", "data")),
-    "eval": StageSpec("reasonkit.distill.evaluate:EvalConfig", "reasonkit.distill.evaluate:run_eval", inputs=("model", "data", "adapter")),
+    "eval": StageSpec("reasonkit.distill.evaluate:EvalConfig", "reasonkit.distill.evaluate:run_eval", inputs=("data",)),
     "pairs": StageSpec("reasonkit.judges.config:PairsConfig", "reasonkit.judges.pairs:run_pairs", inputs=("verdicts",)),
     "judge": StageSpec("reasonkit.judges.config:JudgeConfig", "reasonkit.judges.judge:run_judge", inputs=("input",)),
     "critique": StageSpec("reasonkit.judges.config:CritiqueConfig", "reasonkit.judges.critique:run_critique", inputs=("input",)),
