@@ -82,19 +82,6 @@ def cli() -> None:
     """
 
 
-def _pending(name: str, issue: int) -> click.Command:
-    """A command a later issue builds: says so plainly and exits 2 instead of pretending."""
-
-    @click.command(name=name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-    def command() -> None:
-        raise UsageFailure(f"`distill {name}` is not built yet (tracked in issue #{issue})")
-
-    command.help = f"{COMMANDS[name][1]} (not built yet: issue #{issue})"
-    return command
-
-
-
-
 def main() -> None:
     cli(prog_name="distill")
 

@@ -49,15 +49,6 @@ def test_console_script_is_installed():
     assert out.returncode == 0 and "generate" in out.stdout
 
 
-@pytest.mark.parametrize("name, issue", [("pairs", 5), ("train", 6), ("run", 8)])
-def test_unbuilt_commands_say_so_and_exit_2(name, issue):
-    if not COMMANDS[name][0].startswith("reasonkit.cli:_pending"):
-        pytest.skip(f"{name} is built now")
-    result = CliRunner().invoke(cli, [name, "x"])
-    assert result.exit_code == 2
-    assert f"not built yet (tracked in issue #{issue})" in result.output
-
-
 def test_user_errors_are_one_line_on_stderr_with_exit_2(tmp_path):
     out = subprocess.run([str(DISTILL), "inspect", str(tmp_path)], capture_output=True, text=True)
     assert out.returncode == 2
