@@ -25,7 +25,7 @@ MAX_MODEL_LEN = 512
 
 
 def vllm_config(prompts, model, out, **kw):
-    base = dict(prompts=str(prompts), teacher=model, out=str(out), backend="vllm", n=2, max_tokens=32,
+    base = dict(prompts=str(prompts), teacher=model, out=str(out), backend="vllm", n=2, max_tokens=96,
                 shard_size=3, dtype="float32", max_model_len=MAX_MODEL_LEN)
     return GenerateConfig(**{**base, **kw})
 
@@ -36,17 +36,19 @@ def run_with(engine, cfg):
 
 def test_vllm_backend_traces_are_seeded(tmp_path, vllm_engine, gen_model):
     prompts = write_prompts(tmp_path / "p.parquet", 7, seed=1, variant="mul")
-    first = run_with(vllm_engine, vllm_config(prompts, gen_model, tmp_path / "a", prefill_think=True))
+    # temperature 1.5: the trained teacher is confident, and seeds only show in diverse samples
+    hot = dict(prefill_think=True, temperature=1.5)
+    first = run_with(vllm_engine, vllm_config(prompts, gen_model, tmp_path / "a", **hot))
     assert first["complete"] and first["rows"] == 14 and len(first["shards"]) == 3
     assert first["backend_info"]["backend"] == "vllm"
     t = read_stage(tmp_path / "a", kind="traces")
     for r in t.to_pylist():
-        assert r["finish_reason"] in ("stop", "length") and 0 < r["completion_tokens"] <= 32
+        assert r["finish_reason"] in ("stop", "length") and 0 < r["completion_tokens"] <= 96
         assert r["reasoning"] is not None  # prefilled <think>: the text is reasoning until </think>
         assert r["messages"][-1]["role"] == "user"
     # same settings, another directory: the same texts (per-prompt seeds); another seed: others
-    run_with(vllm_engine, vllm_config(prompts, gen_model, tmp_path / "b", prefill_think=True))
-    run_with(vllm_engine, vllm_config(prompts, gen_model, tmp_path / "c", prefill_think=True, seed=1))
+    run_with(vllm_engine, vllm_config(prompts, gen_model, tmp_path / "b", **hot))
+    run_with(vllm_engine, vllm_config(prompts, gen_model, tmp_path / "c", **hot, seed=1))
     (_, a), (_, b), (_, c) = rows(tmp_path / "a"), rows(tmp_path / "b"), rows(tmp_path / "c")
     assert a == b
     assert sum(a[k] != c[k] for k in a) >= len(a) // 2

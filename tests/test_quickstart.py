@@ -12,6 +12,8 @@ SMALL = [
     "train_problems.n=40", "eval_problems.n=8",
     "traces.backend=hf", "student_samples.backend=hf",
     "sft.epochs=1", "dpo.epochs=1",
+    # one SFT epoch leaves a student with no correct samples, so no pairs: let the teacher sample
+    "student_samples.teacher=${reasonkit}/recipes/assets/teacher",
     *(f"{step}.backend=hf" for step in ("eval_teacher", "eval_student_before", "eval_student_sft", "eval_student_dpo")),
     *(f"{step}.k=2" for step in ("eval_teacher", "eval_student_before", "eval_student_sft", "eval_student_dpo")),
 ]
