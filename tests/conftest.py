@@ -55,5 +55,5 @@ def vllm_server(gen_model, tmp_path_factory):
     """vLLM's OpenAI-compatible server on loopback; yields (base_url, model)."""
     from gen_helpers import serve_vllm
 
-    with serve_vllm(gen_model, tmp_path_factory.mktemp("server") / "server.log") as url:
+    with serve_vllm(gen_model, tmp_path_factory.mktemp("server") / "server.log", max_model_len=1024) as url:
         yield url, gen_model

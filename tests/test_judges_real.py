@@ -88,6 +88,25 @@ def test_judge_and_critique_through_the_hf_backend(tmp_path, model):
     backend.close()
 
 
+def test_judge_and_critique_against_the_loopback_vllm_server(tmp_path, vllm_server):
+    """The openai backend of judge and critique, talking to vLLM's OpenAI-compatible server."""
+    from reasonkit.judges.critique import run_critique
+    from reasonkit.judges.judge import run_judge
+
+    url, served = vllm_server
+    src = write_traces(tmp_path / "traces", n=2)
+    base = dict(judge=served, backend="openai", base_url=url, max_tokens=24, input=src, concurrency=4)
+    report = run_judge(JudgeConfig(**base, out=str(tmp_path / "pairwise"), mode="pairwise"))
+    record = read_stage(tmp_path / "pairwise" / "record").to_pylist()
+    assert report["items_judged"] == 2 and load_manifest(tmp_path / "pairwise")["complete"]
+    assert all(r["output_ab"] is not None and r["output_ba"] is not None for r in record)  # both orders asked
+    assert all((r["winner"] is None) != (r["reason"] is None) for r in record)  # a verdict, or None + why
+    report = run_critique(CritiqueConfig(**base, out=str(tmp_path / "critique"), seed=1))
+    record = read_stage(tmp_path / "critique" / "record").to_pylist()
+    assert len(record) == 4 and report["rows_recorded"] == 4
+    assert load_manifest(tmp_path / "critique")["complete"] and load_manifest(tmp_path / "critique" / "sft")["complete"]
+
+
 @pytest.mark.slow
 def test_judge_through_the_vllm_backend(tmp_path, model):
     from reasonkit.judges.judge import run_judge
