@@ -36,8 +36,8 @@ def run_with(engine, cfg):
 
 def test_vllm_backend_traces_are_seeded(tmp_path, vllm_engine, gen_model):
     prompts = write_prompts(tmp_path / "p.parquet", 7, seed=1, variant="mul")
-    # temperature 1.5: the trained teacher is confident, and seeds only show in diverse samples
-    hot = dict(prefill_think=True, temperature=1.5)
+    # temperature 2, no top-p cut: the trained teacher is confident, and seeds only show in diverse samples
+    hot = dict(prefill_think=True, temperature=2.0, top_p=1.0)
     first = run_with(vllm_engine, vllm_config(prompts, gen_model, tmp_path / "a", **hot))
     assert first["complete"] and first["rows"] == 14 and len(first["shards"]) == 3
     assert first["backend_info"]["backend"] == "vllm"
