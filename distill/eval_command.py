@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from reasonkit.engine import engine_options
+
 _EVAL_HELP = """Evaluate a model (and optional LoRA adapter): pass@1 over k samples, cons@k, pass@k.
 
 \b
@@ -40,6 +42,7 @@ instruction; the paper used k=64 and 32768 tokens for AIME 2024.
 @click.option("--label", default=None, help="Name of this run in reports (default: the --out folder name).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing evaluation with a different config.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any EvalConfig field.")
+@engine_options
 @click.pass_context
 def eval_(ctx: click.Context, overrides: tuple[str, ...], **options) -> None:
     if ctx.invoked_subcommand is not None:

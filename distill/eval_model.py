@@ -35,7 +35,8 @@ def resolve_model(config, out: Path) -> tuple[str, str | None]:
     """``(model to serve, how the adapter is applied)`` for an EvalConfig."""
     if config.adapter is None:
         return config.model, None
-    if config.backend == "vllm" and _vllm_serves_lora():
+    # Ray replicas build their engines from a model path, so there the adapter is merged once.
+    if config.backend == "vllm" and getattr(config, "engine", "local") == "local" and _vllm_serves_lora():
         return config.model, "vllm-lora"
     return merge_adapter(config.model, config.adapter, out / "merged"), "merged"
 

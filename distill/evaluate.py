@@ -61,8 +61,15 @@ class EvalConfig:
     label: str | None = None
     overwrite: bool = False
     extra: dict = field(default_factory=dict)  # free-form notes recorded in the protocol
+    # where the k samples are generated (reasonkit/engine.py); scoring stays on this machine
+    engine: Literal["local", "ray"] = "local"
+    replicas: int = 1
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
+        from reasonkit.engine import check_engine
+
+        check_engine(self.engine, self.replicas, self.ray_address)
         if self.k < 1:
             raise ValueError(f"k: expected at least 1 sample per problem, found {self.k}")
 
@@ -96,6 +103,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
         base_url=config.base_url, api_key_env=config.api_key_env, concurrency=config.concurrency,
         tensor_parallel=config.tensor_parallel, max_model_len=config.max_model_len,
         gpu_memory_utilization=config.gpu_memory_utilization, dtype=config.dtype, batch_size=config.batch_size,
+        engine=config.engine, replicas=config.replicas, ray_address=config.ray_address,
     )
     _check_same_eval(config, out)
     owned = None
@@ -127,7 +135,8 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     return summary
 
 
-_RUN_ONLY = ("overwrite", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra")
+_RUN_ONLY = ("overwrite", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra",
+             "engine", "replicas", "ray_address")
 
 
 def _check_same_eval(config: EvalConfig, out: Path) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from reasonkit.engine import engine_options
+
 
 def _split(values: tuple[str, ...]) -> list[str]:
     """``--decontam a.jsonl --decontam b.parquet`` or ``--decontam a.jsonl,b.parquet``."""
@@ -40,14 +42,17 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--keep-per-prompt", type=int, default=None, help="Keep at most M samples per prompt.")
 @click.option("--select", "select_", type=click.Choice(["shortest", "random", "all"]), default="shortest",
               show_default=True, help="Which samples --keep-per-prompt keeps.")
-@click.option("--workers", type=int, default=None, help="Verification processes [default: all cores].")
+@click.option("--workers", type=int, default=None,
+              help="Verification processes [default: all cores; with --engine ray, per replica: 1].")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Any FilterConfig field, e.g. seed=3.")
 @click.option("--allow-incomplete", is_flag=True, help="Read a traces directory whose generation has not finished.")
 @click.option("--overwrite", is_flag=True, help="Replace an OUT written with another config.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
+@engine_options
 def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_lang_ratio, drop_truncated,
            require_boxed, min_tokens, max_tokens, max_repetition, dedup, minhash_threshold, decontam, ngram,
-           keep_per_prompt, select_, workers, overrides, allow_incomplete, overwrite, quiet) -> None:
+           keep_per_prompt, select_, workers, overrides, allow_incomplete, overwrite, quiet,
+           engine, replicas, ray_address) -> None:
     """Verify, language-check, dedup and decontaminate traces; every dropped row says why.
 
     \b
@@ -67,6 +72,8 @@ def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_la
         keep_per_prompt=keep_per_prompt, select=select_, workers=workers,
         allow_incomplete=allow_incomplete, overwrite=overwrite,
     )
+    data.update({k: v for k, v in (("engine", engine), ("replicas", replicas), ("ray_address", ray_address))
+                 if v is not None})
     config = override(from_dict(FilterConfig, data, "filter"), list(overrides), "filter")
     log = None if quiet else (lambda message: click.echo(message, err=True))
     report = run_filter(config, log=log)

@@ -19,11 +19,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
+from reasonkit.engine import ENGINE_FIELDS, check_engine
 from reasonkit.errors import UserError
 
 #: Fields that change how a run goes, not what it writes: left out of the config fingerprint, so a
 #: run resumed with more workers (or a different batch size) continues the same output.
-RUN_ONLY = ("traces", "out", "workers", "batch_rows", "allow_incomplete", "overwrite")
+RUN_ONLY = ("traces", "out", "workers", "batch_rows", "allow_incomplete", "overwrite") + ENGINE_FIELDS
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,10 @@ class FilterConfig:
     batch_rows: int = 1024
     allow_incomplete: bool = False
     overwrite: bool = False
+    # where pass 1 runs (reasonkit/engine.py): ray spreads the input shards over `replicas` workers
+    engine: Literal["local", "ray"] = "local"
+    replicas: int = 1
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.lang, str) and self.lang.strip().lower() in ("", "none", "off"):
@@ -103,5 +108,6 @@ def _check(c: FilterConfig) -> None:
     need(c.keep_per_prompt is None or c.keep_per_prompt >= 1, f"--keep-per-prompt must be >= 1, got {c.keep_per_prompt}")
     need(not (c.select == "all" and c.keep_per_prompt is not None),
          f"--keep-per-prompt {c.keep_per_prompt} needs --select shortest or random (--select all keeps every sample)")
+    check_engine(c.engine, c.replicas, c.ray_address)
     need(c.workers is None or c.workers >= 1, f"--workers must be >= 1, got {c.workers}")
     need(bool(c.decontam_column), "decontam_column must name a column")

@@ -3,7 +3,9 @@
 1. **Row filters, streaming** (format, decontam, verify, language): input shards are read in
    batches of ``batch_rows``; each batch, with its verdict columns and its dedup keys (a few
    uint64 per row), is committed to ``OUT/.work`` (a resumable stage directory of its own). This
-   is the expensive pass, so a killed run resumes it where it stopped.
+   is the expensive pass, so a killed run resumes it where it stopped. With ``engine: ray`` the
+   input shards are spread over a Ray cluster (filters/ray_engine.py) and committed here in
+   input order, so passes 2 and 3 see exactly the rows, in the order, of a local run.
 2. **Dataset-wide decisions** (dedup, selection) from small columns only: ids, token counts and
    the dedup keys, ~30 bytes per row, never the traces themselves.
 3. **Write**: the work shards are streamed again, the pass-2 decisions applied, and the rows
@@ -86,6 +88,11 @@ def build_filters(config: FilterConfig, eval_sets) -> list:
     return filters
 
 
+def build_deduper(config: FilterConfig) -> Deduper:
+    return Deduper(config.dedup, threshold=config.minhash_threshold, num_perm=config.minhash_perms,
+                   bands=config.minhash_bands, shingle=config.shingle)
+
+
 def funnel_order(config: FilterConfig, filters: list, deduper: Deduper) -> list[tuple[str, str]]:
     order = []
     for f in filters:
@@ -103,10 +110,13 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     log = log or (lambda message: None)
     started = time.time()
     shards = input_shards(config)  # every check that can fail runs before anything is written
+    if config.engine == "ray":
+        from reasonkit.ray_engine import connect
+
+        connect(config.ray_address)  # an unreachable cluster fails here, before OUT exists
     eval_sets = load_eval_sets(config.decontam, config.decontam_column, config.ngram)
     filters = build_filters(config, eval_sets)
-    deduper = Deduper(config.dedup, threshold=config.minhash_threshold, num_perm=config.minhash_perms,
-                      bands=config.minhash_bands, shingle=config.shingle)
+    deduper = build_deduper(config)
     out = Path(config.out)
     inputs = [config.traces] + [parse_spec(s)[1] for s in config.decontam]
     in_fp = fingerprint([fingerprint_path(p) for p in inputs])
@@ -123,7 +133,11 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
         return json.loads((out / REPORT).read_text())
     work_w = writer(out / WORK, None, stage="filter-work")
     try:
-        if not work_w.manifest["complete"]:
+        if not work_w.manifest["complete"] and config.engine == "ray":
+            from reasonkit.filters.ray_engine import pass1_on_ray
+
+            pass1_on_ray(shards, config, work_w, log)
+        elif not work_w.manifest["complete"]:
             _pass1(shards, config, filters, deduper, work_w, log)
     finally:
         for f in filters:
@@ -150,27 +164,45 @@ def _batches(shards: list[Path], batch_rows: int) -> Iterator[tuple[Path, pa.Tab
             yield shard, pa.Table.from_batches([rb])
 
 
-def _pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: StageWriter, log: Log) -> None:
-    done = work_w.done_keys()
-    seen = 0
+def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], source: str) -> pa.Table | None:
+    """Pass 1 on one batch of traces: the row filters' verdicts and the dedup keys of kept rows.
+
+    Rows whose keys are ``done`` (committed by an earlier run) are skipped; None when none is left.
+    The unit of work of both engines: the local loop below, and a Ray replica (filters/ray_engine.py).
+    """
+    batch = validate(batch, "traces", source=source)
+    if done:
+        keys = zip(batch.column("id").to_pylist(), batch.column("sample").to_pylist())
+        batch = batch.filter(pa.array([k not in done for k in keys], pa.bool_()))
+    if batch.num_rows == 0:
+        return None
+    batch = apply(filters, batch)
+    keep = batch.column("keep").to_pylist()
+    rows = [i for i, k in enumerate(keep) if k]
+    completions = batch.column("completion").to_pylist()
+    for name, values in deduper.keys([completions[i] for i in rows]).items():
+        column = np.zeros(batch.num_rows, dtype=np.uint64)
+        column[rows] = values
+        batch = batch.append_column(pa.field(name, pa.uint64()), pa.array(column, mask=~np.asarray(keep, bool)))
+    return batch
+
+
+def filter_shards(shards: list[Path], config: FilterConfig, filters, deduper: Deduper,
+                  done: set[tuple]) -> Iterator[pa.Table]:
+    """Pass 1 over whole input shards, one work table per batch of ``batch_rows``."""
     for shard, batch in _batches(shards, config.batch_rows):
-        batch = validate(batch, "traces", source=str(shard))
-        if done:
-            keys = zip(batch.column("id").to_pylist(), batch.column("sample").to_pylist())
-            batch = batch.filter(pa.array([k not in done for k in keys], pa.bool_()))
-        if batch.num_rows == 0:
-            continue
-        batch = apply(filters, batch)
-        keep = batch.column("keep").to_pylist()
-        rows = [i for i, k in enumerate(keep) if k]
-        completions = batch.column("completion").to_pylist()
-        for name, values in deduper.keys([completions[i] for i in rows]).items():
-            column = np.zeros(batch.num_rows, dtype=np.uint64)
-            column[rows] = values
-            batch = batch.append_column(pa.field(name, pa.uint64()), pa.array(column, mask=~np.asarray(keep, bool)))
+        batch = filter_batch(batch, filters, deduper, done, str(shard))
+        if batch is not None:
+            yield batch
+
+
+def _pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: StageWriter, log: Log) -> None:
+    seen = 0
+    for batch in filter_shards(shards, config, filters, deduper, work_w.done_keys()):
         work_w.commit(batch)
         seen += batch.num_rows
-        log(f"pass 1: {seen} rows filtered ({sum(keep)} kept in this batch of {batch.num_rows})")
+        kept = pc.sum(batch.column("keep")).as_py() or 0
+        log(f"pass 1: {seen} rows filtered ({kept} kept in this batch of {batch.num_rows})")
     work_w.finish()
 
 

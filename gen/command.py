@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import click
 
+from reasonkit.engine import engine_options
+
 #: flag name -> key under GenerateConfig.columns
 _COLUMN_FLAGS = {"id_col": "id", "problem_col": "problem", "answer_col": "answer",
                  "messages_col": "messages", "source_col": "source"}
@@ -35,8 +37,9 @@ _COLUMN_FLAGS = {"id_col": "id", "problem_col": "problem", "answer_col": "answer
 @click.option("--base-url", default=None, help="openai: server URL, e.g. http://127.0.0.1:8000/v1")
 @click.option("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the API key.")
 @click.option("--concurrency", type=int, default=64, help="openai: prompts in flight.")
-@click.option("--tensor-parallel", type=int, default=1)
-@click.option("--data-parallel", type=int, default=1, help="vllm: engine replicas, each on its own GPUs.")
+@click.option("--tensor-parallel", type=int, default=1, help="vllm: GPUs per engine.")
+@click.option("--data-parallel", type=int, default=1, help="vllm, local engine: engine replicas, each on its own GPUs.")
+@engine_options
 @click.option("--gpu-memory-utilization", type=float, default=0.9)
 @click.option("--max-model-len", type=int, default=None)
 @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto")

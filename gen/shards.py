@@ -135,6 +135,23 @@ class Assembler:
         return pa.table(columns)
 
 
+def generate_shard(backend, prompts: pa.Table, messages: list[list[dict]], done: set[tuple], config, *,
+                   teacher: str, gen_config: str, prefill: str) -> pa.Table:
+    """Every sample one shard still owes, through ``backend``, as the table the stage commits.
+
+    The unit of work of a Ray replica: the same Assembler as the local loop, over one shard's
+    prompts (``prompts`` and their rendered ``messages``), skipping the ``done`` keys.
+    """
+    work = plan(prompts.column("id").to_pylist(), config.n, max(1, prompts.num_rows), done)
+    shards: list[pa.Table] = []
+    assembler = Assembler(prompts, messages, work, teacher=teacher, gen_config=gen_config,
+                          prefilled=config.prefill_think, commit=shards.append)
+    for completion in backend.generate(assembler.requests(config, prefill)):
+        assembler.add(completion)
+    assembler.check_complete()
+    return shards[0] if shards else assembler.table([], [])
+
+
 def totals(writer) -> dict:
     """Counts over every committed shard of the directory (earlier runs included)."""
     out = {"rows": 0, "prompts": 0, "prompt_tokens": 0, "completion_tokens": 0, "truncated": 0, "errors": 0}

@@ -10,7 +10,9 @@ seeded backend the texts, of a run that never stopped.
 The ``gen_config`` column and the manifest's config fingerprint are the same hash: of the
 settings that decide what a row says (teacher, backend, sampling, rendering, input columns), not
 of those that only decide how fast it is made (shard size, concurrency, parallelism, URL,
-``limit``). So a run can be resumed with more concurrency, or extended with a larger ``limit``.
+``limit``, engine). So a run can be resumed with more concurrency, or extended with a larger
+``limit``, or started on one machine and finished on a Ray cluster (``engine: ray``,
+gen/ray_engine.py: the same shards, each run whole by one replica and committed here).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from reasonkit.engine import check_engine
 from reasonkit.errors import UserError
 from reasonkit.gen.render import R1_INSTRUCTION
 from reasonkit.readers import ColumnMap
@@ -63,8 +66,16 @@ class GenerateConfig:
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     # hf
     batch_size: int = 8
+    # where shards run (reasonkit/engine.py): ray runs `replicas` engines over the cluster
+    engine: Literal["local", "ray"] = "local"
+    replicas: int = 1
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
+        check_engine(self.engine, self.replicas, self.ray_address)
+        if self.engine == "ray" and self.data_parallel > 1:
+            raise UserError(f"--data-parallel {self.data_parallel} is the local engine's; with --engine ray "
+                            f"use --replicas {self.data_parallel} (one engine per replica)")
         for name, low in (("n", 1), ("max_tokens", 1), ("shard_size", 1), ("concurrency", 1), ("tensor_parallel", 1),
                           ("data_parallel", 1), ("batch_size", 1), ("max_retries", 0)):
             if getattr(self, name) < low:
@@ -159,6 +170,10 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
     prompts = read_prompts(config.prompts, config.columns, limit=config.limit, split=config.split)
     template = load_chat_template(config.chat_template)
     info = preflight(config) if backend is None else None
+    if config.engine == "ray":
+        from reasonkit.gen.ray_engine import connect_for
+
+        connect_for(config)  # an unreachable cluster fails here, before OUT exists
     settings = output_settings(config, template)
     writer = StageWriter(config.out, stage="generate", kind="traces", config=settings, keys=("id", "sample"),
                          input_fingerprint=fingerprint_path(config.prompts), overwrite=config.overwrite)
@@ -172,12 +187,19 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
         prefilled=config.prefill_think, commit=writer.commit,
     )
     described = None
+    prefill = THINK_PREFILL if config.prefill_think else ""
     try:
-        if work.prompts:
+        if work.prompts and config.engine == "ray":
+            from reasonkit.gen.ray_engine import generate_on_ray
+
+            if backend is not None:
+                raise ValueError("engine ray builds one backend per replica; pass no prebuilt backend")
+            described = generate_on_ray(config, prompts, messages, work, writer, template=template, info=info,
+                                        gen_config=fingerprint(settings), prefill=prefill, progress=progress)
+        elif work.prompts:
             owned = backend is None
             backend = backend or make_backend(config, info=info, chat_template=template)
             progress.restart()
-            prefill = THINK_PREFILL if config.prefill_think else ""
             try:
                 for completion in backend.generate(assembler.requests(config, prefill)):
                     finished = assembler.add(completion)
@@ -190,11 +212,14 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
     finally:
         progress.close()
     counts = totals(writer)
+    replicas = config.replicas if config.engine == "ray" else config.data_parallel
     line = summary_line(counts, run_tokens=progress.tokens, run_s=progress.elapsed, setup_s=progress.setup_s)
     print(line, file=sys.stderr, flush=True)
     last_run = {
         "setup_s": round(progress.setup_s, 3), "generate_s": round(progress.elapsed, 3),
         "completion_tokens": progress.tokens, "tokens_per_s": round(progress.tokens_per_s, 1),
+        # per engine: the figure a GPU-hour estimate divides by (README, "Scale-out on Ray")
+        "replicas": replicas, "tokens_per_s_per_replica": round(progress.tokens_per_s / replicas, 1),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     return writer.finish(

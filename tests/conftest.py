@@ -57,3 +57,19 @@ def vllm_server(gen_model, tmp_path_factory):
 
     with serve_vllm(gen_model, tmp_path_factory.mktemp("server") / "server.log", max_model_len=1024) as url:
         yield url, gen_model
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> str:
+    """One local Ray cluster per session (2 CPUs, 200 MB object store, no dashboard); yields its
+    address, which subprocess drivers join with ``--ray-address``. Workers inherit the offline
+    environment set above. Imported here, not at the top: only the Ray tests pay for Ray."""
+    import ray
+
+    from reasonkit.ray_engine import connect
+
+    connect(num_cpus=2, object_store_mb=200)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
