@@ -17,6 +17,7 @@ Ray is imported here only, and this module only when a stage runs with ``engine:
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import sys
@@ -140,7 +141,10 @@ def run_shards(
     warn_if_short(replicas, {"CPU": num_cpus, "GPU": num_gpus})
     # One block per shard, so any replica can take any shard and a retry reruns one shard only.
     ds = ray.data.from_items(units, override_num_blocks=len(units))
-    ds.context.enable_progress_bars = False  # the stage prints its own progress
+    # The stage prints its own progress; Ray Data's bars and per-run INFO lines would bury it.
+    ds.context.enable_progress_bars = False
+    ds.context.print_on_execution_start = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
     ds.context.execution_options.preserve_order = ordered
     with warnings.catch_warnings():
         # Ray 2.60 deprecates "extra remote args" but names no parameter for actor restarts yet;
