@@ -60,6 +60,10 @@ class TrainConfig:
     beta: float = 0.1
     loss: Literal["sigmoid", "ipo"] = "sigmoid"
     precompute_ref: bool = False  # reference log-probs computed once before training
+    # RPO (Pang et al. 2024, arXiv 2404.19733): add rpo_alpha x the NLL of the chosen completion.
+    # Plain DPO can lower the chosen answer's likelihood while the margin grows; on near-identical
+    # pairs (a slip in one digit) that erodes the shared procedure. The NLL term anchors it.
+    rpo_alpha: float = 0.0
 
     # Output, checkpoints, resume
     merge: bool = False  # also write OUT/merged: the adapter folded into the base weights
@@ -100,6 +104,8 @@ class TrainConfig:
             raise ValueError(f"lora_dropout must be in [0, 1), found {self.lora_dropout}")
         if self.beta <= 0:
             raise ValueError(f"beta must be > 0, found {self.beta}")
+        if self.rpo_alpha < 0:
+            raise ValueError(f"rpo_alpha must be >= 0, found {self.rpo_alpha}")
         if not 0 <= self.max_truncated_share <= 1:
             raise ValueError(f"max_truncated_share must be in [0, 1], found {self.max_truncated_share}")
         if self.warmup < 0:

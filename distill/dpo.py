@@ -10,7 +10,8 @@ The loss (``--loss sigmoid``) of a pair is ``-log sigmoid(beta * ((logp_c - ref_
 where ``logp`` sums the policy's log-probabilities of the completion tokens (everything after the
 prompt the chat template renders with its generation prompt) and ``ref`` the same under the
 reference; tests/test_train_dpo.py recomputes it independently. ``--loss ipo`` is IPO's squared
-loss on length-normalised log-ratios.
+loss on length-normalised log-ratios. ``--set rpo_alpha=A`` adds ``A`` times the chosen
+completion's mean token NLL (TRL's ``"sft"`` loss term), as RPO does.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ from trl import DPOConfig, DPOTrainer
 
 
 def build_dpo_trainer(cfg, model, tok, dataset, args: dict, peft_config, callbacks) -> DPOTrainer:
+    # TRL combines loss terms by weight; "sft" is the NLL of the chosen completion.
+    losses, weights = ([cfg.loss, "sft"], [1.0, cfg.rpo_alpha]) if cfg.rpo_alpha else ([cfg.loss], None)
     config = DPOConfig(
         **args,
         beta=cfg.beta,
-        loss_type=[cfg.loss],
+        loss_type=losses,
+        loss_weights=weights,
         precompute_ref_log_probs=cfg.precompute_ref,
     )
     return DPOTrainer(

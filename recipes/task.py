@@ -6,15 +6,19 @@ Two variants share one problem space, the ordered pairs ``(a, b)`` with ``10 <= 
 - ``aime``: "Find the remainder when 37 * 48 is divided by 1000."  answer 776 (always 0..999,
   like an AIME answer)
 
-The worked solution is a chain of digit-level steps that a 1M-parameter model can learn: split
-the second factor into tens and units, multiply, add, and (aime) drop the thousands.
+The worked solution is schoolbook long multiplication, one column per line, least significant
+first: a chain of single-digit facts and two-term sums that a 0.5M-parameter model can learn.
 
 >>> p = make_problems(1, seed=0, variant="aime")[0]
 >>> sorted(p)
 ['answer', 'id', 'problem', 'source']
 >>> print(solution({"problem": "Find the remainder when 37 * 48 is divided by 1000."}))
 <think>
-37 * 48 = 37 * 40 + 37 * 8 = 1480 + 0296 = 1776
+7 * 8 = 56: units 6, carry 5
+3 * 8 + 7 * 4 + 5 = 24 + 28 + 5 = 52 + 5 = 57: tens 7, carry 5
+3 * 4 + 5 = 12 + 5 = 17: hundreds 7, carry 1
+thousands 1
+37 * 48 = 1776
 1776 mod 1000 = 776
 </think>
 The answer is \\boxed{776}.
@@ -135,33 +139,54 @@ def parse(problem: str) -> tuple[int, int, str]:
 def solution(problem: dict | str) -> str:
     """The worked solution (what the teacher is trained to write) for a problem dict or text.
 
-    One line per step, the same shape every time: a regular chain is what lets a tiny model learn
-    it. ``37 * 8`` is a 2-digit-by-1-digit fact (810 of them, each seen many times in training);
-    ``37 * 40`` is the same fact with a zero appended. The addition is written with every number
-    zero-padded to four digits, so digit i of each addend sits at a fixed distance from digit i of
-    the sum: measured here, a 1.1M-parameter model trained on unpadded sums (``1480 + 296``) got
-    every product right and 45% of the sums, because it could not align digits of unequal length.
+    Long multiplication by columns, least significant first, the same shape every time. Each line
+    computes one digit of the product from single-digit facts (``3 * 8``, 100 of them, each seen
+    thousands of times) and the carry of the line above, adding two terms at a time so no step
+    needs more than one addition. Why this shape, measured here on a 0.5M-parameter student
+    (600 steps of 32, greedy exact-match on 200 held-out problems): the earlier trace
+    ``37 * 48 = 37 * 40 + 37 * 8 = 1480 + 0296 = 1776`` reached 1%: its steps (``37 * 8 = 296``,
+    ``1480 + 0296``) each ask for several digits at once, and it got them wrong; columns with
+    three-term sums reached 56%; columns with chained two-term sums (this one) 73%.
+    A small model learns a procedure whose every step is small, not one whose steps are few.
 
     >>> print(solution("What is 37 * 48?"))
     <think>
-    37 * 48 = 37 * 40 + 37 * 8 = 1480 + 0296 = 1776
+    7 * 8 = 56: units 6, carry 5
+    3 * 8 + 7 * 4 + 5 = 24 + 28 + 5 = 52 + 5 = 57: tens 7, carry 5
+    3 * 4 + 5 = 12 + 5 = 17: hundreds 7, carry 1
+    thousands 1
+    37 * 48 = 1776
     </think>
     The answer is \\boxed{1776}.
     >>> print(solution("Find the remainder when 12 * 13 is divided by 1000."))
     <think>
-    12 * 13 = 12 * 10 + 12 * 3 = 0120 + 0036 = 0156
+    2 * 3 = 6: units 6, carry 0
+    1 * 3 + 2 * 1 + 0 = 3 + 2 + 0 = 5 + 0 = 5: tens 5, carry 0
+    1 * 1 + 0 = 1 + 0 = 1: hundreds 1, carry 0
+    thousands 0
+    12 * 13 = 156
     156 mod 1000 = 156
     </think>
     The answer is \\boxed{156}.
     """
     text = problem if isinstance(problem, str) else problem["problem"]
     a, b, variant = parse(text)
-    tens, units = b - b % 10, b % 10
-    product = a * b
-    # Four digits hold every product of two 2-digit numbers (99 * 99 = 9801).
-    steps = [f"{a} * {b} = {a} * {tens} + {a} * {units} = {a * tens:04d} + {a * units:04d} = {product:04d}"]
+    (a1, a0), (b1, b0) = divmod(a, 10), divmod(b, 10)
+    # Every term is written even when it is zero: a fixed shape is what a tiny model learns.
+    units = a0 * b0
+    cross, straight = a1 * b0, a0 * b1
+    tens = cross + straight + units // 10
+    hundreds = a1 * b1 + tens // 10
+    steps = [
+        f"{a0} * {b0} = {units}: units {units % 10}, carry {units // 10}",
+        f"{a1} * {b0} + {a0} * {b1} + {units // 10} = {cross} + {straight} + {units // 10} = "
+        f"{cross + straight} + {units // 10} = {tens}: tens {tens % 10}, carry {tens // 10}",
+        f"{a1} * {b1} + {tens // 10} = {a1 * b1} + {tens // 10} = {hundreds}: hundreds {hundreds % 10}, carry {hundreds // 10}",
+        f"thousands {hundreds // 10}",
+        f"{a} * {b} = {a * b}",
+    ]
     if variant == "aime":
-        steps.append(f"{product} mod {MODULUS} = {product % MODULUS}")
+        steps.append(f"{a * b} mod {MODULUS} = {a * b % MODULUS}")
     final = answer(a, b, variant)
     return "<think>\n" + "\n".join(steps) + "\n</think>\nThe answer is \\boxed{" + str(final) + "}."
 

@@ -49,7 +49,7 @@ def test_traces_generated_by_the_teacher(tmp_path, model):
 
     prompts = task.write_prompts(tmp_path / "p.parquet", 8, seed=0, variant="aime")
     args = ["--prompts", prompts, "--teacher", model, "--out", str(tmp_path / "traces"), "--backend", "hf",
-            "--n", "2", "--max-tokens", "96", "--batch-size", "4", "--dtype", "float32"]
+            "--n", "2", "--max-tokens", "192", "--batch-size", "4", "--dtype", "float32"]
     generated = CliRunner().invoke(generate, args)
     assert generated.exit_code == 0, generated.output
     result = CliRunner().invoke(filter_command, [str(tmp_path / "traces"), "--out", str(tmp_path / "out"),

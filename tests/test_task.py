@@ -52,14 +52,26 @@ def test_every_step_of_the_worked_solution_is_true(variant):
         text = task.solution(row)
         assert text.startswith("<think>\n") and "\n</think>\n" in text
         assert text.endswith(f"The answer is \\boxed{{{row['answer']}}}.")
-        thought = text.split("<think>\n")[1].split("\n</think>")[0]
-        for line in thought.splitlines():
-            # "0296" is 296: strip the padding zeros, then evaluate each side (digits and + * % only).
-            sides = [re.sub(r"\b0+(\d)", r"\1", s).replace("mod", "%") for s in line.split(" = ")]
-            values = {eval(s, {"__builtins__": {}}) for s in sides}  # noqa: S307
-            assert len(values) == 1, line
+        thought = text.split("<think>\n")[1].split("\n</think>")[0].splitlines()
         a, b = _factors(row["problem"])
-        assert thought.startswith(f"{a} * {b} = ")  # the chain is about this problem's factors
+        digits, carry = [], 0
+        for place, line in zip(("units", "tens", "hundreds"), thought[:3], strict=True):
+            chain, _, result = line.partition(": ")
+            values = {eval(side, {"__builtins__": {}}) for side in chain.split(" = ")}  # noqa: S307
+            assert len(values) == 1, line  # every "=" in the chain is true
+            if place != "units":
+                assert chain.split(" = ")[0].endswith(f" + {carry}"), line  # the previous carry is added
+            value = values.pop()
+            assert result == f"{place} {value % 10}, carry {value // 10}", line
+            digits.append(value % 10)
+            carry = value // 10
+        assert thought[3] == f"thousands {carry}"
+        assert int(f"{carry}{digits[2]}{digits[1]}{digits[0]}") == a * b  # the columns spell the product
+        assert thought[4] == f"{a} * {b} = {a * b}"  # the chain is about this problem's factors
+        if variant == "aime":
+            assert thought[5:] == [f"{a * b} mod 1000 = {a * b % 1000}"]
+        else:
+            assert len(thought) == 5
 
 
 def test_held_out_never_shares_a_factor_pair_with_training():

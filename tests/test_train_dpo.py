@@ -40,15 +40,18 @@ def test_dpo_raises_reward_accuracy_and_precompute_changes_nothing(tiny_model_di
 
 
 def pair_logps(model, batch):
-    """Summed completion log-probs of a collated DPO batch (chosen rows first, then rejected)."""
+    """Summed completion log-probs of a collated DPO batch (chosen rows first, then rejected), and
+    the chosen rows' mean token NLL (RPO's extra term)."""
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
     targets = batch["input_ids"][:, 1:]
     mask = batch["completion_mask"][:, 1:].bool()
     token_logps = torch.log_softmax(logits.float(), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    return (token_logps * mask).sum(dim=1).chunk(2)
+    chosen_logps, chosen_mask = token_logps.chunk(2)[0], mask.chunk(2)[0]
+    return *(token_logps * mask).sum(dim=1).chunk(2), -chosen_logps[chosen_mask].mean()
 
 
-def test_dpo_loss_on_a_fixed_batch_is_the_formula(tiny_model_dir, prefs_dir, tmp_path):
+@pytest.mark.parametrize("rpo_alpha", [0.0, 0.7])
+def test_dpo_loss_on_a_fixed_batch_is_the_formula(tiny_model_dir, prefs_dir, tmp_path, rpo_alpha):
     from transformers import AutoModelForCausalLM
 
     from reasonkit.distill.data import load_tokenizer, read_rows, to_dataset
@@ -56,7 +59,7 @@ def test_dpo_loss_on_a_fixed_batch_is_the_formula(tiny_model_dir, prefs_dir, tmp
     from reasonkit.distill.student import lora_config, resolve_device, trainer_args
 
     beta = 0.5
-    cfg = config(tiny_model_dir, prefs_dir, tmp_path / "run", beta=beta)
+    cfg = config(tiny_model_dir, prefs_dir, tmp_path / "run", beta=beta, rpo_alpha=rpo_alpha)
     tok = load_tokenizer(cfg)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     dataset = to_dataset(read_rows(prefs_dir, "dpo"), "dpo")
@@ -70,10 +73,10 @@ def test_dpo_loss_on_a_fixed_batch_is_the_formula(tiny_model_dir, prefs_dir, tmp
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(4)])
     with torch.no_grad():
         loss = trainer.compute_loss(policy, dict(batch)).item()
-        logp_c, logp_r = pair_logps(policy, batch)
+        logp_c, logp_r, chosen_nll = pair_logps(policy, batch)
         with policy.disable_adapter():  # the reference: the base with adapters disabled
-            ref_c, ref_r = pair_logps(policy, batch)
-    expected = -F.logsigmoid(beta * ((logp_c - ref_c) - (logp_r - ref_r))).mean().item()
+            ref_c, ref_r, _ = pair_logps(policy, batch)
+    expected = -F.logsigmoid(beta * ((logp_c - ref_c) - (logp_r - ref_r))).mean().item() + rpo_alpha * chosen_nll.item()
     assert abs(expected - math.log(2)) > 1e-2  # the check is not the trivial policy == reference case
     assert loss == pytest.approx(expected, abs=1e-5)
 

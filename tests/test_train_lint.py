@@ -162,6 +162,8 @@ def test_command_help_and_config_errors(tiny_model_dir, sft_dir, tmp_path):
     assert isinstance(result.exception, UserError) and "train.lora_rr: unknown key; did you mean lora_r?" in str(result.exception)
     result = runner.invoke(train_command, ["--method", "dpo", "--student", tiny_model_dir, "--data", sft_dir, "--out", str(tmp_path), "--packing"])
     assert "packing applies to --method sft only" in str(result.exception)
+    result = runner.invoke(train_command, ["--method", "dpo", "--student", tiny_model_dir, "--data", sft_dir, "--out", str(tmp_path), "--set", "rpo_alpha=-1"])
+    assert "rpo_alpha must be >= 0, found -1" in str(result.exception)
 
 
 def test_command_module_imports_nothing_heavy():
