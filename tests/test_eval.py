@@ -9,7 +9,7 @@ from reasonkit.cli import cli
 from reasonkit.distill.evaluate import EvalConfig, run_eval, summary_equal
 from reasonkit.recipes.task import write_prompts
 
-K, MAX_TOKENS, PROBLEMS = 2, 96, 12
+K, MAX_TOKENS, PROBLEMS = 2, 192, 12
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_compare_and_cli_errors(teacher_dir, test_set, tmp_path):
     runner = CliRunner()
     for name, temperature in (("cold", 0.6), ("hot", 1.0)):
         result = runner.invoke(cli, ["eval", "--model", teacher_dir, "--data", test_set, "--out", str(tmp_path / name),
-                                     "--backend", "hf", "--k", "2", "--limit", "4", "--max-tokens", "96",
+                                     "--backend", "hf", "--k", "2", "--limit", "4", "--max-tokens", "192",
                                      "--temperature", str(temperature), "--verifier", "int"])
         assert result.exit_code == 0, result.output
         assert "pass@1" in result.output

@@ -20,7 +20,7 @@ def model(tiny_model_dir):
 def test_hf_backend_writes_traces_and_resumes(tmp_path, model):
     prompts = write_prompts(tmp_path / "p.parquet", 6, seed=0, variant="aime")
     args = ["--prompts", prompts, "--teacher", model, "--out", str(tmp_path / "out"), "--backend", "hf",
-            "--n", "2", "--max-tokens", "96", "--shard-size", "4", "--batch-size", "2", "--dtype", "float32"]
+            "--n", "2", "--max-tokens", "192", "--shard-size", "4", "--batch-size", "2", "--dtype", "float32"]
     first = CliRunner().invoke(generate, args)
     assert first.exit_code == 0, first.output
     assert "generate: 12 rows (6 prompts)" in first.output  # the summary line
@@ -32,10 +32,10 @@ def test_hf_backend_writes_traces_and_resumes(tmp_path, model):
     assert {r["sample"] for r in rows} == {0, 1}
     for r in rows:
         assert r["finish_reason"] in ("stop", "length")
-        assert 0 < r["completion_tokens"] <= 96 and r["prompt_tokens"] > 10
+        assert 0 < r["completion_tokens"] <= 192 and r["prompt_tokens"] > 10
         assert r["teacher"] == model and r["answer"] is not None
         if r["finish_reason"] == "length":
-            assert r["completion_tokens"] == 96
+            assert r["completion_tokens"] == 192
     if model == str(TEACHER):  # a trained teacher reasons and answers in the box
         assert sum(r["reasoning"] is not None and "\\boxed{" in r["response"] for r in rows) >= len(rows) // 2
 
