@@ -1,20 +1,13 @@
-"""`distill push`: the dry-run repository loads with `datasets`; the upload reaches a loopback Hub intact.
+"""`distill push` without a network: the dry-run repository loads with `datasets`, the card carries
+its metadata and provenance, the token appears nowhere, and bad input is one clear error.
 
-The stage directories are built with StageWriter from literal rows: a generate stage (traces) that
-read a prompts file, and a filter stage (verdicts) over it with `rejected/`, `sft/` and a report,
-linked by `input_path` in their manifests as the stages record it.
+The stage directories come from tests/hub_helpers.py; the upload itself is in test_hub_upload.py.
 """
 
-import base64
 import json
-import os
 import subprocess
 import sys
-import textwrap
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pytest
@@ -25,85 +18,12 @@ from reasonkit import __version__
 from reasonkit import cli as cli_module
 from reasonkit.errors import UserError
 from reasonkit.hub import push
-from reasonkit.store import StageWriter, fingerprint, fingerprint_path
+from reasonkit.store import StageWriter, fingerprint_path
 
-TOKEN = "hf_reasonkitTESTtoken0123456789abcdef"
-TEACHER = "reasonkit/tiny-teacher"
-# As gen/stage.py records it: `config` is what decides the rows, `run_config` where it ran.
-GEN_CONFIG = {"teacher": TEACHER, "backend": "openai", "n": 2, "temperature": 0.6, "top_p": 0.95, "max_tokens": 256, "seed": 0}
-PRIVATE_URL = "http://10.1.2.3:8000/v1"
-GEN_FP = fingerprint(GEN_CONFIG)
-FILTER_CONFIG = {"verifier": "math", "lang": "en", "dedup": "exact", "decontam": ["evals/aime24.parquet"]}
-REPORT = {
-    "funnel": {"in": 8, "dropped": {"wrong_answer": 2, "decontam:aime24": 1}, "out": 5},
-    "decontamination": {"aime24": 1},
-}
-RECIPE = "# distill run recipe.yaml\ngenerate:\n  n: 2\nfilter:\n  verifier: math\n"
-
-
-def _traces(ids: list[str], sample: int = 0, correct: bool | None = None) -> pa.Table:
-    n = len(ids)
-    cols = {
-        "id": ids,
-        "sample": pa.array([sample] * n, pa.int32()),
-        "messages": [[{"role": "user", "content": f"What is {i}+1? Put the answer in \\boxed{{}}."}] for i in range(n)],
-        "completion": ["<think>add one</think>\\boxed{2}"] * n,
-        "reasoning": ["add one"] * n,
-        "response": ["\\boxed{2}"] * n,
-        "finish_reason": ["stop"] * n,
-        "prompt_tokens": pa.array([12] * n, pa.int32()),
-        "completion_tokens": pa.array([7] * n, pa.int32()),
-        "teacher": [TEACHER] * n,
-        "gen_config": [GEN_FP] * n,
-        "answer": ["2"] * n,
-        "source": ["synthetic"] * n,
-    }
-    return pa.table(cols)
-
-
-def _verdicts(ids: list[str], keep: bool) -> pa.Table:
-    t = _traces(ids)
-    n = len(ids)
-    return (
-        t.append_column("pred", pa.array(["2"] * n))
-        .append_column("correct", pa.array([keep] * n))
-        .append_column("lang_ratio", pa.array([1.0] * n, pa.float32()))
-        .append_column("keep", pa.array([keep] * n))
-        .append_column("drop_reason", pa.array([None if keep else "wrong_answer"] * n, pa.string()))
-    )
-
-
-@pytest.fixture
-def stages(tmp_path) -> Path:
-    """runs/filtered (verdicts, 2 shards, rejected/, sft/, report.json) <- runs/traces <- prompts.jsonl."""
-    prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text('{"id": "p0", "problem": "1+1"}\n')
-    gen = tmp_path / "runs" / "traces"
-    with StageWriter(gen, stage="generate", kind="traces", config=GEN_CONFIG, keys=("id", "sample"),
-                     input_fingerprint=fingerprint_path(prompts)) as w:
-        w.commit(_traces([f"p{i}" for i in range(4)]))
-        w.finish(run_config={"prompts": str(prompts), "out": str(gen), "base_url": PRIVATE_URL, "api_key_env": "OPENAI_API_KEY"},
-                 backend_info={"backend": "openai", "openai": "1.99.0", "base_url": PRIVATE_URL}, gen_config=GEN_FP)
-    out = tmp_path / "runs" / "filtered"
-    with StageWriter(out, stage="filter", kind="verdicts", config=FILTER_CONFIG, keys=("id", "sample"),
-                     input_fingerprint=fingerprint_path(gen)) as w:
-        w.commit(_verdicts(["p0", "p1"], keep=True))
-        w.commit(_verdicts(["p2"], keep=True))
-        w.finish(input_path="runs/traces", versions={"math_verify": "0.8.0", "lingua": "2.1.0"})
-    with StageWriter(out / "rejected", stage="filter", kind="verdicts", config=FILTER_CONFIG, keys=("id", "sample")) as w:
-        w.commit(_verdicts(["p3"], keep=False))
-        w.finish()
-    with StageWriter(out / "sft", stage="filter", kind="sft", config=FILTER_CONFIG, keys=("id",)) as w:
-        w.commit(pa.table({"id": ["p0", "p1", "p2"],
-                           "messages": [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]] * 3,
-                           "source": ["synthetic"] * 3}))
-        w.finish()
-    (out / "report.json").write_text(json.dumps(REPORT))
-    return out
-
-
-def _files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+sys.path.insert(0, str(Path(__file__).parent))
+from hub_helpers import (  # noqa: E402
+    FILTER_CONFIG, GEN_CONFIG, GEN_FP, PRIVATE_URL, RECIPE, REPORT, TEACHER, TOKEN, _files, _traces, _verdicts, stages,  # noqa: F401
+)
 
 
 def _card_meta(text: str) -> dict:
@@ -326,133 +246,3 @@ def test_missing_token(stages, tmp_path, monkeypatch, distill):
     monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
     result = distill(stages, "--repo", "org/x")
     assert result.exit_code == 2 and result.output.startswith("error: no Hugging Face token"), result.output
-
-
-# -- upload against a recording loopback Hub --------------------------------------------------------
-
-
-class _Hub(BaseHTTPRequestHandler):
-    """Just enough of the Hub API for `create_repo`, `list_repo_files` and `create_commit`."""
-
-    def log_message(self, *args):  # keep pytest output clean
-        pass
-
-    def _reply(self, status: int, body) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _record(self, body: bytes) -> None:
-        self.server.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body})
-
-    def do_GET(self):
-        self._record(b"")
-        path = urlparse(self.path).path
-        if path == f"/api/datasets/{self.server.repo}/tree/main":
-            self._reply(200, [{"type": "file", "path": p, "size": len(d), "oid": "0" * 40} for p, d in self.server.files.items()])
-        else:
-            self._reply(404, {"error": f"not here: {path}"})
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self._record(body)
-        path, repo = urlparse(self.path).path, self.server.repo
-        if self.server.fail_with:
-            self._reply(self.server.fail_with, {"error": "Invalid credentials in Authorization header"})
-        elif path == "/api/repos/create":
-            self._reply(200, {"url": f"http://{self.headers['Host']}/datasets/{repo}", "name": repo})
-        elif path == "/api/validate-yaml":
-            yaml.safe_load(json.loads(body)["content"].split("---\n")[1])  # the card's metadata parses
-            self._reply(200, {"errors": [], "warnings": []})
-        elif path == f"/api/datasets/{repo}/preupload/main":
-            files = json.loads(body)["files"]
-            self._reply(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None} for f in files]})
-        elif path == f"/api/datasets/{repo}/commit/main":
-            for line in body.splitlines():
-                op = json.loads(line)
-                if op["key"] == "file":
-                    self.server.files[op["value"]["path"]] = base64.b64decode(op["value"]["content"])
-                elif op["key"] == "deletedFile":
-                    self.server.files.pop(op["value"]["path"])
-                elif op["key"] != "header":
-                    raise AssertionError(f"unexpected commit operation {op['key']}")
-            self._reply(200, {"commitUrl": f"http://{self.headers['Host']}/datasets/{repo}/commit/{'c' * 40}", "commitOid": "c" * 40})
-        else:
-            self._reply(404, {"error": f"not here: {path}"})
-
-
-@pytest.fixture
-def hub():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
-    server.repo, server.requests, server.fail_with = "org/r1-distill-tiny", [], None
-    server.files = {".gitattributes": b"*.parquet filter=lfs\n", "data/train-00000-of-00009.parquet": b"stale"}
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-def _distill_subprocess(args: list, hub, tmp_path: Path, token: str | None = TOKEN) -> subprocess.CompletedProcess:
-    """`distill push` in a fresh interpreter: huggingface_hub reads HF_ENDPOINT and offline mode at import."""
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN")}
-    env.update(HF_ENDPOINT=f"http://127.0.0.1:{hub.server_address[1]}", HF_HOME=str(tmp_path / "hf-home"),
-               NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost", HF_HUB_DISABLE_TELEMETRY="1")
-    if token:
-        env["HF_TOKEN"] = token
-    runner = textwrap.dedent("""
-        from reasonkit import cli
-        cli.COMMANDS["push"] = ("reasonkit.hub:push_command", "Publish a stage directory.")
-        cli.main()
-    """)
-    return subprocess.run([sys.executable, "-c", runner, "push", *map(str, args)], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
-
-
-def test_upload_reaches_the_hub_intact(stages, tmp_path, hub):
-    preview = tmp_path / "preview"
-    out = _distill_subprocess([stages, "--repo", "org/r1-distill-tiny", "--private", "--dry-run", preview], hub, tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert hub.requests == []  # a dry run makes no request at all
-
-    out = _distill_subprocess([stages, "--repo", "org/r1-distill-tiny", "--private"], hub, tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert "pushed 6 files to http://127.0.0.1" in out.stdout and "removed 1 stale shard(s)" in out.stdout
-    assert TOKEN not in out.stdout + out.stderr
-
-    calls = [(r["method"], urlparse(r["path"]).path) for r in hub.requests]
-    assert calls == [
-        ("POST", "/api/repos/create"),
-        ("GET", "/api/datasets/org/r1-distill-tiny/tree/main"),
-        ("POST", "/api/validate-yaml"),
-        ("POST", "/api/datasets/org/r1-distill-tiny/preupload/main"),
-        ("POST", "/api/datasets/org/r1-distill-tiny/commit/main"),
-    ]
-    assert json.loads(hub.requests[0]["body"]) == {"name": "r1-distill-tiny", "organization": "org",
-                                                   "visibility": "private", "type": "dataset"}
-    assert all(r["headers"].get("authorization") == f"Bearer {TOKEN}" for r in hub.requests)
-    # Exactly the dry-run repository arrived (card, provenance, shards byte for byte), the stale
-    # shard from an earlier push is gone and files that are not shards are left alone.
-    assert hub.files == {".gitattributes": b"*.parquet filter=lfs\n", **_files(preview)}
-    header = json.loads(hub.requests[-1]["body"].splitlines()[0])["value"]
-    assert header["summary"] == "reasonkit push: filter (7 rows)"
-
-
-def test_hub_refusal_is_one_line_without_token(stages, tmp_path, hub):
-    hub.fail_with = 401
-    out = _distill_subprocess([stages, "--repo", "org/r1-distill-tiny"], hub, tmp_path)
-    assert out.returncode == 2, out.stderr
-    assert out.stderr == ("error: push to org/r1-distill-tiny failed: HTTP 401 Unauthorized: Invalid credentials in "
-                          "Authorization header; check that the token may write to this namespace\n")
-    assert TOKEN not in out.stdout + out.stderr
-    paths = [urlparse(r["path"]).path for r in hub.requests]
-    assert paths[0] == "/api/repos/create" and not any("/preupload/" in p or "/commit/" in p for p in paths)
-
-
-def test_missing_token_uploads_nothing(stages, tmp_path, hub):
-    out = _distill_subprocess([stages, "--repo", "org/r1-distill-tiny"], hub, tmp_path, token=None)
-    assert out.returncode == 2 and out.stderr.startswith("error: no Hugging Face token")
-    assert hub.requests == []
