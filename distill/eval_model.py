@@ -36,7 +36,7 @@ def resolve_model(config, out: Path) -> tuple[str, str | None]:
     if config.adapter is None:
         return config.model, None
     # Ray replicas build their engines from a model path, so there the adapter is merged once.
-    if config.backend == "vllm" and getattr(config, "engine", "local") == "local" and _vllm_serves_lora():
+    if config.backend == "vllm" and config.engine == "local" and _vllm_serves_lora():
         return config.model, "vllm-lora"
     return merge_adapter(config.model, config.adapter, out / "merged"), "merged"
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from reasonkit.engine import ENGINE_FIELDS, check_engine
 from reasonkit.errors import UserError
 
 R1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -67,8 +68,6 @@ class EvalConfig:
     ray_address: str | None = None
 
     def __post_init__(self) -> None:
-        from reasonkit.engine import check_engine
-
         check_engine(self.engine, self.replicas, self.ray_address)
         if self.k < 1:
             raise ValueError(f"k: expected at least 1 sample per problem, found {self.k}")
@@ -135,8 +134,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     return summary
 
 
-_RUN_ONLY = ("overwrite", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra",
-             "engine", "replicas", "ray_address")
+_RUN_ONLY = ("overwrite", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", *ENGINE_FIELDS)
 
 
 def _check_same_eval(config: EvalConfig, out: Path) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from reasonkit.config import from_dict
+from reasonkit.engine import ENGINE_FIELDS
 from reasonkit.errors import UserError
 from reasonkit.recipes.recipe import Recipe, Step, references, resolve, step_dir
 from reasonkit.recipes.stages import STAGES
@@ -24,8 +25,7 @@ from reasonkit.store import fingerprint
 
 STATE = "_recipe_state.json"
 # Settings that change how a stage runs, not what it writes: they never force a rerun.
-_NOT_FINGERPRINTED = {"overwrite", "allow_incomplete", "workers", "concurrency", "progress",
-                      "engine", "replicas", "ray_address"}  # where a stage runs (reasonkit/engine.py)
+_NOT_FINGERPRINTED = {"overwrite", "allow_incomplete", "workers", "concurrency", "progress", *ENGINE_FIELDS}
 
 
 @dataclasses.dataclass(frozen=True)
