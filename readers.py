@@ -14,7 +14,9 @@ or a Hugging Face dataset id, with column mapping.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,14 +121,25 @@ def read_prompts(
     ``messages`` is taken from the messages column, or built as one user turn from the problem
     column (which is kept, so generation can append an instruction). ``id`` defaults to a stable
     hash of the problem text; duplicate ids are an error that names them.
+
+    A prompt never ends with an assistant turn: rows whose messages do (a reference solution, as
+    open-r1/OpenR1-Math-220k stores R1's) are prompted with the turns before it, said once on
+    stderr and recorded in the table (:func:`prompt_notes`).
     """
     table, name = read_table(path, split=split)
     cols = table.column_names
     out: dict[str, pa.Array] = {}
+    notes: dict = {}
     if columns.messages in cols:
         out["messages"] = table.column(columns.messages)
         if columns.problem in cols:  # kept: decontamination and eval compare the bare problem
             out["problem"] = table.column(columns.problem).cast(pa.string())
+        trimmed = _without_reference_turns(out["messages"], out.get("problem"), name, columns)
+        if trimmed is not None:
+            out["messages"], dropped = trimmed
+            notes["reference_turns_dropped"] = dropped
+            print(f"{name}: {columns.messages!r} end with an assistant turn in {dropped} rows (a reference "
+                  "solution); prompting with the turns before it", file=sys.stderr, flush=True)
     elif columns.problem in cols:
         problems = table.column(columns.problem).to_pylist()
         for i, text in enumerate(problems):
@@ -156,7 +169,96 @@ def read_prompts(
     _check_unique_ids(prompts, name)
     if limit is not None:
         prompts = prompts.slice(0, limit)
+    if notes:
+        prompts = prompts.replace_schema_metadata({_NOTES_KEY: json.dumps(notes)})
     return prompts
+
+
+def prompt_notes(table: pa.Table) -> dict:
+    """What :func:`read_prompts` changed in the user's prompts, for a stage's manifest
+    (``{"reference_turns_dropped": N}``; empty when the prompts were used as given)."""
+    raw = (table.schema.metadata or {}).get(_NOTES_KEY)
+    return json.loads(raw) if raw else {}
+
+
+_NOTES_KEY = b"reasonkit.prompt_notes"
+
+
+def _without_reference_turns(column: pa.ChunkedArray, problems: pa.ChunkedArray | None, name: str,
+                             columns: ColumnMap):
+    """``(messages, rows changed)`` with trailing assistant turns removed, or None when no row ends
+    with one. The teacher must not be shown the answer it is asked for, and a prompt that ended with
+    an assistant turn would give SFT rows two of them. A row left without a user turn is prompted
+    with its problem text; with none, it is an error naming the row.
+
+    Done in Arrow, not Python: OpenR1-Math-220k's assistant turns are R1's whole solutions (gigabytes
+    as Python strings), and only the short turns before them are kept.
+    """
+    kind = column.type
+    if not (pa.types.is_list(kind) and pa.types.is_struct(kind.value_type)
+            and {"role", "content"} <= {f.name for f in kind.value_type}):
+        return None  # not messages: validate() names the column and the type it expected
+    chunks, changed, row = [], 0, 0
+    for chunk in column.chunks:
+        trimmed, n = _trim_chunk(chunk)
+        if trimmed is None:  # some row has no user turn left: the rare, slow path
+            texts = problems.slice(row, len(chunk)).to_pylist() if problems is not None else [None] * len(chunk)
+            trimmed, n = _trim_rows(chunk.to_pylist(), texts, row, name, columns)
+        chunks.append(trimmed)
+        changed += n
+        row += len(chunk)
+    return (pa.chunked_array(chunks, MESSAGES), changed) if changed else None
+
+
+def _trim_chunk(chunk: pa.ListArray) -> tuple[pa.Array | None, int]:
+    """One chunk without its rows' trailing assistant turns, and how many rows lost any; None when a
+    changed row keeps no user turn. ``offsets`` and ``values`` both index the unsliced child array."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    offsets = chunk.offsets.to_numpy().astype(np.int64)
+    starts, ends = offsets[:-1], offsets[1:]
+    roles = chunk.values.field("role")
+    assistant = pc.fill_null(pc.equal(roles, "assistant"), False).to_numpy(zero_copy_only=False)
+    user = pc.fill_null(pc.equal(roles, "user"), False).to_numpy(zero_copy_only=False)
+    nonempty = ends > starts
+    last = np.maximum(ends - 1, 0)
+    ends_with_assistant = nonempty & (assistant[last] if len(assistant) else nonempty)
+    # The end of each row's kept turns: one past its last non-assistant turn (or its start). A running
+    # maximum of "position + 1 of each non-assistant turn" never reaches past a row's own start from
+    # an earlier row, so max(start, running max at the row's last turn) is that end.
+    reach = np.maximum.accumulate(np.where(assistant, 0, np.arange(1, len(assistant) + 1)))
+    new_ends = np.where(ends_with_assistant, np.maximum(starts, reach[last]), ends)
+    users = np.concatenate([[0], np.cumsum(user)])
+    if (ends_with_assistant & (users[new_ends] == users[starts])).any():
+        return None, 0
+    lengths = new_ends - starts
+    new_offsets = np.concatenate([[0], np.cumsum(lengths)])
+    take = np.repeat(starts - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
+    values = chunk.values.take(pa.array(take, pa.int64()))
+    turns = pa.StructArray.from_arrays([values.field("role").cast(pa.string()), values.field("content").cast(pa.string())],
+                                       names=["role", "content"])
+    out = pa.ListArray.from_arrays(pa.array(new_offsets, pa.int32()), turns, mask=chunk.is_null())
+    return out.cast(MESSAGES), int(ends_with_assistant.sum())
+
+
+def _trim_rows(rows: list, problems: list, first_row: int, name: str, columns: ColumnMap) -> tuple[pa.Array, int]:
+    out, changed = [], 0
+    for i, (messages, problem) in enumerate(zip(rows, problems), start=first_row):
+        turns = [{"role": m["role"], "content": m["content"]} for m in messages or []]
+        if turns and turns[-1]["role"] == "assistant":
+            changed += 1
+            while turns and turns[-1]["role"] == "assistant":
+                turns.pop()
+            if not any(t["role"] == "user" for t in turns):
+                if not (isinstance(problem, str) and problem.strip()):
+                    raise UserError(
+                        f"{name}: row {i}: {columns.messages!r} hold only assistant turns (no user turn) and the row "
+                        f"has no {columns.problem!r} text; expected a user turn before the assistant turn"
+                    )
+                turns.append({"role": "user", "content": problem})
+        out.append(turns if messages is not None else None)
+    return pa.array(out, MESSAGES), changed
 
 
 def _last_user(messages: list[dict]) -> str:

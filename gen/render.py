@@ -41,10 +41,19 @@ def build_messages(
     ``f"{problem}\\n\\n{instruction}"`` (other turns are kept); prompts given as messages alone
     are sent as they are. A ``system`` prompt replaces the prompt's own system turn, or leads.
 
+    A prompt never ends with an assistant turn (readers.read_prompts removes reference solutions):
+    the teacher would be shown the answer, and the SFT row would hold two assistant turns.
+
     >>> build_messages([{"role": "user", "content": "hi"}], instruction="Think.")
     [{'role': 'user', 'content': 'hi'}]
+    >>> build_messages([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "42"}])
+    Traceback (most recent call last):
+    ...
+    ValueError: a prompt ends with an assistant turn; read prompts with reasonkit.readers.read_prompts
     """
     out = [{"role": m["role"], "content": m["content"]} for m in messages]
+    if out and out[-1]["role"] == "assistant":
+        raise ValueError("a prompt ends with an assistant turn; read prompts with reasonkit.readers.read_prompts")
     if problem is not None and instruction:
         users = [i for i, m in enumerate(out) if m["role"] == "user"]
         turn = {"role": "user", "content": f"{problem}\n\n{instruction}"}
