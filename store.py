@@ -71,14 +71,67 @@ def is_stage_dir(path: str | os.PathLike) -> bool:
     return (Path(path) / MANIFEST).is_file()
 
 
+#: What a reader of a damaged directory is told to do (appended to every damage message).
+_REPAIR = "the directory is damaged: rerun the stage that wrote it with --overwrite"
+
+
 def load_manifest(path: str | os.PathLike) -> dict:
+    """The manifest of a stage directory, checked in shape and against the shard files it lists.
+
+    This is the one place a manifest is validated, so every reader (read_stage, iter_stage,
+    shard_paths, a StageWriter resuming, ``distill inspect``) fails on a damaged directory with
+    the same one line (a UserError naming the directory and what is wrong), never a traceback.
+    """
     file = Path(path) / MANIFEST
     try:
-        return json.loads(file.read_text())
+        manifest = json.loads(file.read_text())
     except FileNotFoundError:
         raise UserError(f"{path}: not a stage directory (no {MANIFEST})") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{file}: unreadable manifest ({e})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UserError(f"{file}: unreadable manifest ({e}); {_REPAIR}") from None
+    problem = _manifest_problem(manifest, Path(path))
+    if problem:
+        raise UserError(f"{file}: {problem}; {_REPAIR}")
+    return manifest
+
+
+def _manifest_problem(m: Any, path: Path) -> str | None:
+    """What is wrong with a parsed manifest, in words, or None when it is sound."""
+    from reasonkit.schema import TABLES
+
+    if not isinstance(m, dict):
+        return f"expected a JSON object, found {_json_type(m)}"
+    for key in ("rows", "tokens"):
+        if key in m and not _is_count(m[key]):
+            return f"{key} is {m[key]!r}, expected an integer"
+    if not isinstance(m.get("complete", False), bool):
+        return f"complete is {m['complete']!r}, expected true or false"
+    if m.get("kind") is not None and m["kind"] not in TABLES:
+        return f"kind is {m['kind']!r}, expected one of {sorted(TABLES)} or null"
+    if "shards" not in m:
+        return "no shards list"
+    shards = m["shards"]
+    if not isinstance(shards, list):
+        return f"shards is {shards!r}, expected a list of {{file, rows}} objects"
+    for i, s in enumerate(shards):
+        if not isinstance(s, dict) or "file" not in s or "rows" not in s:
+            return f"shards[{i}] is {s!r}, expected an object with file and rows"
+        name = s["file"]
+        if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
+            return f"shards[{i}].file is {name!r}, expected a file name in the directory"
+        if not _is_count(s["rows"]):
+            return f"shards[{i}].rows is {s['rows']!r}, expected an integer"
+        if not (path / name).is_file():
+            return f"{name} is listed in the manifest but missing"
+    return None
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _json_type(value: Any) -> str:
+    return {list: "a list", str: "a string", type(None): "null"}.get(type(value), type(value).__name__)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -190,7 +243,7 @@ class StageWriter:
         """Keys of every committed row, as tuples in the order of ``keys``."""
         done: set[tuple] = set()
         for s in self.manifest["shards"]:
-            t = pq.read_table(self.dir / s["file"], columns=list(self.keys))
+            t = read_shard(self.dir / s["file"], columns=list(self.keys))
             done.update(zip(*(t.column(k).to_pylist() for k in self.keys)))
         return done
 
@@ -199,7 +252,7 @@ class StageWriter:
         """Validate and atomically commit one shard; returns its path (None for an empty table)."""
         if table.num_rows == 0:
             return None
-        if self.manifest["complete"]:
+        if self.manifest.get("complete"):
             self.manifest["complete"] = False  # more rows arrived: no longer the finished set
         if self.kind is not None:
             table = validate(table, self.kind, source=f"{self.stage} output")
@@ -228,7 +281,7 @@ class StageWriter:
             tokens = int(pc.sum(table.column("completion_tokens")).as_py() or 0)
         self.manifest["shards"].append({"file": name, "rows": table.num_rows, "tokens": tokens})
         self.manifest["rows"] = sum(s["rows"] for s in self.manifest["shards"])
-        self.manifest["tokens"] = sum(s["tokens"] for s in self.manifest["shards"])
+        self.manifest["tokens"] = sum(s.get("tokens", 0) for s in self.manifest["shards"])
 
     def _next_index(self) -> int:
         used = [int(p.name[5:10]) for p in self.dir.glob("part-*.parquet")]
@@ -277,7 +330,15 @@ def shard_paths(path: str | os.PathLike, *, allow_incomplete: bool = False) -> l
 def iter_stage(path: str | os.PathLike, *, allow_incomplete: bool = False) -> Iterator[pa.Table]:
     """Yield the committed shards one table at a time (bounded memory)."""
     for p in shard_paths(path, allow_incomplete=allow_incomplete):
-        yield pq.read_table(p)
+        yield read_shard(p)
+
+
+def read_shard(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """One committed shard; a torn or foreign file is one line naming it, not an Arrow traceback."""
+    try:
+        return pq.read_table(path, columns=columns)
+    except (OSError, pa.ArrowException) as e:
+        raise UserError(f"{path}: unreadable Parquet shard ({str(e).splitlines()[0]}); {_REPAIR}") from None
 
 
 def read_stage(path: str | os.PathLike, *, kind: str | None = None, allow_incomplete: bool = False) -> pa.Table:
