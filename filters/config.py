@@ -42,6 +42,9 @@ class FilterConfig:
     # format
     drop_truncated: bool = True
     require_boxed: bool = False
+    # a think block: "optional" (a generic teacher writes none) or "required" (R1-style data only);
+    # one that was opened and never closed is dropped either way (unclosed_think)
+    think: Literal["optional", "required"] = "optional"
     min_tokens: int | None = None
     max_tokens: int | None = None
     max_repetition: float | None = 0.5

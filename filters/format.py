@@ -1,8 +1,13 @@
 r"""Format: the cheap structural checks R1's rejection sampling starts with.
 
 In order (the first failing check names the drop): generation error, truncated (``finish_reason``
-``length``), think block never closed, empty response, no ``\boxed`` answer (only if required),
-token bounds, and degenerate repetition.
+``length``), think block opened and never closed (``unclosed_think``) or, with ``think="required"``,
+never written (``no_think``), empty response, no ``\boxed`` answer (only if required), token bounds,
+and degenerate repetition.
+
+A think block is optional by default: R1's distillation data always has one, but a generic teacher
+(an instruct model behind an OpenAI-compatible server) writes none, and requiring it would drop all
+of that teacher's rows. ``think="required"`` keeps only traces that reasoned in a block.
 
 The repetition score is the share of repeated word n-grams: ``1 - distinct / total`` over the
 completion's word 8-grams (normalised like dedup). A reasoning loop that says the same paragraph
@@ -17,6 +22,9 @@ k times scores about ``1 - 1/k``; ordinary reasoning scores near 0.
 'empty_response'
 >>> format_reason("<think>ok, so", "", "length", 4096)
 'truncated'
+>>> format_reason("The answer is 4.", "The answer is 4.", "stop", 9)   # no think block: fine by default
+>>> format_reason("The answer is 4.", "The answer is 4.", "stop", 9, think="required")
+'no_think'
 >>> format_reason("<think>ok</think>4", "4", "stop", 9, require_boxed=True)
 'no_boxed'
 """
@@ -30,8 +38,10 @@ from reasonkit.filters.base import RowFilter
 from reasonkit.filters.text import ngram_hashes
 
 REASONS = (
-    "gen_error", "truncated", "unclosed_think", "empty_response", "no_boxed", "too_short", "too_long", "repetitive",
+    "gen_error", "truncated", "unclosed_think", "no_think", "empty_response", "no_boxed", "too_short", "too_long",
+    "repetitive",
 )
+THINK = ("optional", "required")
 REPETITION_NGRAM = 8
 
 
@@ -55,14 +65,27 @@ def format_reason(
     max_tokens: int | None = None,
     max_repetition: float | None = None,
     repetition_ngram: int = REPETITION_NGRAM,
+    think: str = "optional",
+    opened: bool | None = None,
 ) -> str | None:
-    """The first format problem of one completion, or None."""
+    """The first format problem of one completion, or None.
+
+    ``opened``: whether a think block was opened, in the completion or by the prompt (a template or
+    ``--prefill-think`` that writes ``<think>`` leaves only ``</think>`` in the text). None: judged
+    from the completion alone. Traces say it by ``reasoning``: None means no block at all.
+    """
+    if think not in THINK:
+        raise ValueError(f"think must be 'required' or 'optional', got {think!r}")
     if finish_reason == "error":
         return "gen_error"
     if finish_reason == "length" and drop_truncated:
         return "truncated"
     if "</think>" not in completion:
-        return "unclosed_think"
+        block_opened = ("<think>" in completion) if opened is None else opened
+        if block_opened:
+            return "unclosed_think"
+        if think == "required":
+            return "no_think"
     if not (response or "").strip():
         return "empty_response"
     if require_boxed and "\\boxed" not in response and "\\fbox" not in response:
@@ -88,4 +111,21 @@ class FormatFilter(RowFilter):
 
     def judge(self, batch: pa.Table, rows: list[int]):
         cols = [batch.column(c).to_pylist() for c in ("completion", "response", "finish_reason", "completion_tokens")]
-        return [format_reason(*(c[i] for c in cols), **self.options) for i in rows]
+        reasoning = batch.column("reasoning").to_pylist()
+        return [format_reason(*(c[i] for c in cols), opened=reasoning[i] is not None, **self.options) for i in rows]
+
+
+def assistant_turn(reasoning: str | None, response: str) -> str:
+    r"""The assistant turn an SFT row carries for a kept trace: R1's layout
+    ``<think>\n{reasoning}\n</think>\n\n{response}`` when the trace had a think block (a prefilled
+    one included: ``reasoning`` holds it), the response alone when it had none -- a non-reasoning
+    teacher's answer is not wrapped in a block it never wrote.
+
+    >>> assistant_turn("2 * 3 = 6", "\\boxed{6}")
+    '<think>\n2 * 3 = 6\n</think>\n\n\\boxed{6}'
+    >>> assistant_turn(None, "\\boxed{6}")
+    '\\boxed{6}'
+    """
+    from reasonkit.gen.think import join
+
+    return join(None if reasoning is None else reasoning.strip(), response.strip())
