@@ -49,3 +49,19 @@ def check_math(pred: str, gold: str) -> tuple[bool | None, str | None]:
     if not preds or (_usable(golds) and not _usable(preds)):
         return None, "unparseable_pred"
     return bool(verify(golds, preds, timeout_seconds=None)), None
+
+
+def check_response(response: str, gold: str) -> tuple[bool | None, str | None]:
+    """math-verify alone on a whole response, as open-r1's accuracy reward does it: the baseline
+    our extractor is measured against (tests/test_filter_answer_cases.py), not a path the filter takes.
+
+    >>> check_response(r"So $x = \\boxed{-3}$ or $x = \\boxed{3}$.", "$-3, 3$")
+    (True, None)
+    """
+    golds = list(parse_gold(gold))
+    if not golds:
+        return None, "unparseable_gold"
+    preds = parse(response, parsing_timeout=None)
+    if not preds:
+        return None, "unparseable_pred"
+    return bool(verify(golds, preds, timeout_seconds=None)), None

@@ -4,10 +4,13 @@ Two paths. Integer answers (AIME-style: ``042``, ``1,000``, ``42.0``) are compar
 in this process, in microseconds, never touching sympy. Everything else goes to math-verify in a
 :class:`~reasonkit.filters.pool.TimeoutPool`, whose deadline turns a hang into ``None`` with
 reason ``timeout``. ``None`` is never "wrong": the ``unverifiable`` policy decides whether such a
-row is dropped (reason ``unverifiable``; the detail is in the ``verify_reason`` column).
+row is dropped (reason ``unverifiable``; the detail is in the ``verify_reason`` column). A row with
+no extracted answer or no gold is not "unverifiable": it is dropped as ``no_answer`` / ``no_gold``.
 
 >>> parse_int(r"\!1{,}000"), parse_int("042"), parse_int("42.0"), parse_int("4.5"), parse_int("1,00")
 (1000, 42, 42, None, None)
+>>> parse_int("12,345,678"), parse_int("1, 234"), parse_int("2 3")  # only canonical separators
+(12345678, None, None)
 >>> check_int("042", "42"), check_int("x", "42"), check_int("7", "1/2")
 ((True, None), (None, 'pred_not_integer'), (None, 'gold_not_integer'))
 """
@@ -24,18 +27,26 @@ from reasonkit.filters.base import RowFilter, update_rows
 from reasonkit.filters.extract import MAX_ANSWER, extract_answer
 
 VERIFIERS = ("math", "int", "none")
-_INT = re.compile(r"[+-]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.0*)?")
-_NOISE = re.compile(r"\\[,!;: ]|\\text\{\s*\}|\s+")
+# An integer as a model boxes it: optional $...$ and spacing commands around it, a sign, digits
+# with one kind of canonical thousands separator throughout (1,234 / 1\,234 / 1{,}234), and an
+# optional all-zero decimal part. Anything else ("1, 234", "2 3", "12,34") is not an integer here
+# and goes to math-verify, which never reads "2 3" as 23 (deleting every space did).
+_INT = re.compile(
+    r"\s*\${0,2}(?:\s|\\[,!;: ])*"
+    r"([+-]?)(\d{1,3}(?:(,|\\,|\{,\})\d{3})(?:\3\d{3})*|\d+)(?:\.0*)?"
+    r"(?:\s|\\[,!;: ])*\${0,2}\s*"
+)
+_SEPARATORS = re.compile(r"\\,|\{,\}|,")
 
 
 def parse_int(text: str | None) -> int | None:
-    """The integer ``text`` spells, or None if it spells anything else."""
+    """The integer ``text`` spells, or None if it spells anything else (a pure-Python parse, no sympy)."""
     if text is None or len(text) > 80:
         return None
-    t = _NOISE.sub("", text.replace("{,}", ",")).strip("$")
-    if not _INT.fullmatch(t):
+    m = _INT.fullmatch(text)
+    if m is None:
         return None
-    return int(t.split(".")[0].replace(",", ""))
+    return int(m.group(1) + _SEPARATORS.sub("", m.group(2)))
 
 
 def check_int(pred: str, gold: str) -> tuple[bool | None, str | None]:
@@ -118,12 +129,15 @@ class Verifier:
 class VerifyFilter(RowFilter):
     """Extracts ``pred`` from every response, verifies the rows still kept against ``answer``.
 
-    Drops ``wrong`` rows, and ``unverifiable`` ones unless ``unverifiable="keep"``; with
-    ``verifier="none"`` it only extracts.
+    Drops ``no_gold`` rows (the prompt has no answer to check against), ``no_answer`` rows (the
+    response has none: no box, a torn or empty last box; the detail is in ``verify_reason``),
+    ``wrong`` rows, and ``unverifiable`` ones (the verifier could not tell: a timeout, an answer
+    it cannot parse) unless ``unverifiable="keep"``. Keep means only that: a row with no answer or
+    no gold is never kept as unverifiable. With ``verifier="none"`` it only extracts.
     """
 
     name = "verify"
-    reasons = ("wrong", "unverifiable")
+    reasons = ("no_gold", "no_answer", "wrong", "unverifiable")
 
     def __init__(
         self, verifier: str = "math", *, unverifiable: str = "drop", timeout: float = 5.0, workers: int | None = None
@@ -148,19 +162,22 @@ class VerifyFilter(RowFilter):
         preds = batch.column("pred").to_pylist()
         responses = batch.column("response").to_pylist()
         golds = batch.column("answer").to_pylist() if "answer" in batch.column_names else [None] * batch.num_rows
-        todo = [i for i in rows if preds[i] is not None]
+        # No gold is a property of the prompt, so it wins over no answer: the funnel then says
+        # how many rows the data's missing answers cost.
+        todo = [i for i in rows if preds[i] is not None and golds[i] is not None and golds[i].strip()]
         results = dict(zip(todo, self.verifier.check([(preds[i], golds[i]) for i in todo])))
         correct, reasons, detail = [], [], []
         for i in rows:
-            ok, why = results[i] if i in results else (None, extract_answer(responses[i])[1])
+            if i in results:
+                ok, why = results[i]
+                reason = "wrong" if ok is False else ("unverifiable" if ok is None and self.unverifiable == "drop" else None)
+            elif golds[i] is None or not golds[i].strip():
+                ok, why, reason = None, "no_gold", "no_gold"
+            else:
+                ok, why, reason = None, extract_answer(responses[i])[1], "no_answer"
             correct.append(ok)
             detail.append(why)
-            if ok is False:
-                reasons.append("wrong")
-            elif ok is None and self.unverifiable == "drop":
-                reasons.append("unverifiable")
-            else:
-                reasons.append(None)
+            reasons.append(reason)
         return reasons, {"correct": correct, "verify_reason": detail}
 
     def close(self) -> None:

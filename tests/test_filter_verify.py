@@ -12,7 +12,11 @@ from reasonkit.filters.verify import VerifyFilter, Verifier, check_int, parse_in
     ("text", "value"),
     [("42", 42), ("042", 42), ("1,000", 1000), ("1{,}000", 1000), (r"1\,000", 1000), ("42.0", 42),
      ("-7", -7), ("+7", 7), ("$12$", 12), (" 5 ", 5), ("1,00", None), ("4.5", None), ("x", None),
-     ("1e3", None), (r"\frac{4}{2}", None), ("", None), (None, None), ("9" * 100, None)],
+     ("1e3", None), (r"\frac{4}{2}", None), ("", None), (None, None), ("9" * 100, None),
+     # Only canonical thousands separators (issue 14 item 11); anything else is for math-verify.
+     ("12,345,678", 12345678), (r"1\,234", 1234), ("1{,}234", 1234), (r"\!1{,}000", 1000),
+     ("1, 234", None), ("2 3", None), ("12,34", None), ("1,2345", None), ("1 000", None),
+     (r"1\,234,567", None), ("- 7", None)],
 )
 def test_parse_int(text, value):
     assert parse_int(text) == value
@@ -62,6 +66,18 @@ def test_int_verifier_does_not_guess():
     assert v._pool is None
 
 
+def test_spaced_digits_are_not_an_integer_but_math_verifys_call():
+    assert Verifier("int", workers=1).check([("1, 234", "1234"), ("2 3", "23")]) == [
+        (None, "pred_not_integer"), (None, "pred_not_integer")]
+    v = Verifier("math", timeout=5, workers=1)
+    try:
+        assert v.check([("1, 234", "1234"), ("2 3", "23"), ("1{,}234", "1234")]) == [
+            (False, None), (False, None), (True, None)]
+        assert v.fast == 1 and v.pooled == 2
+    finally:
+        v.close()
+
+
 def test_math_through_the_pool():
     v = Verifier("math", timeout=5, workers=1)
     try:
@@ -78,21 +94,38 @@ def _table():
         trace("a", 1, response=r"So \boxed{5}.", answer="4"),
         trace("b", 0, response="I give up.", answer="4"),
         trace("c", 0, response=r"\boxed{4}", answer=None),
+        trace("d", 0, response=r"\boxed{4.5}", answer="4"),  # the int verifier cannot tell
+        trace("e", 0, response=r"\boxed{4} so far, then \boxed{", answer="4"),  # torn last box
+        trace("f", 0, response="I give up.", answer=" "),  # no gold beats no answer
     ])
 
 
 def test_filter_drops_wrong_and_unverifiable_with_reasons():
     out = apply([VerifyFilter("int")], _table())
-    assert out.column("pred").to_pylist() == ["4", "5", None, "4"]
-    assert out.column("correct").to_pylist() == [True, False, None, None]
-    assert out.column("drop_reason").to_pylist() == [None, "wrong", "unverifiable", "unverifiable"]
-    assert out.column("verify_reason").to_pylist() == [None, None, "no_answer", "no_gold"]
+    assert out.column("pred").to_pylist() == ["4", "5", None, "4", "4.5", None, None]
+    assert out.column("correct").to_pylist() == [True, False, None, None, None, None, None]
+    assert out.column("drop_reason").to_pylist() == [
+        None, "wrong", "no_answer", "no_gold", "unverifiable", "no_answer", "no_gold"]
+    assert out.column("verify_reason").to_pylist() == [
+        None, None, "no_answer", "no_gold", "pred_not_integer", "unbalanced_box", "no_gold"]
 
 
-def test_filter_keeps_unverifiable_when_told_and_none_only_extracts():
+def test_unverifiable_keep_keeps_only_what_the_verifier_could_not_tell():
+    # Issue 14 item 7: a row with no answer, or no gold, is never kept as "unverifiable".
     out = apply([VerifyFilter("int", unverifiable="keep")], _table())
-    assert out.column("keep").to_pylist() == [True, False, True, True]
+    assert out.column("keep").to_pylist() == [True, False, False, False, True, False, False]
+    assert out.column("drop_reason").to_pylist() == [None, "wrong", "no_answer", "no_gold", None, "no_answer", "no_gold"]
+
+
+def test_unverifiable_keep_keeps_a_timeout():
+    rows = [trace("t", 0, response=r"\boxed{9^{9^{9}}}", answer="5"), trace("t", 1, response=r"\boxed{5}", answer="5")]
+    out = apply([VerifyFilter("math", unverifiable="keep", timeout=1.0, workers=1)], traces_table(rows))
+    assert out.column("verify_reason").to_pylist() == ["timeout", None]
+    assert out.column("keep").to_pylist() == [True, True]
+
+
+def test_none_only_extracts():
     out = apply([VerifyFilter("none")], _table())
-    assert out.column("keep").to_pylist() == [True] * 4
-    assert out.column("correct").to_pylist() == [None] * 4
-    assert out.column("pred").to_pylist() == ["4", "5", None, "4"]
+    assert out.column("keep").to_pylist() == [True] * 7
+    assert out.column("correct").to_pylist() == [None] * 7
+    assert out.column("pred").to_pylist() == ["4", "5", None, "4", "4.5", None, None]
