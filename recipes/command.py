@@ -20,18 +20,26 @@ def _load(recipe_path: str, overrides: tuple[str, ...], out: str | None = None):
 @click.command("run")
 @click.argument("recipe", type=click.Path(dir_okay=False))
 @click.option("--set", "overrides", multiple=True, metavar="STEP.KEY=VALUE", help="Override a step's setting (repeatable).")
-@click.option("--from", "start", metavar="STEP", help="Rerun this step and every step after it.")
-@click.option("--only", metavar="STEP", help="Rerun only this step.")
+@click.option("--from", "start", metavar="STEP", help="Run this step and every step after it (earlier ones must be finished).")
+@click.option("--only", metavar="STEP", help="Run only this step.")
+@click.option("--overwrite", is_flag=True, help="Delete the output of the steps that run and redo them (without it, "
+              "an interrupted step resumes and a finished one is skipped).")
+@click.option("--verbose", is_flag=True, help="Show library logs (vLLM, transformers, ...) instead of writing them to OUT/STEP/run.log.")
 @click.option("--out", default=None, help="Run directory (default: the recipe's `out`).")
-def run(recipe: str, overrides: tuple[str, ...], start: str | None, only: str | None, out: str | None) -> None:
-    """Run a whole recipe YAML, skipping steps already finished with the same config."""
+def run(recipe: str, overrides: tuple[str, ...], start: str | None, only: str | None, overwrite: bool, verbose: bool,
+        out: str | None) -> None:
+    """Run a whole recipe YAML, skipping steps already finished with the same config.
+
+    A step that was interrupted resumes where it stopped, also when named with --only or --from;
+    only --overwrite deletes a step's output. A changed config replaces that step's output.
+    """
     from reasonkit.recipes.runner import run as run_recipe
 
     if start and only:
         raise click.UsageError("--from and --only are exclusive")
     parsed = _load(recipe, overrides, out)
     _engines_in_process()
-    run_recipe(parsed, start=start, only=only, echo=click.echo)
+    run_recipe(parsed, start=start, only=only, overwrite=overwrite, verbose=verbose, echo=click.echo)
     _report(parsed)
 
 
@@ -51,13 +59,15 @@ def validate(recipe: str, overrides: tuple[str, ...]) -> None:
 @click.command("quickstart")
 @click.option("--out", default="runs/quickstart", show_default=True, help="Run directory.")
 @click.option("--set", "overrides", multiple=True, metavar="STEP.KEY=VALUE")
-def quickstart(out: str, overrides: tuple[str, ...]) -> None:
+@click.option("--overwrite", is_flag=True, help="Delete the earlier run in --out and redo every step.")
+@click.option("--verbose", is_flag=True, help="Show library logs (vLLM, transformers, ...) instead of writing them to OUT/STEP/run.log.")
+def quickstart(out: str, overrides: tuple[str, ...], overwrite: bool, verbose: bool) -> None:
     """The whole distillation loop on this CPU with the embedded teacher (= distill run recipes/quickstart.yaml)."""
     from reasonkit.recipes.runner import run as run_recipe
 
     parsed = _load(str(QUICKSTART), overrides, out)
     _engines_in_process()
-    run_recipe(parsed, echo=click.echo)
+    run_recipe(parsed, overwrite=overwrite, verbose=verbose, echo=click.echo)
     _report(parsed)
 
 

@@ -3,9 +3,15 @@
 Each step's fingerprint covers its stage, its resolved config and the fingerprints of the steps it
 reads, so changing one step's config reruns that step and everything downstream of it, and
 nothing else. A step whose fingerprint matches a finished run is skipped and says so; one that was
-interrupted reruns with the same config, and the stage's own store resumes it shard by shard.
+interrupted reruns with the same config, and the stage's own store resumes it shard by shard (a
+train step resumes from its last complete checkpoint).
 
-Run state lives in ``OUT/_recipe_state.json``.
+``--only STEP`` and ``--from STEP`` choose which steps run; they never delete work: a chosen step
+that was interrupted resumes, and one that finished with the same config is skipped. Only
+``--overwrite`` deletes a chosen step's output and redoes it (a changed config replaces the output
+too: that step's fingerprint changed, so its old output is no longer what the recipe asks for).
+
+Run state lives in ``OUT/_recipe_state.json``; library logs go to ``OUT/<step>/run.log``.
 """
 
 from __future__ import annotations
@@ -24,8 +30,11 @@ from reasonkit.recipes.stages import STAGES
 from reasonkit.store import fingerprint
 
 STATE = "_recipe_state.json"
-# Settings that change how a stage runs, not what it writes: they never force a rerun.
-_NOT_FINGERPRINTED = {"overwrite", "allow_incomplete", "workers", "concurrency", "progress", *ENGINE_FIELDS}
+# Settings that change how a stage runs, not what it writes: they never force a rerun. ``resume`` is
+# the runner's to set (an interrupted train step resumes on a plain rerun); were it fingerprinted,
+# ``--set sft.resume=true`` would look like a new config and delete the checkpoints it asks to keep.
+_NOT_FINGERPRINTED = {"overwrite", "resume", "allow_incomplete", "workers", "concurrency", "progress", "threads",
+                      *ENGINE_FIELDS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,8 +74,16 @@ def validate(recipe: Recipe) -> list[PlannedStep]:
     return planned
 
 
-def run(recipe: Recipe, *, start: str | None = None, only: str | None = None, echo=print) -> dict:
-    """Run the recipe's steps in order; returns {step name: what its run function returned}."""
+def run(recipe: Recipe, *, start: str | None = None, only: str | None = None, overwrite: bool = False,
+        verbose: bool = False, echo=print) -> dict:
+    """Run the recipe's steps in order; returns {step name: what its run function returned}.
+
+    ``start``/``only`` choose the steps to run (``--from``/``--only``); ``overwrite`` deletes and
+    redoes the chosen steps; ``verbose`` leaves library logs on the terminal instead of in
+    ``OUT/<step>/run.log``.
+    """
+    from reasonkit.recipes.logs import step_logs
+
     planned = validate(recipe)
     names = [p.step.name for p in planned]
     for flag, name in (("--from", start), ("--only", only)):
@@ -85,22 +102,24 @@ def run(recipe: Recipe, *, start: str | None = None, only: str | None = None, ec
             if not _finished(state, p, recipe):
                 raise UserError(f"--from {start}: earlier step {name!r} has not finished; run without --from first")
             continue
-        forced = name == only or (start is not None and index >= first)
-        if not forced and _finished(state, p, recipe):
-            echo(f"[skip] {name} ({p.step.stage}): finished with the same config ({p.fingerprint})")
+        named = name == only or (start is not None and index >= first)
+        if not overwrite and _finished(state, p, recipe):
+            hint = "; pass --overwrite to redo it" if named else ""
+            echo(f"[skip] {name} ({p.step.stage}): finished with the same config ({p.fingerprint}){hint}")
             results[name] = state[name].get("result")
             continue
         previous = state.get(name, {})
-        overwrite = forced or (previous.get("fingerprint") not in (None, p.fingerprint))
-        config = p.config
-        if overwrite and "overwrite" in {f.name for f in dataclasses.fields(config)}:
-            config = dataclasses.replace(config, overwrite=True)
-        why = "rerun requested" if forced else ("config changed" if overwrite else ("resuming" if previous else "new"))
+        changed = previous.get("fingerprint") not in (None, p.fingerprint)
+        resuming = bool(previous) and not changed and not overwrite
+        config = _with_flags(p.config, overwrite=overwrite or changed, resume=resuming)
+        why = "overwrite requested" if overwrite else "config changed" if changed else "resuming" if resuming else "new"
         echo(f"[run]  {name} ({p.step.stage}): {why}")
         state[name] = {"fingerprint": p.fingerprint, "done": False, "stage": p.step.stage}
         _save_state(out, state)
         t0 = time.perf_counter()
-        result = STAGES[p.step.stage].run_function()(config)
+        preload = ("ray",) if getattr(config, "engine", None) == "ray" else ()
+        with step_logs(Path(step_dir(recipe, name)), verbose=verbose, preload=preload, echo=echo):
+            result = STAGES[p.step.stage].run_function()(config)
         seconds = time.perf_counter() - t0
         state[name] = {
             "fingerprint": p.fingerprint,
@@ -113,6 +132,17 @@ def run(recipe: Recipe, *, start: str | None = None, only: str | None = None, ec
         results[name] = state[name]["result"]
         echo(f"[done] {name} in {seconds:.1f}s")
     return results
+
+
+def _with_flags(config: Any, *, overwrite: bool, resume: bool) -> Any:
+    """The step's config with ``overwrite``/``resume`` set where the stage has those settings.
+
+    ``resume`` exists on train steps only (the other stages' stores resume by themselves): a train
+    step that was started with this fingerprint and did not finish continues from its checkpoint.
+    """
+    fields = {f.name for f in dataclasses.fields(config)}
+    flags = {k: True for k, on in (("overwrite", overwrite), ("resume", resume)) if on and k in fields}
+    return dataclasses.replace(config, **flags) if flags else config
 
 
 def _finished(state: dict, p: PlannedStep, recipe: Recipe) -> bool:

@@ -91,13 +91,31 @@ def test_from_and_only(tmp_path, count_stage):
         run(recipe, start="double", echo=lambda *_: None)
     run(recipe, echo=lambda *_: None)
     count_stage.clear()
-    run(recipe, only="double", echo=lambda *_: None)
+    lines = []
+    run(recipe, only="double", echo=lines.append)  # finished with the same config: nothing is redone
+    run(recipe, start="double", echo=lines.append)
+    assert count_stage == []
+    assert lines[0].startswith("[skip] double (count): finished") and lines[0].endswith("pass --overwrite to redo it")
+    assert len(lines) == 3 and all(line.startswith("[skip]") for line in lines)
+    run(recipe, only="double", overwrite=True, echo=lambda *_: None)  # only --overwrite deletes
     assert count_stage == [("double", True)]
     count_stage.clear()
-    run(recipe, start="double", echo=lambda *_: None)
+    run(recipe, start="double", overwrite=True, echo=lambda *_: None)
     assert count_stage == [("double", True), ("triple", True)]
     with pytest.raises(UserError, match="no step named 'tripel'; did you mean triple"):
         run(recipe, only="tripel", echo=lambda *_: None)
+
+
+def test_cli_run_overwrite_flag_reaches_the_step(tmp_path, count_stage):
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(chain(tmp_path)))
+    assert CliRunner().invoke(cli, ["run", str(path)]).exit_code == 0
+    count_stage.clear()
+    again = CliRunner().invoke(cli, ["run", str(path), "--only", "triple"])
+    assert again.exit_code == 0 and count_stage == [] and "pass --overwrite to redo it" in again.output
+    redo = CliRunner().invoke(cli, ["run", str(path), "--only", "triple", "--overwrite"])
+    assert redo.exit_code == 0, redo.output
+    assert count_stage == [("triple", True)] and "[run]  triple (count): overwrite requested" in redo.output
 
 
 def test_an_interrupted_step_resumes_without_overwrite(tmp_path, count_stage, monkeypatch):
