@@ -346,13 +346,13 @@ def read_stage(path: str | os.PathLike, *, kind: str | None = None, allow_incomp
     path = Path(path)
     m = load_manifest(path)
     tables = list(iter_stage(path, allow_incomplete=allow_incomplete))
+    kind = kind or m.get("kind")
     if tables:
         table = pa.concat_tables(tables, promote_options="default")
-    elif kind is not None:
+    elif kind is not None:  # an emptied stage still has its table's columns
         from reasonkit.schema import empty
 
         table = empty(kind)
     else:
         table = pa.table({})
-    kind = kind or m.get("kind")
     return validate(table, kind, source=str(path)) if kind and table.num_columns else table

@@ -33,7 +33,43 @@ def read_rows(path: str | os.PathLike, method: str, *, allow_incomplete: bool = 
     from reasonkit.readers import read_table
 
     table, name = read_table(path, allow_incomplete=allow_incomplete)
+    if table.num_rows == 0:  # before the column check: an empty stage may carry no columns at all
+        raise UserError(f"{name}: 0 rows to train on{emptied_by(path)}")
     return load_rows(table, method, name)
+
+
+def emptied_by(path: str | os.PathLike) -> str:
+    """Which stage left ``path`` empty, and from how many rows, read from its manifest and report.
+
+    A filter's ``sft`` table is a sub-directory whose report (the funnel) sits one level up.
+    """
+    import json
+
+    from reasonkit.store import is_stage_dir, load_manifest
+
+    path = Path(path)
+    if not is_stage_dir(path):
+        return ""
+    stage = load_manifest(path).get("stage")
+    report_file = next((d / "report.json" for d in (path, path.parent)
+                        if (d / "report.json").is_file() and is_stage_dir(d) and load_manifest(d).get("stage") == stage), None)
+    try:
+        report = json.loads(report_file.read_text()) if report_file else {}
+    except (OSError, ValueError):
+        report = {}
+    if not isinstance(report, dict):
+        report = {}
+    where = f"; report in {report_file}" if report_file else ""
+    rows_in = report.get("rows_in")
+    if stage == "filter" and rows_in is not None:
+        drops = sorted(((f.get("dropped", 0), f.get("reason")) for f in report.get("funnel", []) if f.get("dropped")), reverse=True)
+        why = ", ".join(f"{reason} {n}" for n, reason in drops[:3])
+        source = f" of {report['input']}" if report.get("input") else ""
+        return f": stage 'filter' kept 0 of {rows_in} rows{source} (dropped: {why or 'none'}{where})"
+    if stage == "pairs" and rows_in is not None:
+        why = ", ".join(f"{reason} {n}" for reason, n in (report.get("no_pair") or {}).items())
+        return f": stage 'pairs' made 0 pairs from {rows_in} rows (prompts without a pair: {why or 'none'}{where})"
+    return f": stage {stage!r} wrote none{' (' + where[2:] + ')' if where else ''}"
 
 
 def load_rows(table: pa.Table, method: str, source: str) -> pa.Table:
@@ -47,7 +83,7 @@ def load_rows(table: pa.Table, method: str, source: str) -> pa.Table:
         )
     table = validate(table, KIND[method], source)
     if table.num_rows == 0:
-        raise UserError(f"{source}: no rows to train on")
+        raise UserError(f"{source}: 0 rows to train on")
     return table
 
 
