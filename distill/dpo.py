@@ -12,11 +12,16 @@ prompt the chat template renders with its generation prompt) and ``ref`` the sam
 reference; tests/test_train_dpo.py recomputes it independently. ``--loss ipo`` is IPO's squared
 loss on length-normalised log-ratios. ``--set rpo_alpha=A`` adds ``A`` times the chosen
 completion's mean token NLL (TRL's ``"sft"`` loss term), as RPO does.
+
+When training ends, distill/dpo_movement.py measures how far the policy moved from the reference
+(mean |log pi/pi_ref| per completion), so a run that barely changed the model says so in its report.
 """
 
 from __future__ import annotations
 
 from trl import DPOConfig, DPOTrainer
+
+from reasonkit.distill.dpo_movement import Movement
 
 
 def build_dpo_trainer(cfg, model, tok, dataset, args: dict, peft_config, callbacks) -> DPOTrainer:
@@ -29,7 +34,7 @@ def build_dpo_trainer(cfg, model, tok, dataset, args: dict, peft_config, callbac
         loss_weights=weights,
         precompute_ref_log_probs=cfg.precompute_ref,
     )
-    return DPOTrainer(
+    trainer = DPOTrainer(
         model=model,
         ref_model=None,  # LoRA: the base with adapters disabled; full: TRL loads a frozen copy
         args=config,
@@ -38,4 +43,6 @@ def build_dpo_trainer(cfg, model, tok, dataset, args: dict, peft_config, callbac
         peft_config=peft_config,
         callbacks=callbacks,
     )
+    trainer.add_callback(Movement(trainer))
+    return trainer
 

@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from reasonkit.distill.config import TrainConfig
+from reasonkit.distill.dpo_movement import MOVED_LITTLE
+from reasonkit.distill.report import summary
 from reasonkit.distill.synthetic import write_prefs
 from reasonkit.distill.train import train
 
@@ -34,6 +36,9 @@ def test_dpo_raises_reward_accuracy_and_precompute_changes_nothing(tiny_model_di
     assert mean(accuracy[-6:]) > 0.5 and report["reward_accuracy"] > 0.5, accuracy
     assert report["reward_margin"] > 0 and mean(losses[-6:]) < math.log(2)
     assert (tmp_path / "run" / "adapter" / "adapter_config.json").is_file()
+    last = report["history"][-1]  # the policy left the reference, and the summary says it did
+    assert max(last["log_ratio_chosen"], last["log_ratio_rejected"]) > MOVED_LITTLE, last
+    assert any(line.startswith("DPO moved the model: 24 steps") for line in summary(report))
 
     pre = train(config(tiny_model_dir, prefs_dir, tmp_path / "pre", max_steps=6, precompute_ref=True))
     assert [r["loss"] for r in pre["history"]] == pytest.approx(losses[:6], abs=1e-4)
@@ -79,6 +84,71 @@ def test_dpo_loss_on_a_fixed_batch_is_the_formula(tiny_model_dir, prefs_dir, tmp
     expected = -F.logsigmoid(beta * ((logp_c - ref_c) - (logp_r - ref_r))).mean().item() + rpo_alpha * chosen_nll.item()
     assert abs(expected - math.log(2)) > 1e-2  # the check is not the trivial policy == reference case
     assert loss == pytest.approx(expected, abs=1e-5)
+
+
+def sequence_logp(model, tok, prompt, completion):
+    """log p(completion | prompt) from the chat template's text alone, one unpadded sequence, plain torch:
+    the completion is everything the template renders after the prompt and its generation prompt."""
+    prompt_text = tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    full_text = tok.apply_chat_template(prompt + completion, tokenize=False)
+    assert full_text.startswith(prompt_text) and len(full_text) > len(prompt_text)
+    prompt_ids = tok(prompt_text, add_special_tokens=False)["input_ids"]
+    ids = tok(full_text, add_special_tokens=False)["input_ids"]
+    assert ids[: len(prompt_ids)] == prompt_ids
+    logits = model(input_ids=torch.tensor([ids])).logits[0, :-1].float()
+    token_logps = torch.log_softmax(logits, dim=-1).gather(-1, torch.tensor(ids[1:])[:, None])[:, 0]
+    return token_logps[len(prompt_ids) - 1 :].sum().item()  # position t predicts token t + 1
+
+
+def test_dpo_loss_and_logps_match_an_independent_tokenisation(tiny_model_dir, prefs_dir, tmp_path):
+    """The loss TRL computes on a batch equals -logsigmoid(beta * ((pc - rc) - (pr - rr))) with each term a
+    sum of log-probs computed here from the raw pair rows -- not from TRL's collated batch -- and TRL's
+    logged policy log-probs equal ours, so a prompt/completion boundary off by one token fails (in the loss
+    alone a shift inside the shared prompt would cancel between chosen and rejected)."""
+    from transformers import AutoModelForCausalLM
+
+    from reasonkit.distill.data import load_tokenizer, read_rows, to_dataset
+    from reasonkit.distill.dpo import build_dpo_trainer
+    from reasonkit.distill.student import lora_config, resolve_device, trainer_args
+
+    beta, n = 0.5, 4
+    cfg = config(tiny_model_dir, prefs_dir, tmp_path / "run", beta=beta)
+    tok = load_tokenizer(cfg)
+    table = read_rows(prefs_dir, "dpo")
+    trainer = build_dpo_trainer(cfg, AutoModelForCausalLM.from_pretrained(tiny_model_dir), tok, to_dataset(table, "dpo"),
+                                trainer_args(cfg, resolve_device(cfg), tmp_path / "ck", 256), lora_config(cfg), [])
+    policy = trainer.model.eval()
+    torch.manual_seed(1)
+    with torch.no_grad():  # LoRA B starts at zero (policy == reference); move the policy away from it
+        for name, p in policy.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    rows = table.slice(0, n).to_pylist()
+    with torch.no_grad():
+        loss = trainer.compute_loss(policy, dict(trainer.data_collator([trainer.train_dataset[i] for i in range(n)]))).item()
+        pc = [sequence_logp(policy, tok, r["prompt"], r["chosen"]) for r in rows]
+        pr = [sequence_logp(policy, tok, r["prompt"], r["rejected"]) for r in rows]
+        with policy.disable_adapter():
+            rc = [sequence_logp(policy, tok, r["prompt"], r["chosen"]) for r in rows]
+            rr = [sequence_logp(policy, tok, r["prompt"], r["rejected"]) for r in rows]
+    margins = torch.tensor([(a - b) - (c - d) for a, b, c, d in zip(pc, rc, pr, rr)])
+    expected = -F.logsigmoid(beta * margins).mean().item()
+    assert abs(expected - math.log(2)) > 1e-2  # not the trivial policy == reference case
+    assert loss == pytest.approx(expected, abs=1e-4)
+    logged = trainer._metrics["eval"]
+    assert logged["logps/chosen"][-1] == pytest.approx(mean(pc), abs=1e-3)
+    assert logged["logps/rejected"][-1] == pytest.approx(mean(pr), abs=1e-3)
+    assert logged["rewards/chosen"][-1] == pytest.approx(beta * mean(a - b for a, b in zip(pc, rc)), abs=1e-3)
+
+
+def test_a_run_that_barely_moves_the_model_says_so(tiny_model_dir, prefs_dir, tmp_path):
+    """The quickstart's DPO rung in miniature: a few steps at lr 5e-5 on a zero-initialised LoRA."""
+    report = train(config(tiny_model_dir, prefs_dir, tmp_path / "run", max_steps=3, lr=5e-5))
+    last = report["history"][-1]
+    assert last["step"] == 3 and last["log_ratio_pairs"] == 32
+    assert 0 < last["log_ratio_chosen"] < MOVED_LITTLE and 0 < last["log_ratio_rejected"] < MOVED_LITTLE
+    line = next(s for s in summary(report) if s.startswith("DPO moved"))
+    assert line.startswith("DPO moved the model little: 3 steps, mean |log pi/pi_ref| ") and line.endswith("a token (under 0.01)")
 
 
 def test_full_fine_tuning_saves_a_plain_model(tiny_model_dir, prefs_dir, tmp_path):
