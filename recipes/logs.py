@@ -49,12 +49,11 @@ def step_logs(directory: Path, *, verbose: bool = False, preload: tuple[str, ...
     if verbose:
         yield None
         return
-    directory.mkdir(parents=True, exist_ok=True)
     path = directory / LOG
     for module in (*_CONFIGURE_ON_IMPORT, *preload):
         if importlib.util.find_spec(module.split(".")[0]) is not None:
             importlib.import_module(module)
-    to_file = logging.FileHandler(path, mode="a", encoding="utf-8")
+    to_file = StepLogHandler(path)
     to_file.setFormatter(logging.Formatter(_FORMAT))
     errors = logging.StreamHandler(sys.stderr)
     errors.setLevel(logging.ERROR)
@@ -71,7 +70,8 @@ def step_logs(directory: Path, *, verbose: bool = False, preload: tuple[str, ...
     try:
         yield path
     except BaseException:
-        echo(f"[fail] {directory.name}: library logs in {path}")
+        if path.is_file():
+            echo(f"[fail] {directory.name}: library logs in {path}")
         raise
     finally:
         for key, value in env.items():
@@ -90,6 +90,21 @@ def step_logs(directory: Path, *, verbose: bool = False, preload: tuple[str, ...
         to_file.close()
 
 
+class StepLogHandler(logging.FileHandler):
+    """Appends to the step's log, creating it (and the step's directory) at the first record only.
+
+    Nothing is written before a library logs, so a stage finds its output directory as it left it
+    (the student stage replaces its directory whole), and a quiet step leaves no empty log.
+    """
+
+    def __init__(self, filename: str | os.PathLike) -> None:
+        super().__init__(filename, mode="a", encoding="utf-8", delay=True)
+
+    def _open(self):
+        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+        return super()._open()
+
+
 def _point_vllm_at(path: Path) -> dict[str, str | None]:
     """Set ``VLLM_LOGGING_CONFIG_PATH`` to a config writing to ``path``; returns the values to restore.
 
@@ -102,8 +117,7 @@ def _point_vllm_at(path: Path) -> dict[str, str | None]:
         "disable_existing_loggers": False,
         "formatters": {"plain": {"format": _FORMAT}},
         "handlers": {
-            "file": {"class": "logging.FileHandler", "filename": str(path.resolve()), "mode": "a",
-                     "encoding": "utf-8", "formatter": "plain"},
+            "file": {"class": f"{__name__}.StepLogHandler", "filename": str(path.resolve()), "formatter": "plain"},
             "errors": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "level": "ERROR",
                        "formatter": "plain"},
         },

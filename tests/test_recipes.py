@@ -194,3 +194,13 @@ def test_validate_loads_no_model_code(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert "HEAVY []" in out.stdout, out.stdout + out.stderr
+
+
+def test_resume_and_threads_leave_a_train_steps_fingerprint_alone(tmp_path):
+    """`--set sft.resume=true` used to look like a new config, and the runner deleted the checkpoints."""
+    data = {"out": str(tmp_path / "run"), "steps": [{"name": "sft", "stage": "train", "with": {
+        "method": "sft", "student": str(tmp_path), "data": str(tmp_path)}}]}
+    base = validate(parse_recipe(data, "r.yaml"))[0].fingerprint
+    for item in ("sft.resume=true", "sft.threads=1", "sft.overwrite=true"):
+        assert validate(parse_recipe(data, "r.yaml", [item]))[0].fingerprint == base, item
+    assert validate(parse_recipe(data, "r.yaml", ["sft.lr=0.1"]))[0].fingerprint != base
