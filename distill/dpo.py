@@ -19,9 +19,10 @@ When training ends, distill/dpo_movement.py measures how far the policy moved fr
 
 from __future__ import annotations
 
+from transformers import TrainerCallback
 from trl import DPOConfig, DPOTrainer
 
-from reasonkit.distill.dpo_movement import Movement
+from reasonkit.distill.dpo_movement import measure
 
 
 def build_dpo_trainer(cfg, model, tok, dataset, args: dict, peft_config, callbacks) -> DPOTrainer:
@@ -46,3 +47,17 @@ def build_dpo_trainer(cfg, model, tok, dataset, args: dict, peft_config, callbac
     trainer.add_callback(Movement(trainer))
     return trainer
 
+
+class Movement(TrainerCallback):
+    """Measures :func:`measure` when training ends and adds it to the last logged step."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+
+    def on_train_end(self, args, state, control, **kwargs):
+        figures = measure(self.trainer)
+        if figures is None:
+            return
+        last = next((e for e in reversed(state.log_history) if "loss" in e), None)
+        if last is not None:
+            last.update(figures)

@@ -13,11 +13,11 @@ completions, goes into the last step's record of the Trainer's log history, so r
 Below ``MOVED_LITTLE`` nats a token on both, the run "moved the model little": the completions'
 probabilities changed by under about 1% a token (e^0.01 = 1.01). The report says so in words
 (distill/report.py, recipes/report.py).
+Light on purpose (torch is imported inside :func:`measure`): recipes/report.py reads the figures
+without loading a training stack; the callback that calls :func:`measure` lives in distill/dpo.py.
 """
 
 from __future__ import annotations
-
-from transformers import TrainerCallback
 
 #: pairs measured at the end (forward passes of policy and reference over them: seconds, not minutes)
 MAX_PAIRS = 64
@@ -69,23 +69,27 @@ def measure(trainer, max_pairs: int = MAX_PAIRS) -> dict | None:
     return {"log_ratio_chosen": sum(chosen) / n, "log_ratio_rejected": sum(rejected) / n, "log_ratio_pairs": n}
 
 
-class Movement(TrainerCallback):
-    """Measures :func:`measure` when training ends and adds it to the last logged step."""
-
-    def __init__(self, trainer):
-        self.trainer = trainer
-
-    def on_train_end(self, args, state, control, **kwargs):
-        figures = measure(self.trainer)
-        if figures is None:
-            return
-        last = next((e for e in reversed(state.log_history) if "loss" in e), None)
-        if last is not None:
-            last.update(figures)
-
-
 def moved_little(record: dict) -> bool | None:
     """Whether a step record's log-ratios are both under :data:`MOVED_LITTLE` (None: not measured)."""
     if "log_ratio_chosen" not in record:
         return None
     return max(record["log_ratio_chosen"], record["log_ratio_rejected"]) < MOVED_LITTLE
+
+
+def movement_line(report: dict) -> str | None:
+    """How far a DPO run moved the policy from its reference, in words (None: not measured).
+
+    >>> r = {"steps": 5, "history": [{"step": 5, "log_ratio_chosen": 0.0031, "log_ratio_rejected": 0.002}]}
+    >>> movement_line(r)
+    'DPO moved the model little: 5 steps, mean |log pi/pi_ref| 0.0031 chosen, 0.002 rejected a token (under 0.01)'
+    >>> r["history"][-1].update(log_ratio_chosen=0.25, log_ratio_rejected=0.4)
+    >>> movement_line(r)
+    'DPO moved the model: 5 steps, mean |log pi/pi_ref| 0.25 chosen, 0.4 rejected a token'
+    """
+    last = (report.get("history") or [{}])[-1]
+    little = moved_little(last)
+    if little is None:
+        return None
+    figures = (f"{report['steps']} steps, mean |log pi/pi_ref| {last['log_ratio_chosen']:.3g} chosen, "
+               f"{last['log_ratio_rejected']:.3g} rejected a token")
+    return f"DPO moved the model little: {figures} (under {MOVED_LITTLE:g})" if little else f"DPO moved the model: {figures}"

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from reasonkit.distill.dpo_movement import movement_line
+
 #: TRL's log keys -> the report's names.
 _STEP_KEYS = {
     "loss": "loss",
@@ -86,27 +88,6 @@ class Monitor(TrainerCallback):
     @property
     def tokens_per_s(self) -> float:
         return self.tokens / self.elapsed if self.elapsed > 0 else 0.0
-
-
-def movement_line(report: dict) -> str | None:
-    """How far a DPO run moved the policy from its reference, in words (None: not measured).
-
-    >>> r = {"steps": 5, "history": [{"step": 5, "log_ratio_chosen": 0.0031, "log_ratio_rejected": 0.002}]}
-    >>> movement_line(r)
-    'DPO moved the model little: 5 steps, mean |log pi/pi_ref| 0.0031 chosen, 0.002 rejected a token (under 0.01)'
-    >>> r["history"][-1].update(log_ratio_chosen=0.25, log_ratio_rejected=0.4)
-    >>> movement_line(r)
-    'DPO moved the model: 5 steps, mean |log pi/pi_ref| 0.25 chosen, 0.4 rejected a token'
-    """
-    from reasonkit.distill.dpo_movement import MOVED_LITTLE, moved_little
-
-    last = (report.get("history") or [{}])[-1]
-    little = moved_little(last)
-    if little is None:
-        return None
-    figures = (f"{report['steps']} steps, mean |log pi/pi_ref| {last['log_ratio_chosen']:.3g} chosen, "
-               f"{last['log_ratio_rejected']:.3g} rejected a token")
-    return f"DPO moved the model little: {figures} (under {MOVED_LITTLE:g})" if little else f"DPO moved the model: {figures}"
 
 
 def history(log_history: list[dict]) -> list[dict]:
@@ -193,7 +174,7 @@ def summary(report: dict) -> list[str]:
     ]
     if report["method"] == "dpo" and report.get("reward_accuracy") is not None:
         lines.append(f"reward accuracy {report['reward_accuracy']:.3f}, margin {report['reward_margin']:.4f} (last steps)")
-    if report["method"] == "dpo" and (line := movement_line(report)):
+    if report["method"] == "dpo" and (line := movement_line(report)):  # distill/dpo_movement.py
         lines.append(line)
     for key in ("adapter", "model", "merged"):
         if report.get(key):

@@ -142,6 +142,11 @@ def _train_section(name: str, d: Path, out: Path) -> str:
     if r.get("train_runtime_s"):
         bits.append(f"{r['train_runtime_s']:.0f} s")
     text += ", ".join(bits) + "\n"
+    if r.get("method") == "dpo":  # a rung that barely moved the model says so (distill/dpo_movement.py)
+        from reasonkit.distill.dpo_movement import movement_line
+
+        if line := movement_line(r):
+            text += f"\n{line}.\n"
     png = d / "loss.png"
     if png.is_file():
         text += f"\n![loss]({os.path.relpath(png, out)})\n"

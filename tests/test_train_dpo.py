@@ -143,12 +143,17 @@ def test_dpo_loss_and_logps_match_an_independent_tokenisation(tiny_model_dir, pr
 
 def test_a_run_that_barely_moves_the_model_says_so(tiny_model_dir, prefs_dir, tmp_path):
     """The quickstart's DPO rung in miniature: a few steps at lr 5e-5 on a zero-initialised LoRA."""
-    report = train(config(tiny_model_dir, prefs_dir, tmp_path / "run", max_steps=3, lr=5e-5))
+    from reasonkit.recipes.recipe import Recipe, Step
+    from reasonkit.recipes.report import write_report
+
+    report = train(config(tiny_model_dir, prefs_dir, tmp_path / "dpo", max_steps=3, lr=5e-5))
     last = report["history"][-1]
     assert last["step"] == 3 and last["log_ratio_pairs"] == 32
     assert 0 < last["log_ratio_chosen"] < MOVED_LITTLE and 0 < last["log_ratio_rejected"] < MOVED_LITTLE
     line = next(s for s in summary(report) if s.startswith("DPO moved"))
     assert line.startswith("DPO moved the model little: 3 steps, mean |log pi/pi_ref| ") and line.endswith("a token (under 0.01)")
+    page = write_report(Recipe(path="r.yaml", out=str(tmp_path), steps=(Step("dpo", "train"),))).read_text()
+    assert f"{line}." in page.split("## dpo: DPO training", 1)[1]
 
 
 def test_full_fine_tuning_saves_a_plain_model(tiny_model_dir, prefs_dir, tmp_path):
