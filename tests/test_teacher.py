@@ -52,14 +52,11 @@ def shipped():
     return AutoModelForCausalLM.from_pretrained(DEFAULT_DIR).eval(), AutoTokenizer.from_pretrained(DEFAULT_DIR)
 
 
-def test_shipped_teacher_is_small_and_reports_its_accuracy():
+def test_shipped_teacher_is_small_and_has_its_report():
     size = sum(f.stat().st_size for f in DEFAULT_DIR.iterdir() if f.is_file())
     assert size < 10 * 2**20
     report = json.loads((DEFAULT_DIR / REPORT).read_text())
-    for variant in task.VARIANTS:
-        assert report["greedy_accuracy"][variant] >= 0.9  # measured: 0.96 mul, 0.93 aime on 200 each
-        # Sampling must still err sometimes, so the filters downstream have work to do.
-        assert report["sampled_error_share"]["1.0"][variant] > 0
+    assert set(report["greedy_accuracy"]) == set(task.VARIANTS)  # its figures are measured below, not read here
 
 
 def test_shipped_teacher_renders_the_task_chat_template(shipped):
@@ -69,11 +66,26 @@ def test_shipped_teacher_renders_the_task_chat_template(shipped):
     assert rendered == f"<|user|>What is 37 * 48?\n\n{task.INSTRUCTION}<|end|><|assistant|>"
 
 
+def held_out(variant):
+    return task.make_problems(50, seed=123, variant=variant, split="test")
+
+
 @pytest.mark.parametrize("variant", task.VARIANTS)
 def test_shipped_teacher_solves_held_out_problems_greedily(shipped, variant):
     model, tok = shipped
-    problems = task.make_problems(50, seed=123, variant=variant, split="test")
+    problems = held_out(variant)
     texts = complete(model, tok, problems[:3])
     for text in texts:
         assert text.startswith("<think>\n") and "</think>" in text and "\\boxed{" in text
-    assert accuracy(model, tok, problems) >= 0.85  # greedy is deterministic: 50 of 50 in both variants here
+    # Measured here, greedy (deterministic): 50 of 50 in both variants (96% mul / 93% aime on 200 in its
+    # report). The bar is a few points under: 3 misses of 50 pass, a teacher that slipped does not.
+    assert accuracy(model, tok, problems) >= 0.94
+
+
+def test_shipped_teacher_sampled_at_temperature_1_still_errs(shipped):
+    """The quickstart samples the teacher at temperature 1.0; its errors are what the filters and the DPO
+    pairs work on. Measured here: 0.96 mul, 0.94 aime on the same 50 problems each (seed 0)."""
+    model, tok = shipped
+    scores = [accuracy(model, tok, held_out(v), temperature=1.0, seed=0) for v in task.VARIANTS]
+    assert all(s >= 0.88 for s in scores), scores  # good enough to teach
+    assert min(scores) < 1.0, scores  # and wrong sometimes: 100 samples, about 5 errors measured
