@@ -89,13 +89,16 @@ def load_manifest(path: str | os.PathLike) -> dict:
         raise UserError(f"{path}: not a stage directory (no {MANIFEST})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise UserError(f"{file}: unreadable manifest ({e}); {_REPAIR}") from None
-    problem = _manifest_problem(manifest, Path(path))
+    problem = _manifest_problem(manifest)
     if problem:
         raise UserError(f"{file}: {problem}; {_REPAIR}")
+    for s in manifest["shards"]:
+        if not (Path(path) / s["file"]).is_file():
+            raise UserError(f"{Path(path) / s['file']}: listed in {file} but missing; {_REPAIR}")
     return manifest
 
 
-def _manifest_problem(m: Any, path: Path) -> str | None:
+def _manifest_problem(m: Any) -> str | None:
     """What is wrong with a parsed manifest, in words, or None when it is sound."""
     from reasonkit.schema import TABLES
 
@@ -121,8 +124,6 @@ def _manifest_problem(m: Any, path: Path) -> str | None:
             return f"shards[{i}].file is {name!r}, expected a file name in the directory"
         if not _is_count(s["rows"]):
             return f"shards[{i}].rows is {s['rows']!r}, expected an integer"
-        if not (path / name).is_file():
-            return f"{name} is listed in the manifest but missing"
     return None
 
 
