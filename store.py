@@ -53,18 +53,21 @@ def fingerprint(obj: Any) -> str:
 
 
 def fingerprint_path(path: str | os.PathLike) -> str:
-    """Fingerprint of an input: a stage directory by its manifest, a file by its bytes."""
+    """Fingerprint of an input by its content (identity.py): a stage directory by its manifest, a
+    file by its bytes, a folder of data files by theirs, a Hub dataset id by its revision SHA.
+    Only a name that resolves to nothing is fingerprinted by the name itself."""
+    from reasonkit.identity import data_files, dataset_identity, directory_identity, file_sha256
+
     path = Path(path)
     if (path / MANIFEST).is_file():
         m = json.loads((path / MANIFEST).read_text())
         return fingerprint([m.get("stage"), m.get("config_fingerprint"), m.get("input_fingerprint"), m.get("rows")])
     if path.is_file():
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        return h.hexdigest()[:16]
-    return fingerprint(str(path))  # e.g. a Hub dataset id
+        return file_sha256(path)[:16]
+    if path.is_dir():
+        return fingerprint(directory_identity(path, select=data_files))
+    pinned = dataset_identity(str(path))
+    return fingerprint(pinned if pinned else str(path))
 
 
 def is_stage_dir(path: str | os.PathLike) -> bool:

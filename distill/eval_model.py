@@ -6,29 +6,17 @@ LoRA requests); otherwise the adapter is merged once into ``OUT/merged`` and tha
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
-
-_WEIGHT_SUFFIXES = {".safetensors", ".bin", ".json", ".model", ".txt", ".jinja"}
 
 
 def directory_hash(path: str | None) -> str | None:
-    """sha256 (16 hex) over a model or adapter directory's weight, config and tokenizer files.
+    """The content identity (identity.py) of a model or adapter directory: ``sha256:...`` over its
+    weight, config and tokenizer files. A Hub id (not a local directory) gives None here."""
+    from reasonkit.identity import directory_identity
 
-    A Hub id (not a local directory) hashes to None: its revision is what identifies it.
-    """
     if path is None or not Path(path).is_dir():
         return None
-    h = hashlib.sha256()
-    for file in sorted(Path(path).rglob("*")):
-        if file.is_file() and file.suffix in _WEIGHT_SUFFIXES and not file.name.startswith("."):
-            if "checkpoint-" in str(file.relative_to(path)):
-                continue
-            h.update(str(file.relative_to(path)).encode())
-            with open(file, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-    return h.hexdigest()[:16]
+    return directory_identity(path)
 
 
 def resolve_model(config, out: Path) -> tuple[str, str | None]:

@@ -93,6 +93,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
         raise UserError(f"{config.data}: row {missing[0]}: no gold answer in column {config.answer_col!r}; every eval problem needs one")
     contamination = _contamination(config, prompts) if config.decontam_against else None
     out.mkdir(parents=True, exist_ok=True)
+    identities = _check_same_eval(config, out)  # before a merge or a sample: refuse other weights first
     model, adapter_mode = resolve_model(config, out)
     gen_config = GenerateConfig(
         prompts=config.data, teacher=model, out=str(out / "generations"), backend=config.backend, n=config.k,
@@ -104,7 +105,6 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
         gpu_memory_utilization=config.gpu_memory_utilization, dtype=config.dtype, batch_size=config.batch_size,
         engine=config.engine, replicas=config.replicas, ray_address=config.ray_address,
     )
-    _check_same_eval(config, out)
     owned = None
     if backend is None and adapter_mode == "vllm-lora":
         from reasonkit.gen.vllm_backend import VllmBackend
@@ -123,7 +123,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     traces = read_stage(out / "generations", kind="traces")
     samples = verify_samples(traces, config, out / "samples")
     summary, problems = score(samples, traces, k=config.k, seed=config.seed)
-    summary["protocol"] = _protocol(config, model, adapter_mode, gen_manifest, fingerprint_path(config.data))
+    summary["protocol"] = _protocol(config, identities, adapter_mode, gen_manifest, fingerprint_path(config.data))
     if contamination is not None:
         summary["decontamination"] = contamination
     summary["timing"] = {"total_s": round(time.perf_counter() - started, 2), "generate_s": round(gen_seconds, 2)}
@@ -137,26 +137,35 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
 _RUN_ONLY = ("overwrite", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", *ENGINE_FIELDS)
 
 
-def _check_same_eval(config: EvalConfig, out: Path) -> None:
-    """An eval directory holds one protocol: a rerun with another (or another adapter) is refused.
+def _check_same_eval(config: EvalConfig, out: Path) -> dict:
+    """An eval directory holds one protocol on one model: a rerun with other settings, or on other
+    weights under the same path (a retrained model, a moved Hub revision), is refused.
 
-    The generate stage's fingerprint knows the model path but not the adapter's weights, so the
-    evaluation keeps its own: the config minus run-only settings, plus the adapter's hash.
+    The evaluation keeps its own fingerprint: the config minus run-only settings, plus the content
+    identities (identity.py) of the model and the adapter. Returns those identities, computed
+    before any sample is generated, so the summary names the weights that made its samples.
     """
     from dataclasses import asdict
 
-    from reasonkit.distill.eval_model import directory_hash
+    from reasonkit.identity import model_identity
     from reasonkit.store import fingerprint
 
     settings = {k: v for k, v in asdict(config).items() if k not in _RUN_ONLY and k != "out"}
-    settings["adapter_hash"] = directory_hash(config.adapter) if config.adapter else None
+    settings["model_hash"] = model_identity(config.model, api=config.backend == "openai")
+    settings["adapter_hash"] = model_identity(config.adapter) if config.adapter else None
     settings = json.loads(json.dumps(settings, default=str))  # tuples -> lists, as read back
     fp = fingerprint(settings)
     stamp = out / "eval_config.json"
     if stamp.is_file() and not config.overwrite:
         previous = json.loads(stamp.read_text())
         if previous.get("fingerprint") != fp:
-            changed = sorted(k for k in settings if previous.get("settings", {}).get(k) != settings[k])
+            before = previous.get("settings", {})
+            for what, key in (("model", "model_hash"), ("adapter", "adapter_hash")):
+                if before.get(what) == settings[what] and before.get(key) != settings[key]:
+                    old = before.get(key) or "unrecorded (evaluated before reasonkit recorded content)"
+                    raise UserError(f"{out} was evaluated on {what} {settings[what]} with content {old}, now "
+                                    f"{settings[key]}; pass --overwrite to evaluate it again, or choose another --out")
+            changed = sorted(k for k in settings if before.get(k) != settings[k])
             raise UserError(f"{out}: holds an evaluation with other settings ({', '.join(changed)}); "
                             "pass --overwrite or choose another --out")
     if config.overwrite and (out / "generations").exists():
@@ -164,19 +173,23 @@ def _check_same_eval(config: EvalConfig, out: Path) -> None:
 
         shutil.rmtree(out / "generations")
     stamp.write_text(json.dumps({"fingerprint": fp, "settings": settings}, indent=2, default=str))
+    return {"model_hash": settings["model_hash"], "adapter_hash": settings["adapter_hash"]}
 
 
-def _protocol(config: EvalConfig, model: str, adapter_mode: str | None, gen_manifest: dict, data_fp: str) -> dict:
-    """Everything needed to reproduce the numbers, and nothing that changes between reruns."""
+def _protocol(config: EvalConfig, identities: dict, adapter_mode: str | None, gen_manifest: dict, data_fp: str) -> dict:
+    """Everything needed to reproduce the numbers, and nothing that changes between reruns.
+
+    ``model_hash``/``adapter_hash`` are content identities (identity.py): ``sha256:...`` of a
+    directory's weights and tokenizer, ``hub:ID@SHA`` for a Hub id, ``api:NAME`` for a served name.
+    """
     from reasonkit import __version__
-    from reasonkit.distill.eval_model import directory_hash
 
     info = gen_manifest.get("backend_info") or {}
     return {
         "model": config.model,
-        "model_hash": directory_hash(config.model),
+        "model_hash": identities["model_hash"],
         "adapter": config.adapter,
-        "adapter_hash": directory_hash(config.adapter) if config.adapter else None,
+        "adapter_hash": identities["adapter_hash"],
         "adapter_mode": adapter_mode,
         "backend": config.backend,
         "backend_version": _backend_version(config.backend, info),

@@ -13,14 +13,12 @@ import os
 from pathlib import Path
 
 from reasonkit.errors import UserError
+from reasonkit.identity import looks_like_hub_id  # recipes/runner.py imports it from here too
 
 #: config.json keys that hold a model's context length, most specific first.
 _LENGTH_KEYS = ("max_position_embeddings", "max_sequence_length", "seq_length", "n_positions", "max_seq_len")
 
 
-def looks_like_hub_id(name: str) -> bool:
-    """``org/name`` with no filesystem look: ``deepseek-ai/DeepSeek-R1`` yes, ``./out/model`` no."""
-    return name.count("/") == 1 and not name.startswith((".", "/", "~")) and not os.path.exists(name)
 
 
 def model_length(teacher: str) -> tuple[int | None, str]:
