@@ -29,11 +29,34 @@ def _row(label: str, s: dict) -> list[str]:
         str(s["n_problems"]),
         str(k),
         f"{s['no_answer_rate']:.3f}",
+        _rate(s.get("unverifiable_rate")),
         f"{s['truncated_rate']:.3f}",
     ]
 
 
-HEADER = ["run", "pass@1 ± std", "95% CI", "cons@k", "pass@k", "problems", "k", "no answer", "truncated"]
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"  # a summary written before the figure existed
+
+
+HEADER = ["run", "pass@1 ± std", "95% CI", "cons@k", "pass@k", "problems", "k", "no answer", "unverifiable",
+          "truncated"]
+
+
+def counts_text(summary: dict) -> str:
+    """What the samples came to, and which problems pass@k left out; empty for an older summary."""
+    c = summary.get("counts")
+    if c is None:
+        return ""
+    reasons = ", ".join(f"{r} {n}" for r, n in summary.get("unverifiable_reasons", {}).items())
+    scored = summary.get("protocol", {}).get("score_truncated", False)
+    text = (f"\nSamples: {c['correct']} correct, {c['wrong']} wrong, {c['unverifiable']} unverifiable"
+            + (f" ({reasons})" if reasons else "") + f", {c['no_answer']} without an answer; {c['truncated']} "
+            + ("truncated (scored: score_truncated).\n" if scored else "truncated (no answer, R1's protocol).\n"))
+    short = {k: n for k, n in summary.get("pass@k_fewer_samples", {}).items() if n}
+    if short:
+        text += "pass@k is over the problems with at least k samples; left out: " + ", ".join(
+            f"{n} of {summary['n_problems']} for {k}" for k, n in short.items()) + ".\n"
+    return text
 
 
 def markdown_table(runs: list[tuple[str, dict]]) -> str:
@@ -52,6 +75,7 @@ def write_markdown(summary: dict, path: Path, title: str) -> None:
         f"temperature {p.get('temperature')}, top-p {p.get('top_p')}, max tokens {p.get('max_tokens')}, "
         f"k={p.get('k')}, seed {p.get('seed')}, dataset fingerprint {p.get('dataset_fingerprint')}.\n"
     )
+    text += counts_text(summary)
     if "decontamination" in summary:
         d = summary["decontamination"]
         text += f"\nDecontamination ({d['ngram']}-grams): {d['n_overlapping']} eval problems overlap the training data.\n"

@@ -1,8 +1,10 @@
 """Evaluation metrics over k samples per problem: pass@1 (mean, std, bootstrap CI), cons@k, pass@k.
 
 Conventions follow DeepSeek-R1's report: pass@1 is the accuracy averaged over the k samples of
-each problem; cons@k is a majority vote; pass@k uses the unbiased estimator of Chen et al. (2021).
-A sample whose answer could not be verified (``correct is None``) counts as not correct.
+each problem; cons@k is a majority vote (over answers grouped by the verifier's equivalence,
+distill/eval_vote.py); pass@k uses the unbiased estimator of Chen et al. (2021), over the problems
+with at least k samples (eval counts the others apart). A sample whose answer could not be
+verified (``correct is None``) counts as not correct.
 
 >>> pass_at_k(n=4, c=1, k=2)
 0.5
@@ -15,7 +17,10 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import TypeVar
+
+H = TypeVar("H", bound=Hashable)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -49,12 +54,16 @@ def ks_for(n: int) -> list[int]:
     return ks
 
 
-def majority(answers: Sequence[str | None], normalize: Callable[[str], str] = lambda a: a) -> str | None:
+def majority(answers: Sequence[H | None], normalize: Callable[[H], H] = lambda a: a) -> H | None:
     """The most common normalised answer, ignoring samples with no answer.
 
-    Ties go to the answer that reached the top count first in sample order, so the vote does not
-    depend on hash order. Voting on extracted answers, not raw completions: two long traces that
-    reach ``\\boxed{7}`` by different paths agree on 7 but never on their text.
+    Ties go to the tied answer that occurs first in sample order (for eval's vote groups, named by
+    their first member: the group whose first member comes earliest), so the vote does not depend
+    on hash order. Voting on extracted answers, not raw completions: two long traces that reach
+    ``\\boxed{7}`` by different paths agree on 7 but never on their text.
+
+    >>> majority(["5", "6", "6", "5"]), majority([3, 0, 0, 3, None, None, None])
+    ('5', 3)
     """
     keys = [normalize(a) for a in answers if a is not None]
     if not keys:

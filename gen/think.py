@@ -1,8 +1,15 @@
 """Splitting a raw completion into its reasoning (inside ``<think>``) and its response (after).
 
-R1-style models write ``<think>\\n...\\n</think>\\n\\nanswer``. Templates that prefill ``<think>\\n``
-(R1's own since 2025-01, Qwen3's, our ``--prefill-think``) leave only the closing tag in the
-completion, so a lone ``</think>`` also closes a reasoning block that began before the text.
+R1-style models write ``<think>\\n...\\n</think>\\n\\nanswer``. Prompts that open the block
+themselves (R1's chat template since 2025-01, QwQ's, Qwen3 Thinking-2507's, our ``--prefill-think``)
+leave only the closing tag in the completion, so a lone ``</think>`` also closes a reasoning block
+that began before the text.
+
+What the text alone cannot say: a completion cut by ``max_tokens`` before its ``</think>``, after
+a prompt that opened the block, holds no tag at all and reads like a model that does not reason.
+Only the prompt tells them apart, so the caller passes ``prefilled`` -- true for ``--prefill-think``
+and for any rendered prompt :func:`opens_think` says leaves the block open. Evaluation does not
+depend on it: a sample whose ``finish_reason`` is ``length`` has no answer there (R1's protocol).
 
 >>> split("<think>\\n12 * 3 = 36\\n</think>\\nThe answer is \\\\boxed{36}.")
 ('12 * 3 = 36', 'The answer is \\\\boxed{36}.')
@@ -12,6 +19,8 @@ completion, so a lone ``</think>`` also closes a reasoning block that began befo
 ('still thinking when max_tokens ran out', '')
 >>> split("no think block at all")
 (None, 'no think block at all')
+>>> split("still thinking when max_tokens ran out", prefilled=opens_think("<|Assistant|><think>\\n"))
+('still thinking when max_tokens ran out', '')
 """
 
 from __future__ import annotations
@@ -22,9 +31,11 @@ OPEN, CLOSE = "<think>", "</think>"
 def split(text: str, *, prefilled: bool = False) -> tuple[str | None, str]:
     """``(reasoning, response)`` of one completion.
 
-    ``reasoning`` is None when the text has no think block at all (a model that does not
-    reason); an unclosed block (a truncation, or ``prefilled`` with no ``</think>``) gives
-    ``(all of it, "")`` so the filters see an empty response and the ``length`` finish reason.
+    ``reasoning`` is None when the text shows no think block at all: a model that does not
+    reason, or a truncated one whose prompt opened the block and ``prefilled`` was not passed
+    (the text cannot tell those apart). An unclosed block (a truncation, or ``prefilled`` with no
+    ``</think>``) gives ``(all of it, "")`` so the filters see an empty response and the ``length``
+    finish reason.
     Surrounding whitespace is stripped from both parts; ``completion`` keeps the raw text.
 
     >>> split("truncated, but the prompt opened the block", prefilled=True)
@@ -43,6 +54,20 @@ def split(text: str, *, prefilled: bool = False) -> tuple[str | None, str]:
     if prefilled:
         return text.strip(), ""
     return None, text.strip()
+
+
+def opens_think(prompt: str) -> bool:
+    """Whether a rendered prompt ends inside an open think block, so the completion starts in it.
+
+    True for a template that adds ``<think>\\n`` to the generation prompt (R1's, QwQ's); false for
+    one that adds nothing, and for Qwen3's non-thinking mode, which closes an empty block itself.
+
+    >>> opens_think("<|User|>What is 2+2?<|Assistant|><think>\\n")
+    True
+    >>> opens_think("<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n"), opens_think("<|im_start|>assistant\\n")
+    (False, False)
+    """
+    return prompt.rfind(OPEN) > prompt.rfind(CLOSE)
 
 
 def join(reasoning: str | None, response: str) -> str:

@@ -4,7 +4,11 @@ from math import comb
 
 import pytest
 
+from reasonkit.distill.eval_vote import verifier_same, vote_groups
 from reasonkit.distill.metrics import ks_for, majority, pass1_stats, pass_at_k
+from reasonkit.filters.extract import extract_answer
+from reasonkit.filters.verify import Verifier
+from reasonkit.gen.think import split
 
 
 def exact_pass_at_k(n: int, c: int, k: int) -> Fraction:
@@ -37,23 +41,32 @@ def test_ks_for():
 
 
 def test_majority_votes_on_extracted_answers_not_raw_text():
-    # Four long traces: every raw completion is distinct, so a raw-text vote has no majority and
-    # would fall to the first sample ("12"); the extracted answers agree on 42.
+    # Five long traces: every raw completion is distinct, so a raw-text vote has no majority and
+    # falls to the first sample ("12"). Through the real split, extractor and verifier, the answers
+    # are 12, 42, 042, 42.0 and 84/2: one group of four (integers by value, the fraction by math-verify).
     completions = [
         "<think>6*2</think> \\boxed{12}",
         "<think>6*7 = 42</think> so \\boxed{42}",
         "<think>7*6 = 42, check</think> \\boxed{042}",
         "<think>42 again</think> The answer is \\boxed{42.0}",
+        "<think>84/2</think> The answer is $\\boxed{\\frac{84}{2}}$.",
     ]
     raw_vote = majority(completions)
-    extracted = ["12", "42", "042", "42.0"]
-    answer_vote = majority(extracted, normalize=lambda a: str(int(float(a))))
-    assert raw_vote == completions[0] and answer_vote == "42"
+    extracted = [extract_answer(split(c)[1])[0] for c in completions]
+    verifier = Verifier("math", timeout=10)
+    try:
+        [groups] = vote_groups([extracted], verifier_same(verifier))
+    finally:
+        verifier.close()
+    assert extracted == ["12", "42", "042", "42.0", "\\frac{84}{2}"]
+    assert groups == [0, 1, 1, 1, 1]
+    assert raw_vote == completions[0] and extracted[majority(groups)] == "42"
 
 
 def test_majority_ignores_missing_and_breaks_ties_by_sample_order():
     assert majority([None, None]) is None
     assert majority(["5", "6", "6", "5"]) == "5"
+    assert majority([None, 1, 2, 2, 1, 0]) == 1, "a 2-2 tie: the group seen first in sample order"
 
 
 def test_pass1_stats_mean_std_and_ci():
