@@ -1,6 +1,7 @@
 """`distill run` keeps library logs off the terminal: they go to OUT/<step>/run.log unless
 --verbose; a failing step still shows its error line and names the log (issue 14, "Also")."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,10 @@ def distill_run(tmp_path, *flags, fail=False):
     recipe = tmp_path / "r.yaml"
     recipe.write_text(yaml.safe_dump({"out": str(tmp_path / "run"), "report": False,
                                       "steps": [{"name": "loud", "stage": "noisy", "with": {"fail": fail}}]}))
-    return subprocess.run([sys.executable, "-c", PROBE, str(recipe), *flags], capture_output=True, text=True, timeout=300)
+    # A user's shell, not this test process's: importing TRL (the train tests do) sets VLLM_LOGGING_LEVEL=ERROR.
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_LOGGING_LEVEL"}
+    return subprocess.run([sys.executable, "-c", PROBE, str(recipe), *flags], capture_output=True, text=True, timeout=300,
+                          env=env)
 
 
 @pytest.fixture(scope="module")
