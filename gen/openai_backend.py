@@ -2,10 +2,11 @@
 
 ``openai.AsyncOpenAI`` on an event loop in a helper thread, so the stage's loop stays plain
 synchronous code: requests are pulled lazily, at most ``concurrency`` prompts are in flight, and
-completions come back as they finish. The client's own retries are off; gen/retry.py decides
-(backoff with jitter on 429/5xx/timeouts/dropped connections, Retry-After honoured, 401/403/404
-stop the run). The API key is read from the environment variable named in the config and goes
-only into the client: never into a log line, an error message or the manifest.
+completions come back as they finish. The client's own retries are off (they give up within a
+minute: see gen/retry.py); tenacity runs gen/retry.py's policy (backoff with full jitter on
+429/5xx/timeouts/dropped connections, Retry-After honoured, 401/403/404 stop the run). The API
+key is read from the environment variable named in the config and goes only into the client:
+never into a log line, an error message or the manifest.
 
 ``n`` samples go in one request (one prompt prefill on the server). A server that refuses ``n``
 or returns fewer choices gets the missing samples one request each, seeded ``seed + k`` as vLLM
@@ -173,34 +174,38 @@ class OpenAIBackend:
         import openai
 
         body = self._body(request, n, seed)
-        for attempt in range(self.retry.max_retries + 1):
-            try:
-                async with limit:
-                    self.stats["requests"] += 1
-                    return await client.chat.completions.create(**body)
-            except (openai.APIError, openai.APIConnectionError) as e:
-                kind = classify(e)
-                status = getattr(e, "status_code", None)
-                if kind == "retry" and attempt < self.retry.max_retries:
-                    self.stats["retries"] += 1
-                    headers = e.response.headers if isinstance(e, openai.APIStatusError) else None
-                    await asyncio.sleep(self.retry.wait(attempt, headers))
-                    continue
-                if kind == "context":
-                    return None
-                if kind == "bad_request" and n > 1 and _refuses_n(e):
-                    self.split_n = True
-                    return "split"
-                where = f"{self.base_url} (teacher {self.name!r}, prompt {request.id!r})"
-                if kind == "fatal" and status == 401:
-                    raise UserError(f"{where}: 401 unauthorized; set ${self.api_key_env} to a valid key") from None
-                if kind == "fatal" and status == 404:
-                    raise UserError(f"{where}: 404 not found; check --teacher and --base-url") from None
-                if kind == "retry":
-                    raise UserError(f"{where}: gave up after {attempt + 1} attempts ({_short(e)}); "
-                                    "rerun the same command to resume") from None
-                raise UserError(f"{where}: {status or ''} {_short(e)}".replace("  ", " ")) from None
-        raise AssertionError("unreachable")
+        attempts = 0
+
+        def retried() -> None:
+            self.stats["retries"] += 1
+
+        try:
+            # tenacity retries transient failures (gen/retry.py); the semaphore is held only while a
+            # request is in flight, never during a backoff, so waiting prompts do not block others.
+            async for attempt in self.retry.retrying(on_retry=retried):
+                with attempt:
+                    attempts += 1
+                    async with limit:
+                        self.stats["requests"] += 1
+                        return await client.chat.completions.create(**body)
+        except (openai.APIError, openai.APIConnectionError) as e:
+            kind = classify(e)
+            status = getattr(e, "status_code", None)
+            if kind == "context":
+                return None
+            if kind == "bad_request" and n > 1 and _refuses_n(e):
+                self.split_n = True
+                return "split"
+            where = f"{self.base_url} (teacher {self.name!r}, prompt {request.id!r})"
+            if kind == "fatal" and status == 401:
+                raise UserError(f"{where}: 401 unauthorized; set ${self.api_key_env} to a valid key") from None
+            if kind == "fatal" and status == 404:
+                raise UserError(f"{where}: 404 not found; check --teacher and --base-url") from None
+            if kind == "retry":
+                raise UserError(f"{where}: gave up after {attempts} attempts ({_short(e)}); "
+                                "rerun the same command to resume") from None
+            raise UserError(f"{where}: {status or ''} {_short(e)}".replace("  ", " ")) from None
+        raise AssertionError("unreachable: tenacity returns the response or raises")
 
     def _parse(self, request: Request, response, first: int) -> list[Completion]:
         usage = response.usage

@@ -1,13 +1,19 @@
 """Retrying calls to a server: which failures to retry, and how long to wait.
 
-Transient failures (429, 5xx, timeouts, dropped connections) are retried with exponential
-backoff and full jitter, so a thousand clients that failed together do not return together;
+The loop is tenacity's (``AsyncRetrying``); this module only says what to retry and how long to
+wait. Transient failures (408, 409, 429, 5xx, timeouts, dropped connections) are retried with
+exponential backoff and full jitter (tenacity's ``wait_random_exponential``: uniform in
+``[0, min(cap, base * 2**k)]``), so a thousand clients that failed together do not return together;
 a ``Retry-After`` header (or OpenAI's ``retry-after-ms``) overrides the backoff. Failures that a
-retry cannot fix (401, 403, 404) stop the run at once with a message saying what to change.
+retry cannot fix (401, 403, 404) are not retried: the caller stops the run with a message.
 
->>> policy = RetryPolicy(base=1.0, cap=60.0)
->>> all(0 <= policy.backoff(k) <= min(60.0, 2 ** k) for k in range(10))
-True
+Why not the OpenAI client's own ``max_retries`` (it retries the same statuses): measured by
+``bench/retries.py`` against a loopback server, its ten retries give up after 48-50 s of a 503
+outage (its backoff caps at 8 s with only -25% jitter), and a 429 with ``Retry-After: 180`` is not
+retried at all (it honours at most 120 s); this policy's ten retries span 148 s on average and wait
+the 180 s asked for. A long generation run must outlast a rate-limit window or a server restart, so
+the client's retries stay off (``max_retries=0``) and tenacity runs this policy.
+
 >>> parse_retry_after({"retry-after": "3"}), parse_retry_after({"retry-after-ms": "250"})
 (3.0, 0.25)
 """
@@ -15,28 +21,48 @@ True
 from __future__ import annotations
 
 import email.utils
-import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+import tenacity
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int = 10
-    base: float = 1.0  # seconds before the first retry, doubling after each failure
+    base: float = 1.0  # upper bound of the first wait, doubling after each failure
     cap: float = 60.0  # longest backoff between two attempts
     max_retry_after: float = 600.0  # longest server-requested wait we honour
 
-    def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
-        """Full jitter: uniform in [0, min(cap, base * 2**attempt)]."""
-        return (rng or random).uniform(0, min(self.cap, self.base * 2**attempt))
+    def retrying(self, *, on_retry: Callable[[], None] | None = None, sleep=None) -> tenacity.AsyncRetrying:
+        """An ``AsyncRetrying`` for one request: ``max_retries`` retries of transient failures,
+        then the last error is raised as it was (``reraise``). ``sleep``: tests record the waits."""
+        extra = {} if sleep is None else {"sleep": sleep}
+        return tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=WaitRetryAfter(tenacity.wait_random_exponential(multiplier=self.base, max=self.cap),
+                                longest=self.max_retry_after),
+            retry=tenacity.retry_if_exception(lambda e: classify(e) == "retry"),
+            before_sleep=(lambda state: on_retry()) if on_retry else None,
+            reraise=True,
+            **extra,
+        )
 
-    def wait(self, attempt: int, headers: Mapping[str, str] | None) -> float:
-        after = parse_retry_after(headers or {})
+
+class WaitRetryAfter(tenacity.wait.wait_base):
+    """The server's ``Retry-After`` when the failed response carries one, else ``fallback``."""
+
+    def __init__(self, fallback: tenacity.wait.wait_base, longest: float):
+        self.fallback, self.longest = fallback, longest
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        error = retry_state.outcome.exception() if retry_state.outcome else None
+        response = getattr(error, "response", None)  # openai.APIStatusError carries the HTTP response
+        after = parse_retry_after(getattr(response, "headers", None) or {})
         if after is not None:
-            return min(after, self.max_retry_after)
-        return self.backoff(attempt)
+            return min(after, self.longest)
+        return self.fallback(retry_state)
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:

@@ -86,9 +86,96 @@ def test_retry_after_forms():
     assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
     assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0  # in the past
     assert parse_retry_after({}) is None
-    policy = RetryPolicy(base=0.5, cap=4)
-    assert policy.wait(3, {"retry-after": "7"}) == 7.0
-    assert all(0 <= policy.wait(k, None) <= 4 for k in range(20))
+
+
+@pytest.fixture
+def scripted_server():
+    """A loopback chat-completions server answering each POST with the next scripted status
+    (then 200): yields (url, script list, hit count list)."""
+    import http.server
+    import threading
+
+    script, hits = [], []
+    ok = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            hits.append(1)
+            code, headers = script.pop(0) if script else (200, {})
+            body = ok if code == 200 else json.dumps({"error": {"message": f"status {code}"}}).encode()
+            self.send_response(code)
+            for key, value in {**headers, "content-type": "application/json", "content-length": str(len(body))}.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", script, hits
+    server.shutdown()
+
+
+def call_with_policy(url, policy):
+    """One chat request through the real client under ``policy``'s tenacity loop; the waits are
+    recorded instead of slept. Returns (response text or the exception, waits, retries)."""
+    import asyncio
+
+    import openai
+
+    waits, retries = [], []
+
+    async def record(seconds):
+        waits.append(seconds)
+
+    async def call():
+        client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+        try:
+            async for attempt in policy.retrying(on_retry=lambda: retries.append(1), sleep=record):
+                with attempt:
+                    r = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+                    return r.choices[0].message.content
+        except openai.APIError as e:
+            return e
+        finally:
+            await client.close()
+
+    return asyncio.run(call()), waits, len(retries)
+
+
+def test_retry_after_is_honoured_and_backoff_is_jittered(scripted_server):
+    url, script, hits = scripted_server
+    script += [(429, {"retry-after": "7"}), (503, {}), (429, {"retry-after-ms": "250"}), (429, {"retry-after": "9999"})]
+    result, waits, retries = call_with_policy(url, RetryPolicy(base=0.5, cap=4, max_retry_after=600))
+    assert result == "ok" and len(hits) == 5 and retries == 4
+    assert waits[0] == 7.0 and 0 <= waits[1] <= 0.5 * 2 and waits[2] == 0.25 and waits[3] == 600  # clipped
+
+
+def test_transient_failures_give_up_after_max_retries_with_bounded_full_jitter(scripted_server):
+    import openai
+
+    url, script, hits = scripted_server
+    script += [(500, {})] * 30
+    result, waits, _ = call_with_policy(url, RetryPolicy(max_retries=6, base=0.5, cap=4))
+    assert isinstance(result, openai.InternalServerError) and len(hits) == 7 and len(waits) == 6
+    assert all(0 <= w <= min(4, 0.5 * 2**k) for k, w in enumerate(waits))
+    assert len({round(w, 6) for w in waits}) > 1  # drawn, not a fixed schedule
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_settings_errors_are_not_retried(scripted_server, status):
+    import openai
+
+    url, script, hits = scripted_server
+    script.append((status, {}))
+    result, waits, _ = call_with_policy(url, RetryPolicy())
+    assert isinstance(result, openai.APIStatusError) and result.status_code == status
+    assert len(hits) == 1 and waits == []
 
 
 def test_derived_seeds_are_stable_and_int32():
