@@ -147,9 +147,14 @@ def _check_same_eval(config: EvalConfig, out: Path) -> dict:
     """
     from dataclasses import asdict
 
-    from reasonkit.identity import model_identity
-    from reasonkit.store import fingerprint
+    from reasonkit.identity import model_identity, remember
+    from reasonkit.store import fingerprint, is_stage_dir, load_manifest
 
+    generations = out / "generations"
+    if not config.overwrite and is_stage_dir(generations):  # a rerun reads no unchanged weight file again
+        manifest = load_manifest(generations)
+        if (manifest.get("config") or {}).get("teacher") == config.model:
+            remember(config.model, manifest.get("teacher_files"))
     settings = {k: v for k, v in asdict(config).items() if k not in _RUN_ONLY and k != "out"}
     settings["model_hash"] = model_identity(config.model, api=config.backend == "openai")
     settings["adapter_hash"] = model_identity(config.adapter) if config.adapter else None

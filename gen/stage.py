@@ -127,7 +127,9 @@ def teacher_content(config: GenerateConfig) -> str:
     from reasonkit.store import is_stage_dir, load_manifest
 
     if not config.overwrite and is_stage_dir(config.out):
-        remember(config.teacher, load_manifest(config.out).get("teacher_files"))
+        manifest = load_manifest(config.out)
+        if (manifest.get("config") or {}).get("teacher") == config.teacher:  # hashes of these very files
+            remember(config.teacher, manifest.get("teacher_files"))
     return model_identity(config.teacher, api=config.backend == "openai")
 
 

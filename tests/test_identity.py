@@ -32,6 +32,14 @@ def retrain(model_dir: str) -> None:
     build_tiny(model_dir, seed=1)
 
 
+def model_reads(monkeypatch) -> list:
+    """Forget every hash (as a new process would) and list the model files read from now on."""
+    identity.clear_memo()
+    reads, real = [], identity.hashlib.file_digest
+    monkeypatch.setattr(identity.hashlib, "file_digest", lambda f, d: reads.append(f.name) or real(f, d))
+    return reads
+
+
 def rows(out) -> list:
     t = read_stage(out, kind="traces")
     return sorted(zip(t["id"].to_pylist(), t["sample"].to_pylist(), t["completion"].to_pylist()))
@@ -57,10 +65,7 @@ def test_a_directory_is_identified_by_its_model_files_only(model):
 def test_a_recorded_hash_is_trusted_while_size_and_mtime_hold(model, monkeypatch):
     directory_identity(model)
     record = identity.file_record(model)
-    identity.clear_memo()  # a new process
-    reads = []
-    real = identity.hashlib.file_digest
-    monkeypatch.setattr(identity.hashlib, "file_digest", lambda f, d: reads.append(f.name) or real(f, d))
+    reads = model_reads(monkeypatch)  # a new process
     identity.remember(model, record)
     first = directory_identity(model)
     assert reads == []  # nothing reread: every file matched its recorded size and mtime_ns
@@ -75,7 +80,7 @@ def gen_args(prompts, model, out, *extra):
             "--max-tokens", "8", "--shard-size", "2", "--batch-size", "2", "--dtype", "float32", *extra]
 
 
-def test_generate_refuses_a_teacher_whose_weights_changed(tmp_path, model):
+def test_generate_refuses_a_teacher_whose_weights_changed(tmp_path, model, monkeypatch):
     prompts = write_prompts(tmp_path / "p.parquet", 4, seed=0, variant="aime")
     out = tmp_path / "out"
     first = CliRunner().invoke(cli, gen_args(prompts, model, out, "--limit", "2"))
@@ -84,6 +89,11 @@ def test_generate_refuses_a_teacher_whose_weights_changed(tmp_path, model):
     assert manifest["config"]["teacher_identity"] == model_identity(model)
     assert set(manifest["teacher_files"]) >= {"config.json", "model.safetensors", "tokenizer.json"}
     old = model_identity(model)
+
+    reads = model_reads(monkeypatch)
+    same = CliRunner().invoke(cli, gen_args(prompts, model, out, "--limit", "2"))  # a rerun, as a new process
+    assert same.exit_code == 0, same.output
+    assert not [r for r in reads if r.startswith(model)]  # the manifest's hashes were trusted: no weight reread
 
     retrain(model)
     new = model_identity(model)
@@ -104,7 +114,7 @@ def eval_args(model, data, out, *extra):
             "--max-tokens", "8", "--dtype", "float32", "--verifier", "int", *extra]
 
 
-def test_eval_refuses_a_retrained_model_and_overwrite_scores_the_new_one(tmp_path, model):
+def test_eval_refuses_a_retrained_model_and_overwrite_scores_the_new_one(tmp_path, model, monkeypatch):
     data = write_prompts(tmp_path / "test.parquet", 3, seed=3, variant="aime", split="test")
     out = tmp_path / "eval"
     first = CliRunner().invoke(cli, eval_args(model, data, out))
@@ -112,6 +122,13 @@ def test_eval_refuses_a_retrained_model_and_overwrite_scores_the_new_one(tmp_pat
     old_summary = json.loads((out / "summary.json").read_text())
     old_rows, old = rows(out / "generations"), model_identity(model)
     assert old_summary["protocol"]["model_hash"] == old
+
+    reads = model_reads(monkeypatch)
+    same = CliRunner().invoke(cli, eval_args(model, data, out))  # a rerun, as a new process: nothing to redo
+    assert same.exit_code == 0, same.output
+    assert not [r for r in reads if r.startswith(model)]  # no weight file read again
+    monkeypatch.undo()
+    old_summary = json.loads((out / "summary.json").read_text())  # the rerun's (same numbers, new timing)
 
     retrain(model)
     new = model_identity(model)
