@@ -6,7 +6,8 @@ a timeout, an unparseable side; ``correct`` is None) and ``no_answer`` (nothing 
 truncated). ``truncated`` counts the samples ``finish_reason == "length"`` apart, overlapping: by
 R1's protocol a truncated sample has no answer (its last box sits in unfinished reasoning), unless
 the evaluation asked ``score_truncated``. pass@1 and pass@k count everything but ``correct`` as
-not correct.
+not correct. cons@k votes over the groups of distill/eval_vote.py; a problem's vote is correct when
+the winning group's answer (its first member) is.
 """
 
 from __future__ import annotations
