@@ -54,7 +54,7 @@ def push(
     """Publish the stage directory ``dir`` as the dataset repository ``repo`` (or write it to ``dry_run``).
 
     Returns ``{"repo", "configs": {name: rows}, "files": [paths in repo], "dry_run", "url", "commit",
-    "deleted"}``; ``url``/``commit`` are None on a dry run. Raises :class:`UserError` before any
+    "deleted", "notes"}``; ``url``/``commit`` are None on a dry run. Raises :class:`UserError` before any
     work for a bad repo id or split, an incomplete or non-stage directory, a missing shard, a
     non-empty dry-run folder, or (unless dry-running) no token or offline mode.
     """
@@ -89,6 +89,8 @@ def push(
         "url": None,
         "commit": None,
         "deleted": [],
+        # Where the card's provenance stops short (an input moved or changed): said on the terminal too.
+        "notes": [n for link in chain for n in link.notes if "provenance stops" in n],
     }
     if folder is not None:
         _write_folder(folder, texts, files)
@@ -317,6 +319,8 @@ def push_command(dir: Path, repo: str, private: bool, split: str, dry_run: Path 
     """
     result = push(dir, repo, private=private, split=split, dry_run=dry_run, license=license_, recipe=recipe)
     tables = ", ".join(f"{name} {rows:,} rows" for name, rows in result["configs"].items())
+    for note in result["notes"]:
+        click.echo(f"note: the card says: {note}", err=True)
     if result["dry_run"]:
         click.echo(f"dry run: wrote {len(result['files'])} files to {result['dry_run']} ({tables}); nothing uploaded")
     else:

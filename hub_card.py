@@ -11,8 +11,9 @@ from typing import Any
 
 from reasonkit import __version__
 from reasonkit.hub_provenance import (
-    Config, Link, decontamination, flatten, funnel, public_path, sampling, teacher_counts, versions,
+    Config, Link, decontamination, flatten, funnel, public_path, sampling, teacher_counts, teacher_identities, versions,
 )
+from reasonkit.hub_public import public_model, scrub, scrub_text
 
 _SIZES = [
     (1_000, "n<1K"),
@@ -113,7 +114,7 @@ def render(
         arg = "" if c.name == "default" else f', "{c.name}"'
         out.append(f'{var} = load_dataset("{repo}"{arg}, split="{split}")')
     out += ["```", "", "## Provenance", ""]
-    out += _teachers_section(teacher_counts(configs, chain))
+    out += _teachers_section(teacher_counts(configs, chain), teacher_identities(chain))
     out += _sampling_section(chain)
     out += _funnel_section(chain)
     out += _decontam_section(chain)
@@ -135,18 +136,20 @@ def render(
 
 
 def _cell(v: Any) -> str:
-    text = v if isinstance(v, str) else json.dumps(v, default=str)
+    text = scrub_text(v) if isinstance(v, str) else json.dumps(scrub(v), default=str)
     text = text.replace("|", "\\|").replace("\n", "\\n")
     return f"`{text}`" if len(text) <= 120 else f"`{text[:117]}...`"
 
 
-def _teachers_section(counts: Counter) -> list[str]:
+def _teachers_section(counts: Counter, identities: dict[str, str]) -> list[str]:
     out = ["### Teachers", ""]
     if not counts:
         return out + ["No `teacher` column in these tables or a reachable traces stage: unknown.", ""]
-    out += ["Counted in the rows (`teacher`, `gen_config` columns):", "", "| teacher | gen_config | rows |", "|---|---|---:|"]
+    out += ["Counted in the rows (`teacher`, `gen_config` columns). A local model is named by its directory, "
+            "pinned by the hash of its weights and tokenizer where the generate stage recorded it; a Hub id by "
+            "its revision where recorded.", "", "| teacher | gen_config | rows |", "|---|---|---:|"]
     for (teacher, gen), n in counts.most_common():
-        out.append(f"| {_cell(teacher)} | {_cell(gen) if gen else '-'} | {n:,} |")
+        out.append(f"| {_cell(public_model(teacher, identities.get(teacher))) if teacher else '-'} | {_cell(gen) if gen else '-'} | {n:,} |")
     return out + [""]
 
 
@@ -159,37 +162,34 @@ def _sampling_section(chain: list[Link]) -> list[str]:
     link, params = found
     out += [f"From the `generate` manifest (config fingerprint `{link.manifest.get('config_fingerprint')}`):", ""]
     out += ["| parameter | value |", "|---|---|"] + [f"| {k} | {_cell(v)} |" for k, v in params.items()]
-    info = {k: v for k, v in (link.manifest.get("backend_info") or {}).items() if k != "base_url"}
+    info = {k: v for k, v in scrub(link.manifest.get("backend_info") or {}).items() if k != "base_url"}
     out += [f"| backend_info.{k} | {_cell(v)} |" for k, v in info.items()]
     return out + [""]
 
 
 def _funnel_section(chain: list[Link]) -> list[str]:
+    """Each stage's report: a filter's funnel as a table (the numbers of its report.json), any other
+    report's scalar figures; the whole report.json folded below."""
     out: list[str] = []
     for link in chain:
         if not link.report:
             continue
         stage = (link.manifest or {}).get("stage")
-        parsed = funnel(link.report) if stage != "eval" else None
-        out += [f"### Report of the `{stage}` stage", ""]
+        where = f" ({link.dir.name})" if link.dir is not None else ""
+        parsed = funnel(link.report) if stage == "filter" else None
         if parsed:
-            rows_in, drops, rows_out = parsed
-            remaining = rows_in
-            out += ["| step | dropped | remaining |", "|---|---:|---:|"]
-            if rows_in is not None:
-                out.append(f"| rows in | | {rows_in:,} |")
-            for reason, n in drops:
-                remaining = remaining - n if remaining is not None else None
-                out.append(f"| {_cell(reason)} | {n:,} | {'' if remaining is None else f'{remaining:,}'} |")
-            if rows_out is not None:
-                out.append(f"| rows out | | {rows_out:,} |")
-            out.append("")
+            out += [f"### Funnel of the `{stage}` stage{where}", "",
+                    "| filter | reason | dropped | remaining |", "|---|---|---:|---:|",
+                    f"| rows in | | | {parsed.rows_in:,} |"]
+            out += [f"| {_cell(f)} | {_cell(r)} | {n:,} | {left:,} |" for f, r, n, left in parsed.steps]
+            out += [f"| rows out | | | {parsed.rows_out:,} |", ""]
         else:
+            out += [f"### Report of the `{stage}` stage{where}", ""]
             scalars = {k: v for k, v in link.report.items() if isinstance(v, (int, float, str, bool))}
             if scalars:
                 out += ["| key | value |", "|---|---|"] + [f"| {k} | {_cell(v)} |" for k, v in scalars.items()] + [""]
         out += ["<details><summary>report.json</summary>", "", "```json",
-                json.dumps(link.report, indent=2, default=str), "```", "", "</details>", ""]
+                json.dumps(scrub(link.report), indent=2, default=str), "```", "", "</details>", ""]
     return out
 
 
@@ -223,10 +223,10 @@ def _lineage_section(chain: list[Link]) -> list[str]:
         m = link.manifest
         out.append(f"| {m.get('stage')} | {m.get('kind') or '-'} | {int(m.get('rows', 0)):,} | "
                    f"`{m.get('config_fingerprint')}` | {m.get('reasonkit_version', '?')} | {m.get('updated', '?')} |")
-    notes = [n for link in chain for n in link.notes]
+    notes = [scrub_text(n) for link in chain for n in link.notes]
     out += [""] + [f"- {n}" for n in notes] + ([""] if notes else [])
     for link in chain:
         if link.manifest and link.manifest.get("config"):
             out += [f"<details><summary>{link.manifest.get('stage')} config</summary>", "", "```json",
-                    json.dumps(link.manifest["config"], indent=2, default=str), "```", "", "</details>", ""]
+                    json.dumps(scrub(link.manifest["config"]), indent=2, default=str), "```", "", "</details>", ""]
     return out

@@ -4,20 +4,21 @@ The teachers and generation fingerprints are counted in the rows; the sampling p
 from the ``generate`` manifest reached by walking the stage chain upward (each manifest's
 ``input_path``, verified by its ``input_fingerprint``); the funnel and decontamination counts come
 from ``report.json``; versions from ``versions`` dicts and ``*_version`` keys. What is not recorded
-is reported as unknown, never guessed. :mod:`reasonkit.hub_card` renders it.
+is reported as unknown, never guessed. :mod:`reasonkit.hub_card` renders it, and whatever either
+publishes passes through :mod:`reasonkit.hub_public` first (no local path leaves the machine).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reasonkit import __version__
+from reasonkit.hub_public import is_local_path, public_model, public_path, scrub, scrub_text
 
 REPORT = "report.json"
 
@@ -69,11 +70,14 @@ def read_report(stage_dir: Path) -> dict | None:
 _INPUT_KEYS = ("input_path", "input", "inputs", "traces", "verdicts", "prompts")
 
 
-def recorded_inputs(manifest: dict) -> list[str]:
-    """The input(s) a stage recorded, as strings (paths or Hub ids).
+def recorded_inputs(manifest: dict) -> tuple[list[str], bool]:
+    """The input(s) a stage recorded, as strings (paths or Hub ids), and whether as a list.
 
-    >>> recorded_inputs({"input_path": "runs/traces"}), recorded_inputs({"run_config": {"prompts": "a/b"}})
-    (['runs/traces'], ['a/b'])
+    A stage that records a list fingerprints the list (the filter: traces and eval sets; pairs:
+    verdicts and ``rejected/``), even of one; a single input is fingerprinted alone.
+
+    >>> recorded_inputs({"input_path": ["runs/traces"]}), recorded_inputs({"run_config": {"prompts": "a/b"}})
+    ((['runs/traces'], True), (['a/b'], False))
     """
     for where in (manifest, manifest.get("run_config"), manifest.get("config")):
         if not isinstance(where, dict):
@@ -81,20 +85,21 @@ def recorded_inputs(manifest: dict) -> list[str]:
         for key in _INPUT_KEYS:
             v = where.get(key)
             if isinstance(v, str) and v:
-                return [v]
+                return [v], False
             if isinstance(v, list) and v and all(isinstance(x, str) and x for x in v):
-                return list(v)
-    return []
+                return list(v), True
+    return [], False
 
 
 def lineage(stage_dir: Path, manifest: dict, *, max_depth: int = 16) -> list[Link]:
     """The published stage, then each stage it read, back to its source.
 
-    A relative input path was relative to the working directory of the run that wrote it, which
-    is unknown now: it is tried against the current directory and each ancestor of the stage
-    directory, and followed only if it reproduces the recorded ``input_fingerprint`` (so a path
-    that now names something else, or nothing, is reported rather than trusted). With several
-    inputs the chain follows the first stage directory among them and notes the others.
+    A recorded input is looked for where it was recorded, then (a relative path was relative to
+    a working directory unknown now) under each ancestor of the stage directory, then (the run
+    was moved or copied: a recipe's steps are siblings) its trailing parts under those ancestors.
+    It is followed only if it reproduces the recorded ``input_fingerprint``, so a path that now
+    names something else, or nothing, is reported rather than trusted. With several inputs the
+    chain follows the first stage directory among them and notes the others.
     """
     from reasonkit.errors import UserError
     from reasonkit.store import is_stage_dir, load_manifest
@@ -103,8 +108,8 @@ def lineage(stage_dir: Path, manifest: dict, *, max_depth: int = 16) -> list[Lin
     seen = {stage_dir.resolve()}
     while len(chain) < max_depth:
         here = chain[-1]
-        inputs = recorded_inputs(here.manifest or {})
-        resolved = _verified(inputs, here) if inputs else None
+        inputs, as_list = recorded_inputs(here.manifest or {})
+        resolved = _verified(inputs, as_list, here) if inputs else None
         if resolved is None:
             break
         stages = [(r, p) for r, p in zip(inputs, resolved) if p is not None and is_stage_dir(p)]
@@ -120,47 +125,68 @@ def lineage(stage_dir: Path, manifest: dict, *, max_depth: int = 16) -> list[Lin
         try:
             chain.append(Link(path, load_manifest(path), read_report(path)))
         except UserError as e:
-            here.notes.append(str(e))
+            here.notes.append(scrub_text(str(e)))
             break
     return chain
 
 
-def _verified(inputs: list[str], here: Link) -> list[Path | None] | None:
+_MAX_TRIES = 64  # combinations of candidate locations tried against the fingerprint
+
+
+def _verified(inputs: list[str], as_list: bool, here: Link) -> list[Path | None] | None:
     """The inputs resolved to local paths (None: remote), or None, with a note, when they cannot be trusted."""
+    import itertools
+
     from reasonkit.store import fingerprint, fingerprint_path
 
-    resolved = [_resolve(r, here.dir) for r in inputs]
-    # As the stages fingerprint their input: one by fingerprint_path (a missing path, such as a
-    # Hub id, by its string), several as the list of those (judges/pairs.py).
-    each = [fingerprint_path(p) if p is not None else fingerprint(r) for r, p in zip(inputs, resolved)]
-    actual = each[0] if len(each) == 1 else fingerprint(each)
+    # As the stages fingerprint their input: each by fingerprint_path (a Hub id by its string),
+    # a recorded list as the list of those. Cached: a prompts file is hashed once, not per try.
+    cache: dict[str, str] = {}
+
+    def one(target: str | Path) -> str:
+        if str(target) not in cache:
+            cache[str(target)] = fingerprint_path(target)
+        return cache[str(target)]
+
+    def fingerprint_of(choice: tuple[Path | None, ...]) -> str:
+        each = [one(p if p is not None else r) for r, p in zip(inputs, choice)]
+        return fingerprint(each) if as_list else each[0]
+
+    options = [_candidates(r, here.dir) for r in inputs]
     expected = here.manifest.get("input_fingerprint")
-    missing = [r for r, p in zip(inputs, resolved) if p is None and (expected or _looks_local(r))]
-    if expected and actual != expected or not expected and missing:
-        shown = ", ".join(f"`{public_path(r)}`" for r in (missing or inputs))
-        why = "is not reachable from here" if missing else "has changed since this stage read it"
-        here.notes.append(f"input {shown} {why}; provenance stops at this stage")
-        return None
-    return resolved
+    if expected:
+        tries = itertools.islice(itertools.product(*[o + [None] for o in options]), _MAX_TRIES)
+        found = next((list(c) for c in tries if fingerprint_of(c) == expected), None)
+        if found is not None:
+            return found
+    missing = [r for r, o in zip(inputs, options) if not o and (expected or is_local_path(r))]
+    if expected is None and not missing:
+        return [o[0] if o else None for o in options]
+    shown = ", ".join(f"`{public_path(r)}`" for r in (missing or inputs))
+    if missing:
+        why = (f"inputs {shown} are not reachable from here (moved or deleted since this stage read them)"
+               if len(missing) > 1 else
+               f"input {shown} is not reachable from here (moved or deleted since this stage read it)")
+    else:
+        why = (f"inputs {shown} have changed since this stage read them" if len(inputs) > 1
+               else f"input {shown} has changed since this stage read it")
+    here.notes.append(f"{why}; provenance stops at this stage")
+    return None
 
 
-def _resolve(recorded: str, stage_dir: Path | None) -> Path | None:
+def _candidates(recorded: str, stage_dir: Path | None) -> list[Path]:
+    """Where a recorded input may be now, most likely first; only paths that exist."""
     p = Path(recorded).expanduser()
-    if p.is_absolute():
-        return p if p.exists() else None
-    candidates = [Path.cwd() / p]
-    if stage_dir is not None:
-        candidates += [a / p for a in stage_dir.resolve().parents]
-    return next((c for c in candidates if c.exists()), None)
-
-
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
-_FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv", ".txt", ".arrow")
-
-
-def _looks_local(recorded: str) -> bool:
-    """Without a fingerprint to tell: a Hub dataset id is ``org/name``, anything else was a local path."""
-    return not _HUB_ID.fullmatch(recorded) or recorded.lower().endswith(_FILE_SUFFIXES)
+    ancestors = list(stage_dir.resolve().parents) if stage_dir is not None else []
+    found = [p] if p.is_absolute() else [Path.cwd() / p] + [a / p for a in ancestors]
+    parts = p.parts[1:] if p.is_absolute() else p.parts
+    for k in range(1, len(parts)):  # moved: the input's last k parts under the stage's ancestors
+        found += [a / Path(*parts[-k:]) for a in ancestors]
+    unique: list[Path] = []
+    for c in found:
+        if c.exists() and c.resolve() not in {u.resolve() for u in unique}:
+            unique.append(c)
+    return unique
 
 
 def teacher_counts(configs: list[Config], chain: list[Link]) -> Counter:
@@ -214,9 +240,22 @@ def sampling(chain: list[Link]) -> tuple[Link, dict[str, Any]] | None:
     for link in chain:
         m = link.manifest or {}
         if m.get("stage") == "generate" or m.get("kind") == "traces":
-            flat = flatten(m.get("config") or {})
-            return link, {k: v for k, v in flat.items() if k.rsplit(".", 1)[-1] in SAMPLING_KEYS}
+            config = m.get("config") or {}
+            params = scrub({k: v for k, v in flatten(config).items() if k.rsplit(".", 1)[-1] in SAMPLING_KEYS})
+            if isinstance(config.get("teacher"), str):
+                params["teacher"] = public_model(config["teacher"], config.get("teacher_identity"))
+            return link, params
     return None
+
+
+def teacher_identities(chain: list[Link]) -> dict[str, str]:
+    """teacher as recorded -> its content identity, from the generate manifests in the chain."""
+    found: dict[str, str] = {}
+    for link in chain:
+        config = (link.manifest or {}).get("config") or {}
+        if isinstance(config.get("teacher"), str) and isinstance(config.get("teacher_identity"), str):
+            found.setdefault(config["teacher"], config["teacher_identity"])
+    return found
 
 
 def versions(chain: list[Link]) -> dict[str, str]:
@@ -232,41 +271,36 @@ def versions(chain: list[Link]) -> dict[str, str]:
     return out
 
 
-def funnel(report: dict) -> tuple[int | None, list[tuple[str, int]], int | None] | None:
-    """(rows in, [(reason, dropped)] in order, rows out) from a filter report, in the shapes it may take.
+@dataclass
+class Funnel:
+    """A filter's funnel as its report.json records it (filters/report.py)."""
 
-    >>> funnel({"funnel": {"in": 10, "dropped": {"wrong": 3, "length": 1}, "out": 6}})
-    (10, [('wrong', 3), ('length', 1)], 6)
-    >>> funnel({"rows_in": 4, "steps": [{"reason": "dup", "dropped": 1}], "rows_out": 3})
-    (4, [('dup', 1)], 3)
+    rows_in: int
+    steps: list[tuple[str, str, int, int]]  # (filter, reason, dropped, remaining), in the order filters ran
+    rows_out: int
+
+
+def funnel(report: dict) -> Funnel | None:
+    """The funnel of a filter report (None for any other report), read as ``Tally.report`` writes it.
+
+    >>> import pyarrow as pa
+    >>> from reasonkit.filters.report import Tally
+    >>> t = Tally()
+    >>> t.add(pa.table({"keep": [True, False], "drop_reason": [None, "wrong"], "correct": [True, False],
+    ...                 "completion_tokens": [5, 6]}))
+    >>> funnel(t.report([("format", "truncated"), ("verify", "wrong")]))
+    Funnel(rows_in=2, steps=[('format', 'truncated', 0, 2), ('verify', 'wrong', 1, 1)], rows_out=1)
     """
-    body = report.get("funnel", report)
-    if not isinstance(body, (dict, list)):
+    steps = report.get("funnel")
+    rows_in, rows_out = report.get("rows_in"), report.get("rows_out")
+    if not (isinstance(steps, list) and isinstance(rows_in, int) and isinstance(rows_out, int)):
         return None
-    if isinstance(body, list):
-        body = {"steps": body}
-
-    def first(*keys: str) -> Any:
-        return next((body[k] for k in keys if k in body), None)
-
-    rows_in = first("in", "rows_in", "input_rows", "total")
-    rows_out = first("out", "rows_out", "kept", "output_rows")
-    drops = first("dropped", "drops", "steps", "reasons", "dropped_per_reason")
-    pairs: list[tuple[str, int]] = []
-    if isinstance(drops, dict):
-        pairs = [(str(k), v) for k, v in drops.items() if isinstance(v, int)]
-    elif isinstance(drops, list):
-        for item in drops:
-            if isinstance(item, dict):
-                name = next((item[k] for k in ("reason", "step", "filter", "name") if k in item), None)
-                n = next((item[k] for k in ("dropped", "count", "rows", "n") if isinstance(item.get(k), int)), None)
-                if name is not None and n is not None:
-                    pairs.append((str(name), n))
-            elif isinstance(item, (list, tuple)) and len(item) == 2:
-                pairs.append((str(item[0]), int(item[1])))
-    if not pairs and rows_in is None and rows_out is None:
-        return None
-    return rows_in if isinstance(rows_in, int) else None, pairs, rows_out if isinstance(rows_out, int) else None
+    parsed = []
+    for step in steps:
+        if not (isinstance(step, dict) and isinstance(step.get("dropped"), int) and isinstance(step.get("remaining"), int)):
+            return None
+        parsed.append((str(step.get("filter", "?")), str(step.get("reason", "?")), step["dropped"], step["remaining"]))
+    return Funnel(rows_in, parsed, rows_out)
 
 
 def decontamination(chain: list[Link]) -> tuple[dict[str, Any], list[str]]:
@@ -282,12 +316,12 @@ def decontamination(chain: list[Link]) -> tuple[dict[str, Any], list[str]]:
                 else:
                     found[k] = v
         parsed = funnel(report)
-        from_funnel = {r: n for r, n in (parsed[1] if parsed else []) if "contam" in r.lower()}
+        from_funnel = {reason: n for _, reason, n, _ in (parsed.steps if parsed else []) if "contam" in reason.lower()}
         if not any("contam" in k.lower() for k in report):  # a dedicated section already says it per benchmark
             found.update(from_funnel)
         for k, v in flatten((link.manifest or {}).get("config") or {}).items():
             if "decontam" in k.lower() and v not in (None, [], ""):
-                checked += [str(x) for x in v] if isinstance(v, list) else [str(v)]
+                checked += [scrub_text(str(x)) for x in (v if isinstance(v, list) else [v])]
     return found, checked
 
 
@@ -309,18 +343,6 @@ def recipe_text(recipe: str | os.PathLike | None, chain: list[Link]) -> str | No
 # -- rendering -------------------------------------------------------------------------------
 
 
-def public_path(recorded: str) -> str:
-    """A recorded local path as it may appear in a public card: no home or machine-specific prefix.
-
-    >>> public_path("/home/alice/work/data/prompts.jsonl"), public_path("runs/traces")
-    ('.../data/prompts.jsonl', 'runs/traces')
-    """
-    p = Path(recorded)
-    if not (p.is_absolute() or recorded.startswith("~")) or len(p.parts) <= 3:
-        return recorded
-    return ".../" + "/".join(p.parts[-2:])
-
-
 # Manifest keys left out of provenance.json: where and how a run executed on its machine (local
 # paths, endpoints, timings), not what decided the rows; and the shard list, which the repo renames.
 _PRIVATE_KEYS = ("shards", "run_config", "last_run")
@@ -330,11 +352,9 @@ def public_manifest(m: dict | None) -> dict | None:
     if m is None:
         return None
     out = {k: v for k, v in m.items() if k not in _PRIVATE_KEYS}
-    if isinstance(out.get("input_path"), str):
-        out["input_path"] = public_path(out["input_path"])
     if isinstance(out.get("backend_info"), dict):
         out["backend_info"] = {k: v for k, v in out["backend_info"].items() if k != "base_url"}
-    return out
+    return scrub(out)
 
 
 def provenance(configs: list[Config], chain: list[Link]) -> dict:
@@ -343,8 +363,8 @@ def provenance(configs: list[Config], chain: list[Link]) -> dict:
         "reasonkit_version": __version__,
         "configs": {c.name: {"files": c.files, "manifest": public_manifest(c.manifest)} for c in configs},
         "lineage": [
-            {"manifest": public_manifest(link.manifest), "report": link.report,
-             "source": public_path(link.source) if link.source else None, "notes": link.notes}
+            {"manifest": public_manifest(link.manifest), "report": scrub(link.report),
+             "source": link.source, "notes": [scrub_text(n) for n in link.notes]}
             for link in chain
         ],
     }

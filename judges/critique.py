@@ -134,7 +134,8 @@ def run_critique(cfg: CritiqueConfig, *, backend=None) -> dict:
         raise UserError(f"{cfg.input}: a prefs stage; critique revises single responses (traces, verdicts or sft)")
     settings = {**fingerprinted(cfg), "constitution": constitution.as_dict()}
     source_fp = fingerprint_path(cfg.input)
-    common = dict(config=settings, keys=("id", "sample"), input_fingerprint=source_fp, overwrite=cfg.overwrite)
+    common = dict(config=settings, keys=("id", "sample"), input_fingerprint=source_fp, input_path=cfg.input,
+                  overwrite=cfg.overwrite)
     prefs = StageWriter(cfg.out, stage="critique", kind="prefs", **common)
     sft = StageWriter(stage.record_dir(cfg.out).parent / "sft", stage="critique-sft", kind="sft", **common)
     record = StageWriter(stage.record_dir(cfg.out), stage="critique-record", kind=None, **common)

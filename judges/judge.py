@@ -182,7 +182,7 @@ def run_judge(cfg: JudgeConfig, *, backend=None) -> dict:
     source_fp = fingerprint_path(cfg.input)
     pointwise = cfg.mode == "pointwise"
     prefs = StageWriter(cfg.out, stage="judge", kind="prefs", config=settings, keys=("id", "pair"),
-                        input_fingerprint=source_fp, overwrite=cfg.overwrite)
+                        input_fingerprint=source_fp, input_path=cfg.input, overwrite=cfg.overwrite)
     record = StageWriter(stage.record_dir(cfg.out), stage="judge-record", kind=None, config=settings,
                          keys=("id", "sample") if pointwise else ("id", "pair"), input_fingerprint=source_fp,
                          overwrite=cfg.overwrite)

@@ -274,7 +274,7 @@ def run_pairs(cfg: PairsConfig) -> dict:
     src = _sources(Path(cfg.verdicts))
     writer = StageWriter(
         cfg.out, stage="pairs", kind="prefs", config=fingerprinted(cfg), keys=("id", "pair"),
-        input_fingerprint=fingerprint([fingerprint_path(d) for d in src]), overwrite=cfg.overwrite,
+        input_fingerprint=fingerprint([fingerprint_path(d) for d in src]), input_path=src, overwrite=cfg.overwrite,
     )
     rows, report = build(cfg)
     done = writer.done_keys()

@@ -18,9 +18,15 @@ GEN_CONFIG = {"teacher": TEACHER, "backend": "openai", "n": 2, "temperature": 0.
 PRIVATE_URL = "http://10.1.2.3:8000/v1"
 GEN_FP = fingerprint(GEN_CONFIG)
 FILTER_CONFIG = {"verifier": "math", "lang": "en", "dedup": "exact", "decontam": ["evals/aime24.parquet"]}
+# In the shape filters/report.py writes (Tally.report), trimmed to the fields the card reads.
 REPORT = {
-    "funnel": {"in": 8, "dropped": {"wrong_answer": 2, "decontam:aime24": 1}, "out": 5},
-    "decontamination": {"aime24": 1},
+    "rows_in": 8,
+    "funnel": [
+        {"filter": "verify", "reason": "wrong_answer", "dropped": 2, "remaining": 6},
+        {"filter": "decontam", "reason": "contaminated:aime24", "dropped": 1, "remaining": 5},
+    ],
+    "rows_out": 5,
+    "contamination": {"aime24": 1},
 }
 RECIPE = "# distill run recipe.yaml\ngenerate:\n  n: 2\nfilter:\n  verifier: math\n"
 

@@ -18,7 +18,7 @@ from reasonkit import __version__
 from reasonkit import cli as cli_module
 from reasonkit.errors import UserError
 from reasonkit.hub import push
-from reasonkit.store import StageWriter, fingerprint_path
+from reasonkit.store import StageWriter, fingerprint, fingerprint_path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from hub_helpers import (  # noqa: E402
@@ -98,7 +98,7 @@ def test_card_metadata_and_provenance(stages, tmp_path, monkeypatch):
     assert "| temperature | `0.6` |" in body and "| top_p | `0.95` |" in body and "| n | `2` |" in body
     assert "| backend_info.openai | `1.99.0` |" in body
     # the funnel, in order, with what remains
-    assert "| rows in | | 8 |" in body and "| `wrong_answer` | 2 | 6 |" in body and "| rows out | | 5 |" in body
+    assert "| rows in | | | 8 |" in body and "| `verify` | `wrong_answer` | 2 | 6 |" in body and "| rows out | | | 5 |" in body
     # decontamination: what was checked and what it found
     assert "`evals/aime24.parquet`" in body and "| `aime24` | `1` |" in body
     assert "| math_verify | `0.8.0` |" in body and "| lingua | `2.1.0` |" in body
@@ -246,3 +246,40 @@ def test_missing_token(stages, tmp_path, monkeypatch, distill):
     monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
     result = distill(stages, "--repo", "org/x")
     assert result.exit_code == 2 and result.output.startswith("error: no Hugging Face token"), result.output
+
+
+# -- what a public card may say about a local run ---------------------------------------------------
+
+
+@pytest.mark.parametrize("module", ["hub_public", "hub_provenance", "hub_card"])
+def test_doctests(module):
+    import doctest
+    import importlib
+
+    assert doctest.testmod(importlib.import_module(f"reasonkit.{module}")).failed == 0
+
+
+def test_a_local_teacher_is_named_by_its_directory_and_content_not_its_path(tmp_path):
+    """As a recipe records it: absolute paths everywhere, the filter's inputs as a list."""
+    teacher = str(tmp_path / "models" / "my-teacher")
+    identity = "sha256:" + "0123456789abcdef" * 4
+    config = {**GEN_CONFIG, "teacher": teacher, "teacher_identity": identity}
+    gen, out = tmp_path / "run" / "traces", tmp_path / "run" / "verified"
+    with StageWriter(gen, stage="generate", kind="traces", config=config, keys=("id", "sample"),
+                     input_fingerprint=fingerprint_path(tmp_path / "p.jsonl"), input_path=str(tmp_path / "p.jsonl")) as w:
+        w.commit(_traces(["p0"]).set_column(9, "teacher", pa.array([teacher])))
+        w.finish()
+    with StageWriter(out, stage="filter", kind="verdicts", config={"decontam": [str(tmp_path / "evals.jsonl")]},
+                     keys=("id", "sample"), input_fingerprint=fingerprint([fingerprint_path(gen)]),
+                     input_path=[str(gen)]) as w:
+        w.commit(_verdicts(["p0"], keep=True).set_column(9, "teacher", pa.array([teacher])))
+        w.finish()
+    (out / "report.json").write_text(json.dumps({**REPORT, "input": str(gen)}))
+    push(out, "org/x", dry_run=tmp_path / "preview")
+    card = (tmp_path / "preview" / "README.md").read_text()
+    assert "| teacher | `my-teacher@sha256:0123456789abcdef` |" in card  # the sampling parameters
+    assert "| `my-teacher@sha256:0123456789abcdef` |" in card.split("### Teachers")[1]  # counted in the rows
+    assert '"input": ".../run/traces"' in card  # report.json, folded in the card
+    assert f"Checked against: `.../{tmp_path.name}/evals.jsonl`" in card  # the last two parts of a path
+    for name in ("README.md", "provenance.json"):
+        assert str(tmp_path) not in (tmp_path / "preview" / name).read_text(), name
