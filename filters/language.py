@@ -2,78 +2,56 @@ r"""Language consistency of a chain of thought, as DeepSeek-R1 defines it.
 
 R1's language-consistency reward is "the proportion of target language words in the CoT". Here:
 
-1. Remove what is not prose: fenced and inline code, LaTeX math (``$..$``, ``$$..$$``, ``\(..\)``,
-   ``\[..\]``, ``\begin{..}..\end{..}``), remaining ``\commands``, URLs. Numbers and symbols are
-   never words: a word is a run of letters, and every CJK character (Han, kana, Hangul) is a word.
-2. Split into sentences, and sentences into runs of one script (Latin, Cyrillic, CJK, ...).
-3. Give each run a language. A script that only one candidate language uses decides alone (kana
-   means Japanese, Hangul Korean). A script shared by several candidates (Latin: en, fr, de, es)
-   asks lingua, restricted to those candidates, on runs of at least :data:`MIN_WORDS` words; a
-   shorter run, or one lingua is unsure of, counts for the target when the target uses that script.
-4. ``lang_ratio`` = words in the target language / all words; ``None`` when there are no words.
+1. Words as :mod:`reasonkit.filters.words` counts them, script by script: letter runs in alphabetic
+   scripts, Chinese/Japanese characters by a chars-per-word equivalence; LaTeX, code, numbers and
+   math symbols (``25π``, a lone ``θ``) are no language's words.
+2. Split into sentences, and sentences into runs of one script (Latin, Cyrillic, Han, ...).
+3. Give each run a language. A script only one candidate language uses decides alone (Cyrillic:
+   Russian among the defaults, kana Japanese, Hangul Korean); a script no candidate uses is not the
+   target. A script several candidates share (Latin: en, fr, de, es) needs a verdict, for runs of at
+   least :data:`MIN_WORDS` words; shorter runs of that script are pooled (consecutive ones) or
+   follow the nearest long run of the same script in the text, never the target by default:
+   - first the candidates' stopwords (stopwordsiso): a run whose words include stopwords of one
+     candidate only, and none another candidate shares with it, is that candidate's (the cheap
+     path most sentences of a trace take, whichever language they are in);
+   - otherwise lingua, restricted to the candidates sharing the script; a run it cannot tell
+     apart (its two best under a relative distance of 0.2) counts for no language: it leaves both
+     the numerator and the denominator.
+4. ``lang_ratio`` = words in the target language / words given a language; ``None`` when no word
+   was given one (nothing to judge).
 
-Example (target ``en``): ``"So $x^2 = 4$, 所以 x = 2."`` has the words ``So``, ``所``, ``以``,
-``x``: the CJK run is not English, so the ratio is 2/4 = 0.5.
+Example (target ``en``): ``"Let me compute this now. 我们先来仔细计算这两个数的乘积。"`` has 5 English
+words and a 15-character Chinese run (10 words): the ratio is 5/15.
 
->>> lang_ratio("So $x^2 = 4$, 所以 x = 2.", "en")
-0.5
->>> lang_ratio("Let me compute 37 * 48 first. Then add them.", "en")
+>>> lang_ratio("Let me compute the product first. Then add them.", "en")
 1.0
+>>> lang_ratio("Donc x = 2. Alors y = 3. Puis z = 4.", "en")  # French connectives, pooled
+0.0
+>>> lang_ratio("The area is 25π, so θ = α/2 and the answer follows.", "en")  # symbols are no words
+1.0
+>>> round(lang_ratio("Let me compute this now. 我们先来仔细计算这两个数的乘积。", "en"), 3)
+0.333
 >>> lang_ratio(r"$$\frac{1}{2}$$ 42", "en") is None
 True
 """
 
 from __future__ import annotations
 
-import bisect
-import re
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from functools import lru_cache
 
 import pyarrow as pa
 
 from reasonkit.errors import UserError
 from reasonkit.filters.base import RowFilter
+from reasonkit.filters.words import count, runs
 
 #: Languages a chain of thought is checked against when the user names none.
 DEFAULT_CANDIDATES = ("en", "zh", "ja", "ko", "ru", "fr", "de", "es")
-#: Shorter runs of a shared script are too short for any detector to judge.
+#: Shorter runs of a shared script are too short for a verdict of their own (pooled instead).
 MIN_WORDS = 3
-
-# (first code point, last code point, script); letters outside these ranges are "other".
-_RANGES = sorted([
-    (0x41, 0x5A, "latin"), (0x61, 0x7A, "latin"), (0xC0, 0x24F, "latin"), (0x1E00, 0x1EFF, "latin"),
-    (0x370, 0x3FF, "greek"), (0x1F00, 0x1FFF, "greek"), (0x400, 0x52F, "cyrillic"),
-    (0x530, 0x58F, "armenian"), (0x590, 0x5FF, "hebrew"), (0x600, 0x6FF, "arabic"), (0x750, 0x77F, "arabic"),
-    (0x900, 0x97F, "devanagari"), (0x980, 0x9FF, "bengali"), (0xA00, 0xA7F, "gurmukhi"),
-    (0xA80, 0xAFF, "gujarati"), (0xB80, 0xBFF, "tamil"), (0xC00, 0xC7F, "telugu"), (0xE00, 0xE7F, "thai"),
-    (0x10A0, 0x10FF, "georgian"), (0x1100, 0x11FF, "hangul"), (0x3040, 0x30FF, "kana"),
-    (0x3130, 0x318F, "hangul"), (0x31F0, 0x31FF, "kana"), (0x3400, 0x4DBF, "han"), (0x4E00, 0x9FFF, "han"),
-    (0xAC00, 0xD7AF, "hangul"), (0xF900, 0xFAFF, "han"), (0xFB50, 0xFDFF, "arabic"), (0xFE70, 0xFEFF, "arabic"),
-    (0xFF66, 0xFF9F, "kana"), (0x20000, 0x2FFFF, "han"),
-])
-_STARTS = [r[0] for r in _RANGES]
-_CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002ffff"
-_TOKEN = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])[^\W\d_])+")
-_SENTENCE = re.compile(r"[.!?;:\n。！？；：]+")
-_STRIP = [
-    (re.compile(r"```.*?(?:```|$)", re.S), "\n"),
-    (re.compile(r"`[^`\n]*`"), " "),
-    (re.compile(r"\$\$.*?\$\$|\\\[.*?\\\]|\\begin\{([a-zA-Z*]+)\}.*?\\end\{\1\}", re.S), "\n"),
-    (re.compile(r"\$[^$]*\$|\\\(.*?\\\)", re.S), " "),
-    (re.compile(r"\\[a-zA-Z]+|https?://\S+"), " "),
-]
-_SPECIAL = {"zh": {"han"}, "ja": {"han", "kana"}, "ko": {"hangul"}, "el": {"greek"}, "he": {"hebrew"},
-            "th": {"thai"}, "bn": {"bengali"}, "gu": {"gujarati"}, "pa": {"gurmukhi"}, "ta": {"tamil"},
-            "te": {"telugu"}, "ka": {"georgian"}, "hy": {"armenian"}}
-
-
-def script_of(char: str) -> str:
-    cp = ord(char)
-    i = bisect.bisect_right(_STARTS, cp) - 1
-    if i >= 0 and cp <= _RANGES[i][1]:
-        return _RANGES[i][2]
-    return "other"
+#: Verdicts remembered per filter (R1 traces repeat sentences: "Wait, let me check.").
+CACHE_SIZE = 200_000
 
 
 @lru_cache(maxsize=None)
@@ -81,6 +59,11 @@ def _lingua():
     import lingua
 
     return lingua
+
+
+_SPECIAL = {"zh": {"han"}, "ja": {"han", "kana"}, "ko": {"hangul"}, "el": {"greek"}, "he": {"hebrew"},
+            "th": {"thai"}, "bn": {"bengali"}, "gu": {"gujarati"}, "pa": {"gurmukhi"}, "ta": {"tamil"},
+            "te": {"telugu"}, "ka": {"georgian"}, "hy": {"armenian"}}
 
 
 @lru_cache(maxsize=None)
@@ -108,58 +91,112 @@ def _detector(codes: tuple[str, ...]):
     return lingua.LanguageDetectorBuilder.from_languages(*langs).with_minimum_relative_distance(0.2).build()
 
 
-def clean(text: str) -> str:
-    """``text`` without code, LaTeX and URLs (the prose whose words are counted)."""
-    for pattern, repl in _STRIP:
-        text = pattern.sub(repl, text)
-    return text
+@lru_cache(maxsize=64)
+def _stopwords(codes: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    """Each candidate's stopwords that no other of ``codes`` has (stopwordsiso's lists, letters only)."""
+    import stopwordsiso
+
+    lists = {c: {w for w in stopwordsiso.stopwords(c) if w.isalpha()} if stopwordsiso.has_lang(c) else set()
+             for c in codes}
+    return {c: frozenset(words - set().union(*(lists[o] for o in codes if o != c))) for c, words in lists.items()}
 
 
-def runs(text: str) -> list[tuple[str, list[str]]]:
-    """``(script, words)`` for each single-script run of each sentence of cleaned ``text``."""
-    out: list[tuple[str, list[str]]] = []
-    for sentence in _SENTENCE.split(clean(text)):
-        current, words = None, []
-        for word in _TOKEN.findall(sentence):
-            script = script_of(word[0])
-            script = "cjk" if script in ("han", "kana") else script
-            if script != current and words:
-                out.append((current, words))
-                words = []
-            current = script
-            words.append(word)
+def _by_stopwords(words: list[str], lexicons: dict[str, frozenset[str]]) -> str | None:
+    """The one candidate whose distinctive stopwords the run holds (two of them in a run of 4+
+    words), when no other candidate's appear; else None (ask the detector)."""
+    lowered = [w.lower() for w in words]
+    hits = {c: sum(w in lex for w in lowered) for c, lex in lexicons.items()}
+    found = [c for c, h in hits.items() if h]
+    if len(found) == 1 and hits[found[0]] >= (1 if len(words) < 4 else 2):
+        return found[0]
+    return None
+
+
+def _units(parts: list[tuple[list[str], float]]) -> list[tuple[list[str], float]]:
+    """Runs of one shared script, in text order -> ``(words judged, words counted)`` per verdict.
+
+    A long run stands alone. Consecutive short runs pool; a pool of :data:`MIN_WORDS` words or more
+    stands alone, a shorter one is counted with the verdict of the unit before it (the first unit
+    when it comes before every unit). With no unit at all, the short runs stand together.
+
+    >>> _units([(["Donc", "x"], 2), (["Alors", "y"], 2), (["Puis", "z"], 2)])
+    [(['Donc', 'x', 'Alors', 'y', 'Puis', 'z'], 6.0)]
+    >>> _units([(["So"], 1), (["Let", "me", "compute"], 3), (["Wait"], 1)])
+    [(['Let', 'me', 'compute'], 5.0)]
+    """
+    units: list[list] = []
+    pool: list[str] = []
+    pool_n = early = 0.0
+    early_words: list[str] = []
+    for words, n in [*parts, ([], float("inf"))]:  # the sentinel closes the last pool
+        if n < MIN_WORDS:
+            pool, pool_n = pool + words, pool_n + n
+            continue
+        if pool_n >= MIN_WORDS:
+            units.append([pool, pool_n])
+        elif pool_n and units:
+            units[-1][1] += pool_n
+        elif pool_n:
+            early, early_words = early + pool_n, early_words + pool
+        pool, pool_n = [], 0.0
         if words:
-            out.append((current, words))
-    return out
+            units.append([words, n])
+    if not units:
+        return [(early_words, early)] if early_words else []
+    units[0][1] += early
+    return [(w, n) for w, n in units]
 
 
 def lang_ratios(
-    texts: Sequence[str | None], target: str, candidates: Sequence[str] = DEFAULT_CANDIDATES
+    texts: Sequence[str | None], target: str, candidates: Sequence[str] = DEFAULT_CANDIDATES,
+    cache: MutableMapping | None = None,
 ) -> list[float | None]:
-    """:func:`lang_ratio` of many texts, with one parallel lingua call per set of candidates."""
+    """:func:`lang_ratio` of many texts: one batched, parallel lingua call per set of candidates,
+    for the runs neither the script, the stopwords nor ``cache`` (verdicts by run) decided."""
     codes = tuple(dict.fromkeys([target, *candidates]))
     scripts = {c: language_scripts(c) for c in codes}
-    counts = [[0, 0] for _ in texts]  # [target words, all words]
-    ask: dict[tuple[str, ...], list[tuple[int, str, int]]] = {}
+    cache = {} if cache is None else cache
+    counts = [[0.0, 0.0] for _ in texts]  # [target words, words given a language]
+    ask: dict[tuple[str, ...], dict[str, list[tuple[int, float]]]] = {}
     for t, text in enumerate(texts):
+        shared: dict[tuple[str, tuple[str, ...]], list[tuple[list[str], float]]] = {}
         for script, words in runs(text or ""):
-            if script == "cjk":
-                # Kana means Japanese; Han alone is Chinese or Japanese.
-                needed = "kana" if any(script_of(w) == "kana" for w in words) else "han"
-                cands = tuple(c for c in codes if needed in scripts[c])
-            else:
-                cands = tuple(c for c in codes if script in scripts[c])
-            counts[t][1] += len(words)
-            if target in cands and (len(cands) == 1 or len(words) < MIN_WORDS):
-                counts[t][0] += len(words)
-            elif target in cands:
-                ask.setdefault(cands, []).append((t, " ".join(words), len(words)))
-    for cands, items in ask.items():
-        found = _detector(cands).detect_languages_in_parallel_of([s for _, s, _ in items])
-        for (t, _, n), lang in zip(items, found):
-            if lang is None or lang.iso_code_639_1.name.lower() == target:
+            cands = tuple(c for c in codes if script in scripts[c])
+            n = count(script, words)
+            if target in cands and len(cands) > 1:
+                shared.setdefault((script, cands), []).append((words, n))
+                continue
+            counts[t][1] += n
+            if cands == (target,):
                 counts[t][0] += n
-    return [None if total == 0 else hits / total for hits, total in counts]
+        for (script, cands), parts in shared.items():
+            joiner = "" if script in ("han", "kana") else " "
+            for words, n in _units(parts):
+                key = (cands, joiner.join(words).lower())
+                verdict = cache.get(key, "?")
+                if verdict == "?":
+                    verdict = _by_stopwords(words, _stopwords(cands))
+                    if verdict is None:
+                        ask.setdefault(cands, {}).setdefault(key[1], []).append((t, n))
+                        continue
+                    cache[key] = verdict
+                _tally(counts[t], verdict, target, n)
+    for cands, pending in ask.items():
+        found = _detector(cands).detect_languages_in_parallel_of(list(pending))
+        for text, lang in zip(pending, found):
+            verdict = None if lang is None else lang.iso_code_639_1.name.lower()
+            cache[(cands, text)] = verdict
+            for t, n in pending[text]:
+                _tally(counts[t], verdict, target, n)
+    if len(cache) > CACHE_SIZE:
+        cache.clear()
+    return [None if judged == 0 else hits / judged for hits, judged in counts]
+
+
+def _tally(counts: list[float], verdict: str | None, target: str, n: float) -> None:
+    if verdict is not None:  # lingua could not tell: no language's words
+        counts[1] += n
+        counts[0] += n if verdict == target else 0.0
 
 
 def lang_ratio(text: str, target: str, candidates: Sequence[str] = DEFAULT_CANDIDATES) -> float | None:
@@ -181,11 +218,12 @@ class LanguageFilter(RowFilter):
         for code in (lang, *candidates):
             language_scripts(code)  # unknown codes fail here, before any work
         self.lang, self.min_ratio, self.candidates = lang, min_ratio, tuple(candidates)
+        self.cache: dict = {}
 
     def judge(self, batch: pa.Table, rows: list[int]):
         reasoning = batch.column("reasoning").to_pylist()
         completion = batch.column("completion").to_pylist()
         texts = [reasoning[i] if reasoning[i] is not None else completion[i] for i in rows]
-        ratios = lang_ratios(texts, self.lang, self.candidates)
+        ratios = lang_ratios(texts, self.lang, self.candidates, self.cache)
         reasons = ["language" if r is not None and r < self.min_ratio else None for r in ratios]
         return reasons, {"lang_ratio": ratios}
