@@ -153,13 +153,15 @@ def _verified(inputs: list[str], as_list: bool, here: Link) -> list[Path | None]
         return fingerprint(each) if as_list else each[0]
 
     options = [_candidates(r, here.dir) for r in inputs]
+    recorded_there = [_candidates(r, here.dir, moved=False) for r in inputs]
     expected = here.manifest.get("input_fingerprint")
     if expected:
         tries = itertools.islice(itertools.product(*[o + [None] for o in options]), _MAX_TRIES)
         found = next((list(c) for c in tries if fingerprint_of(c) == expected), None)
         if found is not None:
             return found
-    missing = [r for r, o in zip(inputs, options) if not o and (expected or is_local_path(r))]
+    # Missing: nothing where it was recorded (a guess beside the stage that did not match is no find).
+    missing = [r for r, o in zip(inputs, recorded_there) if not o and (expected or is_local_path(r))]
     if expected is None and not missing:
         return [o[0] if o else None for o in options]
     shown = ", ".join(f"`{public_path(r)}`" for r in (missing or inputs))
@@ -174,13 +176,13 @@ def _verified(inputs: list[str], as_list: bool, here: Link) -> list[Path | None]
     return None
 
 
-def _candidates(recorded: str, stage_dir: Path | None) -> list[Path]:
+def _candidates(recorded: str, stage_dir: Path | None, *, moved: bool = True) -> list[Path]:
     """Where a recorded input may be now, most likely first; only paths that exist."""
     p = Path(recorded).expanduser()
     ancestors = list(stage_dir.resolve().parents) if stage_dir is not None else []
     found = [p] if p.is_absolute() else [Path.cwd() / p] + [a / p for a in ancestors]
     parts = p.parts[1:] if p.is_absolute() else p.parts
-    for k in range(1, len(parts)):  # moved: the input's last k parts under the stage's ancestors
+    for k in range(1, len(parts) if moved else 0):  # moved: the input's last k parts under the stage's ancestors
         found += [a / Path(*parts[-k:]) for a in ancestors]
     unique: list[Path] = []
     for c in found:

@@ -5,6 +5,7 @@ The stage directories come from tests/hub_helpers.py; the upload itself is in te
 """
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -259,22 +260,28 @@ def test_doctests(module):
     assert doctest.testmod(importlib.import_module(f"reasonkit.{module}")).failed == 0
 
 
-def test_a_local_teacher_is_named_by_its_directory_and_content_not_its_path(tmp_path):
-    """As a recipe records it: absolute paths everywhere, the filter's inputs as a list."""
-    teacher = str(tmp_path / "models" / "my-teacher")
-    identity = "sha256:" + "0123456789abcdef" * 4
+def _recipe_run(root: Path, teacher: str, identity: str) -> Path:
+    """run/verified <- run/traces as a recipe records them: absolute paths, the filter's inputs as a list."""
     config = {**GEN_CONFIG, "teacher": teacher, "teacher_identity": identity}
-    gen, out = tmp_path / "run" / "traces", tmp_path / "run" / "verified"
+    gen, out = root / "run" / "traces", root / "run" / "verified"
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "p.jsonl").write_text('{"id": "p0", "problem": "1+1"}\n')
     with StageWriter(gen, stage="generate", kind="traces", config=config, keys=("id", "sample"),
-                     input_fingerprint=fingerprint_path(tmp_path / "p.jsonl"), input_path=str(tmp_path / "p.jsonl")) as w:
+                     input_fingerprint=fingerprint_path(root / "p.jsonl"), input_path=str(root / "p.jsonl")) as w:
         w.commit(_traces(["p0"]).set_column(9, "teacher", pa.array([teacher])))
         w.finish()
-    with StageWriter(out, stage="filter", kind="verdicts", config={"decontam": [str(tmp_path / "evals.jsonl")]},
+    with StageWriter(out, stage="filter", kind="verdicts", config={"decontam": [str(root / "evals.jsonl")]},
                      keys=("id", "sample"), input_fingerprint=fingerprint([fingerprint_path(gen)]),
                      input_path=[str(gen)]) as w:
         w.commit(_verdicts(["p0"], keep=True).set_column(9, "teacher", pa.array([teacher])))
         w.finish()
     (out / "report.json").write_text(json.dumps({**REPORT, "input": str(gen)}))
+    return out
+
+
+def test_a_local_teacher_is_named_by_its_directory_and_content_not_its_path(tmp_path):
+    teacher = str(tmp_path / "models" / "my-teacher")
+    out = _recipe_run(tmp_path, teacher, "sha256:" + "0123456789abcdef" * 4)
     push(out, "org/x", dry_run=tmp_path / "preview")
     card = (tmp_path / "preview" / "README.md").read_text()
     assert "| teacher | `my-teacher@sha256:0123456789abcdef` |" in card  # the sampling parameters
@@ -283,3 +290,27 @@ def test_a_local_teacher_is_named_by_its_directory_and_content_not_its_path(tmp_
     assert f"Checked against: `.../{tmp_path.name}/evals.jsonl`" in card  # the last two parts of a path
     for name in ("README.md", "provenance.json"):
         assert str(tmp_path) not in (tmp_path / "preview" / name).read_text(), name
+
+
+def test_a_moved_run_is_found_beside_the_stage_and_a_lookalike_is_not_trusted(tmp_path):
+    out = _recipe_run(tmp_path / "old", "/srv/teacher", "sha256:" + "ab" * 32)
+    (tmp_path / "old" / "run").rename(tmp_path / "run")  # the recorded absolute paths now name nothing
+    push(tmp_path / "run" / "verified", "org/x", dry_run=tmp_path / "moved")
+    card = (tmp_path / "moved" / "README.md").read_text()
+    assert "| temperature | `0.6` |" in card and "not reachable" not in card
+    assert out.name == "verified"
+
+    # Alone, beside a traces stage that is not the one it read: said, not followed.
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "run" / "verified").rename(tmp_path / "alone" / "verified")
+    shutil.rmtree(tmp_path / "run")  # the traces it read are gone
+    with StageWriter(tmp_path / "alone" / "traces", stage="generate", kind="traces", config=GEN_CONFIG,
+                     keys=("id", "sample")) as w:
+        w.commit(_traces(["other"]))
+        w.finish()
+    result = push(tmp_path / "alone" / "verified", "org/x", dry_run=tmp_path / "alone-card")
+    card = (tmp_path / "alone-card" / "README.md").read_text()
+    note = ("input `.../run/traces` is not reachable from here (moved or deleted since this stage read it); "
+            "provenance stops at this stage")
+    assert result["notes"] == [note] and f"- {note}" in card
+    assert "No `generate` manifest is reachable" in card
