@@ -1,22 +1,19 @@
 """Benchmark: `distill filter`'s verifier and MinHash against the baselines the issue names.
 
-    python bench/filter.py                      # 100K traces per answer kind, 2 workers
-    python bench/filter.py --n 4000 --docs 2000 --rss-rows 2000    # a quick look
+    python bench/filter.py                      # 20K traces per answer kind, 3 rounds
+    python bench/filter.py --only-command --n 8000    # a quick look at section 1
 
-1. **Verification**, integer answers then LaTeX answers (fractions, radicals, intervals), on the
-   same synthetic traces (4 samples per prompt, 30% wrong):
-   - baseline (open-r1 style): ``datasets.Dataset.map`` calling math-verify per row, one process:
-     ``parse`` the gold (bare LaTeX wrapped in ``$..$``), ``parse`` the response, ``verify``;
-   - ours: ``VerifyFilter`` over 1024-row batches (answer extraction, integer fast path, math-verify
-     in a pool of ``--workers`` processes), pool start-up included.
-   The two alternate slice by slice, so a busy machine slows both alike. Besides wall time, CPU
-   seconds are reported (ours: main process + each worker, read from /proc): the CPU ratio says
-   whether a verified row costs us less than the baseline, and ``projected`` is the wall ratio on
-   ``--workers`` otherwise idle cores (baseline CPU / (our main CPU + the busiest worker's CPU)).
-   Targets: integer >= 20x, LaTeX >= 1.7x with 2 workers. Agreement counts a row as agreeing when
-   both say correct, or both say not correct (the baseline answers False where we answer None for
-   an unparseable prediction); target >= 99.9%. Every row that disagrees in any way, ternary
-   included, is written to ``OUT/disagreements-<kind>.jsonl``.
+1. **The command as a user meets it**: ``distill filter TRACES --out OUT`` (every default filter,
+   start-up, reading, writing kept/rejected/sft) against the open-r1-style baseline process
+   (bench/openr1_baseline.py: ``datasets`` load + ``map`` calling math-verify per row, writing
+   Parquet), both as subprocesses on the same traces directory (synthetic R1-shaped traces, 4 samples
+   per prompt, 30% wrong), timed end to end; the two alternate ``--repeats`` times, so a busy machine
+   slows both alike, and the ratio of each round is reported (median and spread). Three comparisons:
+   integer answers with the defaults (target >= 10x), integer answers with ``--lang none``, LaTeX
+   answers (fractions, radicals, intervals; target >= 2.5x). Where our time went comes from the
+   ``time:`` line the command logs (setup, read, each filter, dedup keys, dedup+select, write) plus
+   start-up (the process's wall time minus those). Agreement: rows where our ``correct`` is True
+   exactly when the baseline's is (target >= 99.9%).
 2. **MinHash** vs datasketch (``MinHash`` + ``MinHashLSH``) at the same permutations, bands and
    rows, on documents with planted near-duplicates (1% of words changed, Jaccard ~0.9): time and
    recall of the planted pairs. Target >= 3x at equal recall.
@@ -44,97 +41,75 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def _baseline_check():
-    """open-r1's accuracy check of one row (math-verify ``parse`` + ``verify``, its own timeouts)."""
-    import logging
+def end_to_end(kind: str, n: int, out: Path, repeats: int, extra: Sequence[str] = ()) -> dict:
+    """``distill filter`` (defaults + ``extra`` flags) and the open-r1 baseline as two processes on
+    the same traces directory, timed end to end, alternating order ``repeats`` times; ratios per round."""
+    from reasonkit.filters.synthetic import synthetic_rows, write_traces
 
-    from math_verify import parse, verify
-
-    logging.getLogger("math_verify").setLevel(logging.ERROR)
-
-    def check(row):
-        gold = parse(row["answer"] if "$" in row["answer"] else f"${row['answer']}$")
-        if not gold:
-            return {"b_correct": None}
-        return {"b_correct": bool(verify(gold, parse(row["response"])))}
-
-    return check
-
-
-def _worker_cpu(pids) -> list[float]:
-    """CPU seconds (user + system) of live processes, from /proc."""
-    tick, out = os.sysconf("SC_CLK_TCK"), []
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        out.append((int(fields[11]) + int(fields[12])) / tick)
-    return out
-
-
-def verification(kind: str, n: int, workers: int, out: Path, slices: int = 8) -> dict:
-    """Ours and the baseline on the same rows, alternating slice by slice so load hits both alike."""
-    import datasets
-
-    from reasonkit.filters.base import apply
-    from reasonkit.filters.synthetic import synthetic_rows, traces_table
-    from reasonkit.filters.verify import VerifyFilter
-
-    datasets.disable_progress_bars()
-    datasets.logging.set_verbosity_error()
-    table = traces_table(synthetic_rows(n // 4, kind, samples=4, seed=0))
-    check = _baseline_check()
-    f = VerifyFilter("math", workers=workers)
-    mine, why, theirs = [], [], []
-    wall = {"ours": 0.0, "baseline": 0.0}
-    cpu = {"ours_main": 0.0, "baseline": 0.0}
-    step = -(-table.num_rows // slices)
-    for k, lo in enumerate(range(0, table.num_rows, step)):
-        part = table.slice(lo, step)
+    traces = out / f"traces-{kind}-{n}"
+    if not (traces / "_manifest.json").is_file():
+        write_traces(traces, synthetic_rows(n // 4, kind, samples=4, seed=0), shard_rows=10_000)
+    distill = [str(Path(sys.executable).parent / "distill"), "filter", str(traces)]
+    baseline = [sys.executable, str(Path(__file__).with_name("openr1_baseline.py")), str(traces)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    rounds, steps = [], {}
+    for k in range(repeats):
+        walls = {}
         for who in (("ours", "baseline") if k % 2 == 0 else ("baseline", "ours")):
-            t0, c0 = time.perf_counter(), time.process_time()
+            target = out / f"{who}-{kind}"
+            shutil.rmtree(target, ignore_errors=True)
+            cmd = distill + ["--out", str(target), *extra] if who == "ours" else baseline + [str(target) + ".parquet"]
+            t0 = time.perf_counter()
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            walls[who] = time.perf_counter() - t0
+            if done.returncode:
+                raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
             if who == "ours":
-                for i in range(0, part.num_rows, 1024):
-                    batch = apply([f], part.slice(i, 1024))
-                    mine += batch.column("correct").to_pylist()
-                    why += batch.column("verify_reason").to_pylist()
-                cpu["ours_main"] += time.process_time() - c0
-            else:
-                theirs += datasets.Dataset(part.select(["answer", "response"])).map(check)["b_correct"]
-                cpu["baseline"] += time.process_time() - c0
-            wall[who] += time.perf_counter() - t0
-    pool = f.verifier._pool  # started on first use (its start-up inside our timings), or never
-    workers_cpu = _worker_cpu([w.proc.pid for w in pool.workers]) if pool is not None else []
-    verifier = f.verifier
-    f.close()
-    keep_agree = sum((a is True) == (b is True) for a, b in zip(mine, theirs))
-    exact_agree = sum(a == b for a, b in zip(mine, theirs))
-    path = out / f"disagreements-{kind}.jsonl"
-    with open(path, "w") as fh:
-        for i, (a, b) in enumerate(zip(mine, theirs)):
-            if a != b:
-                row = table.slice(i, 1).to_pylist()[0]
-                fh.write(json.dumps({"id": row["id"], "sample": row["sample"], "answer": row["answer"],
-                                     "response_tail": row["response"][-200:], "ours": a, "ours_reason": why[i],
-                                     "baseline": b, "decision_differs": (a is True) != (b is True)}) + "\n")
-    rows = table.num_rows
-    serial = cpu["ours_main"] + max(workers_cpu, default=0.0)
-    return {"kind": kind, "rows": rows, "ours_s": round(wall["ours"], 2), "baseline_s": round(wall["baseline"], 2),
-            "ratio": round(wall["baseline"] / wall["ours"], 2),
-            "baseline_cpu_s": round(cpu["baseline"], 2), "ours_main_cpu_s": round(cpu["ours_main"], 2),
-            "ours_worker_cpu_s": [round(c, 2) for c in workers_cpu],
-            "cpu_ratio": round(cpu["baseline"] / (cpu["ours_main"] + sum(workers_cpu)), 2),
-            "projected_ratio": round(cpu["baseline"] / serial, 2),
-            "agreement": keep_agree / rows, "exact_agreement": exact_agree / rows,
-            "fast_path": verifier.fast, "pooled": verifier.pooled, "disagreements": str(path)}
+                steps = _time_line(done.stderr)
+                steps["start-up (imports, arguments)"] = walls[who] - sum(steps.values())
+        rounds.append({"ours_s": round(walls["ours"], 2), "baseline_s": round(walls["baseline"], 2),
+                       "ratio": round(walls["baseline"] / walls["ours"], 2)})
+    agree, rows = _agreement(out / f"ours-{kind}", out / f"baseline-{kind}.parquet")
+    ratios = sorted(r["ratio"] for r in rounds)
+    return {"kind": kind, "rows": rows, "flags": list(extra), "rounds": rounds, "ratio_median": ratios[len(ratios) // 2],
+            "ratio_min": ratios[0], "ratio_max": ratios[-1], "agreement": agree,
+            "ours_steps_s": {k: round(v, 2) for k, v in steps.items()}}
+
+
+def _time_line(stderr: str) -> dict[str, float]:
+    """The ``time: read 0.12 s, verify 1.30 s, ...`` line `distill filter` logs at its end."""
+    import re
+
+    line = [ln for ln in stderr.splitlines() if ln.startswith("time: ")][-1]
+    return {name.strip(): float(sec) for name, sec in re.findall(r"([^,:]+?) ([0-9.]+) s", line[len("time: "):])}
+
+
+def _agreement(ours: Path, baseline: Path) -> tuple[float, int]:
+    """Share of rows where our ``correct`` is True exactly when the baseline's is (a row we dropped
+    before verifying counts as not correct)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = [pq.read_table(p, columns=["id", "sample", "correct"]) for d in (ours, ours / "rejected")
+              for p in sorted(d.glob("part-*.parquet"))]
+    mine = {(i, s): c is True for t in tables for i, s, c in zip(*(t.column(k).to_pylist() for k in ("id", "sample", "correct")))}
+    b = pq.read_table(baseline, columns=["id", "sample", "b_correct"])
+    theirs = {(i, s): c is True for i, s, c in zip(*(b.column(k).to_pylist() for k in ("id", "sample", "b_correct")))}
+    assert isinstance(b, pa.Table) and mine.keys() == theirs.keys(), "the two outputs hold different rows"
+    return sum(mine[k] == theirs[k] for k in mine) / max(len(mine), 1), len(mine)
 
 
 def minhash(n_docs: int, words: int, planted: int, threshold: float = 0.8, num_perm: int = 128) -> dict:
-    from datasketch import MinHash, MinHashLSH
+    try:
+        from datasketch import MinHash, MinHashLSH
+    except ImportError:
+        raise SystemExit("the MinHash comparison needs datasketch: pip install 'reasonkit[bench]'") from None
 
     from reasonkit.filters.dedup import Deduper
 
@@ -231,9 +206,11 @@ def engines(n: int, workers: int, out: Path, rounds: int = 2) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=100_000, help="traces per answer kind")
+    ap.add_argument("--n", type=int, default=20_000, help="traces per answer kind")
+    ap.add_argument("--repeats", type=int, default=3, help="rounds of each command comparison (order alternates)")
+    ap.add_argument("--only-command", action="store_true", help="only section 1, the end-to-end comparison")
     ap.add_argument("--n-latex", type=int, default=None, help="traces with LaTeX answers [default: --n]")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2, help="section 4 only")
     ap.add_argument("--docs", type=int, default=10_000, help="MinHash documents (plus 20%% planted copies)")
     ap.add_argument("--rss-rows", type=int, default=20_000, help="1x input of the RSS runs (10x is the other)")
     ap.add_argument("--out", default=None)
@@ -249,16 +226,23 @@ def main() -> None:
               f"(once per job); same report: {e['same_report']}", flush=True)
         (out / "bench-engines.json").write_text(json.dumps(e, indent=2))
         return
-    results: dict = {"workers": args.workers, "cpus": os.cpu_count()}
-    for kind, n, target in (("int", args.n, 20.0), ("latex", args.n_latex or args.n, 1.7)):
-        r = verification(kind, n, args.workers, out)
-        r["target"], r["meets"] = target, r["ratio"] >= target and r["agreement"] >= 0.999
-        results[kind] = r
-        print(f"verify {kind:<5} {r['rows']} rows: ours {r['ours_s']} s, baseline {r['baseline_s']} s -> "
-              f"{r['ratio']}x wall (target {target}x); CPU: baseline {r['baseline_cpu_s']} s, ours main "
-              f"{r['ours_main_cpu_s']} s + workers {r['ours_worker_cpu_s']} s -> {r['cpu_ratio']}x per CPU second, "
-              f"{r['projected_ratio']}x on {args.workers} free cores; agreement {100 * r['agreement']:.3f}% "
-              f"(ternary {100 * r['exact_agreement']:.3f}%), disagreements in {r['disagreements']}", flush=True)
+    results: dict = {"cpus": os.cpu_count(), "command": []}
+    for kind, n, target, extra in (("int", args.n, 10.0, ()), ("int", args.n, None, ("--lang", "none")),
+                                   ("latex", args.n_latex or args.n, 2.5, ())):
+        r = end_to_end(kind, n, out, args.repeats, extra)
+        r["target"] = target
+        r["meets"] = target is None or (r["ratio_median"] >= target and r["agreement"] >= 0.999)
+        results["command"].append(r)
+        steps = ", ".join(f"{k} {v}" for k, v in sorted(r["ours_steps_s"].items(), key=lambda kv: -kv[1]))
+        print(f"distill filter {' '.join(extra) or '(defaults)'} vs open-r1 baseline, {kind} answers, {r['rows']} rows: "
+              f"{r['ratio_median']}x median of {args.repeats} (spread {r['ratio_min']}-{r['ratio_max']}x"
+              f"{f'; target {target}x' if target else ''}); rounds (ours s, baseline s): "
+              f"{[(x['ours_s'], x['baseline_s']) for x in r['rounds']]}; agreement {100 * r['agreement']:.2f}%; "
+              f"our seconds in the last round: {steps}", flush=True)
+    if args.only_command:
+        (out / "bench.json").write_text(json.dumps(results, indent=2))
+        print(f"results in {out / 'bench.json'}")
+        return
     m = minhash(args.docs, 400, args.docs // 5)
     m["meets"] = m["ratio"] >= 3.0 and m["ours_recall"] >= m["datasketch_recall"] - 0.01
     results["minhash"] = m

@@ -11,9 +11,9 @@ R1's language-consistency reward is "the proportion of target language words in 
    target. A script several candidates share (Latin: en, fr, de, es) needs a verdict, for runs of at
    least :data:`MIN_WORDS` words; shorter runs of that script are pooled (consecutive ones) or
    follow the nearest long run of the same script in the text, never the target by default:
-   - first the candidates' stopwords (stopwordsiso): a run whose words include stopwords of one
-     candidate only, and none another candidate shares with it, is that candidate's (the cheap
-     path most sentences of a trace take, whichever language they are in);
+   - first the candidates' stopwords (stopwordsiso): a run holding the target's distinctive
+     stopwords (ones no other candidate lists), at least three times as many as the other
+     candidates', is the target's: the cheap path most sentences in the target language take;
    - otherwise lingua, restricted to the candidates sharing the script; a run it cannot tell
      apart (its two best under a relative distance of 0.2) counts for no language: it leaves both
      the numerator and the denominator.
@@ -92,24 +92,32 @@ def _detector(codes: tuple[str, ...]):
 
 
 @lru_cache(maxsize=64)
-def _stopwords(codes: tuple[str, ...]) -> dict[str, frozenset[str]]:
-    """Each candidate's stopwords that no other of ``codes`` has (stopwordsiso's lists, letters only)."""
+def _stopwords(target: str, codes: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """The target's stopwords that no other of ``codes`` lists, and the other candidates' stopwords
+    that the target does not list (stopwordsiso's lists, letters only)."""
     import stopwordsiso
 
     lists = {c: {w for w in stopwordsiso.stopwords(c) if w.isalpha()} if stopwordsiso.has_lang(c) else set()
              for c in codes}
-    return {c: frozenset(words - set().union(*(lists[o] for o in codes if o != c))) for c, words in lists.items()}
+    others = set().union(*(lists[c] for c in codes if c != target))
+    return frozenset(lists[target] - others), frozenset(others - lists[target])
 
 
-def _by_stopwords(words: list[str], lexicons: dict[str, frozenset[str]]) -> str | None:
-    """The one candidate whose distinctive stopwords the run holds (two of them in a run of 4+
-    words), when no other candidate's appear; else None (ask the detector)."""
-    lowered = [w.lower() for w in words]
-    hits = {c: sum(w in lex for w in lowered) for c, lex in lexicons.items()}
-    found = [c for c, h in hits.items() if h]
-    if len(found) == 1 and hits[found[0]] >= (1 if len(words) < 4 else 2):
-        return found[0]
-    return None
+def _by_stopwords(lowered: list[str], lexicons: tuple[frozenset[str], frozenset[str]]) -> bool:
+    """Whether the run (lowercased words) is the target's without asking the detector: it holds
+    the target's distinctive stopwords (one in a run of under 4 words, else two) and at least
+    three times as many of them as of the other candidates' (none at all in a short run).
+
+    Only the target is decided this way: stopword lists are broad (Spanish's holds "final",
+    French's "plus"), so a stray hit in an English sentence must not send it to the detector, and
+    must never name a foreign language; a foreign run holds its own stopwords and reaches lingua.
+    """
+    mine, others = lexicons
+    hits = sum(w in mine for w in lowered)
+    foreign = sum(w in others for w in lowered)
+    if len(lowered) < 4:
+        return hits >= 1 and not foreign
+    return hits >= 2 and hits >= 3 * foreign
 
 
 def _units(parts: list[tuple[list[str], float]]) -> list[tuple[list[str], float]]:
@@ -175,11 +183,10 @@ def lang_ratios(
                 key = (cands, joiner.join(words).lower())
                 verdict = cache.get(key, "?")
                 if verdict == "?":
-                    verdict = _by_stopwords(words, _stopwords(cands))
-                    if verdict is None:
+                    if not _by_stopwords(key[1].split(), _stopwords(target, cands)):
                         ask.setdefault(cands, {}).setdefault(key[1], []).append((t, n))
                         continue
-                    cache[key] = verdict
+                    verdict = cache[key] = target
                 _tally(counts[t], verdict, target, n)
     for cands, pending in ask.items():
         found = _detector(cands).detect_languages_in_parallel_of(list(pending))

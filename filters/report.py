@@ -47,7 +47,10 @@ class Tally:
             if ok is not None:
                 self.verified["correct" if ok else "wrong"] += 1
         if "verify_reason" in batch.column_names:
-            why = [w for w in batch.column("verify_reason").to_pylist() if w is not None]
+            # A row with no answer or no gold was never given to the verifier: not "unverifiable".
+            drops = batch.column("drop_reason").to_pylist()
+            why = [w for w, d in zip(batch.column("verify_reason").to_pylist(), drops)
+                   if w is not None and d not in ("no_answer", "no_gold")]
             self.verified["unverifiable"] += len(why)
             self.unverifiable.update(why)
 

@@ -109,6 +109,8 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     """Run the filter stage; returns the report (also in ``OUT/report.json``)."""
     log = log or (lambda message: None)
     started = time.time()
+    timings = {"setup": 0.0}
+    step = time.perf_counter()
     shards = input_shards(config)  # every check that can fail runs before anything is written
     if config.engine == "ray":
         from reasonkit.ray_engine import connect
@@ -122,6 +124,7 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     in_fp = fingerprint([fingerprint_path(p) for p in inputs])
     if config.overwrite and (out / WORK).exists():
         shutil.rmtree(out / WORK)
+    timings["setup"] = time.perf_counter() - step
 
     def writer(path: Path, kind: str | None, stage: str = "filter", **kw) -> StageWriter:
         return StageWriter(path, stage=stage, kind=kind, config=config.fingerprinted(), keys=("id", "sample"),
@@ -138,12 +141,15 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
 
             pass1_on_ray(shards, config, work_w, log)
         elif not work_w.manifest["complete"]:
-            _pass1(shards, config, filters, deduper, work_w, log)
+            _pass1(shards, config, filters, deduper, work_w, log, timings)
     finally:
         for f in filters:
             getattr(f, "close", lambda: None)()
     work = [out / WORK / s["file"] for s in work_w.manifest["shards"]]
+    step = time.perf_counter()
     decisions = _pass2(work, config, deduper, log)
+    timings["dedup+select"] = time.perf_counter() - step
+    step = time.perf_counter()
     tally = Tally()
     rejected_w, sft_w = writer(out / "rejected", "verdicts"), writer(out / "sft", "sft")
     _pass3(work, decisions, deduper.columns, config.batch_rows, (kept_w, rejected_w, sft_w), tally, log)
@@ -155,6 +161,9 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     sft_w.finish()
     kept_w.finish(rows_in=report["rows_in"], rows_out=report["rows_out"])
     shutil.rmtree(out / WORK, ignore_errors=True)
+    timings["write"] = time.perf_counter() - step
+    # Where the time went, for the user and for bench/filter.py (not in report.json: it is not a result).
+    log("time: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in timings.items()))
     return report
 
 
@@ -164,7 +173,8 @@ def _batches(shards: list[Path], batch_rows: int) -> Iterator[tuple[Path, pa.Tab
             yield shard, pa.Table.from_batches([rb])
 
 
-def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], source: str) -> pa.Table | None:
+def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], source: str,
+                 timings: dict[str, float] | None = None) -> pa.Table | None:
     """Pass 1 on one batch of traces: the row filters' verdicts and the dedup keys of kept rows.
 
     Rows whose keys are ``done`` (committed by an earlier run) are skipped; None when none is left.
@@ -176,7 +186,8 @@ def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], s
         batch = batch.filter(pa.array([k not in done for k in keys], pa.bool_()))
     if batch.num_rows == 0:
         return None
-    batch = apply(filters, batch)
+    batch = apply(filters, batch, timings)
+    start = time.perf_counter()
     keep = batch.column("keep").to_pylist()
     rows = [i for i, k in enumerate(keep) if k]
     completions = batch.column("completion").to_pylist()
@@ -184,22 +195,42 @@ def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], s
         column = np.zeros(batch.num_rows, dtype=np.uint64)
         column[rows] = values
         batch = batch.append_column(pa.field(name, pa.uint64()), pa.array(column, mask=~np.asarray(keep, bool)))
+    if timings is not None:
+        timings["dedup keys"] = timings.get("dedup keys", 0.0) + time.perf_counter() - start
     return batch
 
 
 def filter_shards(shards: list[Path], config: FilterConfig, filters, deduper: Deduper,
-                  done: set[tuple]) -> Iterator[pa.Table]:
+                  done: set[tuple], timings: dict[str, float] | None = None) -> Iterator[pa.Table]:
     """Pass 1 over whole input shards, one work table per batch of ``batch_rows``."""
-    for shard, batch in _batches(shards, config.batch_rows):
-        batch = filter_batch(batch, filters, deduper, done, str(shard))
+    for shard, batch in _timed(_batches(shards, config.batch_rows), timings, "read"):
+        batch = filter_batch(batch, filters, deduper, done, str(shard), timings)
         if batch is not None:
             yield batch
 
 
-def _pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: StageWriter, log: Log) -> None:
+def _timed(items: Iterator, timings: dict[str, float] | None, name: str) -> Iterator:
+    """``items``, adding the seconds spent producing each one to ``timings[name]``."""
+    items = iter(items)
+    while True:
+        start = time.perf_counter()
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        finally:
+            if timings is not None:
+                timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
+        yield item
+
+
+def _pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: StageWriter, log: Log,
+           timings: dict[str, float]) -> None:
     seen = 0
-    for batch in filter_shards(shards, config, filters, deduper, work_w.done_keys()):
+    for batch in filter_shards(shards, config, filters, deduper, work_w.done_keys(), timings):
+        start = time.perf_counter()
         work_w.commit(batch)
+        timings["write work"] = timings.get("write work", 0.0) + time.perf_counter() - start
         seen += batch.num_rows
         kept = pc.sum(batch.column("keep")).as_py() or 0
         log(f"pass 1: {seen} rows filtered ({kept} kept in this batch of {batch.num_rows})")

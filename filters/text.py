@@ -105,6 +105,26 @@ def ngram_hashes(text: str, n: int) -> np.ndarray:
     return ngram_hashes_many([text], n)[0]
 
 
+def repetition_scores(texts: list[str], n: int) -> np.ndarray:
+    """For each text, the share of its word ``n``-grams that repeat an earlier one (0.0 for text
+    with fewer than two), as format.py's ``repetition_score`` gives one by one, for a whole batch
+    in a few numpy passes instead of ~60 numpy calls per text.
+
+    >>> repetition_scores(["a b a b a b", "a b c d", "", "x"], 2).tolist()
+    [0.6, 0.0, 0.0, 0.0]
+    """
+    hashes, counts = ngram_hashes_many(texts, n)
+    if len(texts) >= 1 << 20:  # the document index takes the top 20 bits of the sort key
+        return np.concatenate([repetition_scores(texts[i : i + (1 << 19)], n) for i in range(0, len(texts), 1 << 19)])
+    doc = np.repeat(np.arange(len(texts), dtype=_U64), counts)
+    # One sort of (document, 44 bits of hash): two n-grams of one text collide with odds ~k^2/2^45.
+    key = np.sort((doc << _U64(44)) | (hashes >> _U64(20)))
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    distinct = np.bincount((key[first] >> _U64(44)).astype(np.int64), minlength=len(texts))
+    return np.where(counts >= 2, 1.0 - distinct / np.maximum(counts, 1), 0.0)
+
+
 def ngram_hashes_many(texts: list[str], n: int, *, whole: bool = False):
     """:func:`ngram_hashes` of many texts at once: ``(hashes, counts)``, the hashes of text ``i``
     being the ``counts[i]`` after those of the texts before it. Same values as one by one.

@@ -49,3 +49,16 @@ def test_through_the_distill_group(tmp_path):
     result = CliRunner().invoke(cli, ["filter", str(tmp_path / "missing"), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
     assert "error:" in result.output and "no such traces directory" in result.output
+
+
+def test_the_run_says_where_its_time_went(tmp_path):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(filter_command, [_traces(tmp_path), "--out", str(out), "--verifier", "int",
+                                                 "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    line = [ln for ln in result.stderr.splitlines() if ln.startswith("time: ")]
+    assert len(line) == 1, result.stderr
+    steps = dict(part.rsplit(" ", 2)[:2] for part in line[0][len("time: "):].split(", "))
+    assert set(steps) >= {"setup", "read", "format", "verify", "language", "dedup keys", "write"}
+    assert all(float(v) >= 0 for v in steps.values())
+    assert "time" not in json.loads((out / "report.json").read_text())  # a log line, not a result

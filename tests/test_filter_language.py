@@ -75,6 +75,9 @@ def test_short_runs_are_not_given_to_the_target():
 def test_english_short_sentences_stay_english():
     assert lang_ratio("Let me compute. So. Then add them. Plus.", "en") == 1.0
     assert lang_ratio("Wait. Hmm. Okay, so the answer is 12. Let me double check.", "en") == 1.0
+    # Words other languages list as stopwords ("final" in Spanish, "plus" in French) do not make it foreign.
+    assert lang_ratio("So the final answer is 42. Final answer. The total is 12, plus 3 gives 15.", "en") == 1.0
+    assert lang_ratio("Die Antwort ist 12.", "en") == 0.0
 
 
 def test_math_code_numbers_and_symbols_are_not_words():

@@ -22,7 +22,7 @@ def rows():
         trace("p1", 2, reasoning="2 + 2 = 4, checked twice.", tokens=30),  # duplicate of sample 0
         trace("p2", 0, response=r"\boxed{5}"),  # wrong
         trace("p2", 1, response="no idea", finish_reason="length"),  # truncated
-        trace("p3", 0, response="I cannot tell.", source="other"),  # unverifiable
+        trace("p3", 0, response="I cannot tell.", source="other"),  # no answer
         trace("p4", 0, reasoning=MIXED, source="other"),  # language
         trace("p5", 0, problem=AIME, answer="4"),  # contaminated
     ]
@@ -44,7 +44,7 @@ def test_end_to_end(tmp_path):
     assert kept.column("correct").to_pylist() == [True] and kept.column("lang_ratio").to_pylist() == [1.0]
     why = {(i, s): r for i, s, r in zip(*(rejected.column(c).to_pylist() for c in ("id", "sample", "drop_reason")))}
     assert why == {("p1", 0): "not_selected", ("p1", 2): "duplicate", ("p2", 0): "wrong", ("p2", 1): "truncated",
-                   ("p3", 0): "unverifiable", ("p4", 0): "language", ("p5", 0): "contaminated:aime24"}
+                   ("p3", 0): "no_answer", ("p4", 0): "language", ("p5", 0): "contaminated:aime24"}
     assert not any(rejected.column("keep").to_pylist())
     assert sft.column("messages").to_pylist() == [[
         {"role": "user", "content": "What is 2 + 2?"},
@@ -52,11 +52,11 @@ def test_end_to_end(tmp_path):
     # The funnel adds up, in filter order, with every reason of every enabled filter.
     assert report["rows_in"] == 8 and report["rows_out"] == 1 == report["sft_rows"]
     dropped = [(s["reason"], s["dropped"]) for s in report["funnel"] if s["dropped"]]
-    assert dropped == [("truncated", 1), ("contaminated:aime24", 1), ("wrong", 1), ("unverifiable", 1),
+    assert dropped == [("truncated", 1), ("contaminated:aime24", 1), ("no_answer", 1), ("wrong", 1),
                        ("language", 1), ("duplicate", 1), ("not_selected", 1)]
     assert report["funnel"][-1]["remaining"] == 1
     assert report["per_source"] == {"other": {"in": 2, "out": 0}, "test": {"in": 6, "out": 1}}
-    assert report["contamination"] == {"aime24": 1} and report["unverifiable"] == {"no_answer": 1}
+    assert report["contamination"] == {"aime24": 1} and report["unverifiable"] == {}
     assert json.loads((out / "report.json").read_text())["funnel"] == report["funnel"]
     for d in (out, out / "rejected", out / "sft"):
         assert json.loads((d / MANIFEST).read_text())["complete"]
