@@ -311,18 +311,19 @@ def decontamination(chain: list[Link]) -> tuple[dict[str, Any], list[str]]:
     checked: list[str] = []
     for link in chain:
         report = link.report or {}
-        for k, v in report.items():
-            if "contam" in k.lower():
+        parsed = funnel(report)
+        # A filter's funnel names every eval set it checked, zeros included ("contaminated:<name>").
+        for _, reason, n, _ in (parsed.steps if parsed else []):
+            if reason.startswith("contaminated:"):
+                found[reason.split(":", 1)[1]] = n
+        for k, v in report.items():  # a section of its own ("contamination": {name: rows})
+            if "contam" in k.lower() and k != "funnel":
                 if isinstance(v, dict):
                     found.update({str(b): n for b, n in v.items()})
                 else:
                     found[k] = v
-        parsed = funnel(report)
-        from_funnel = {reason: n for _, reason, n, _ in (parsed.steps if parsed else []) if "contam" in reason.lower()}
-        if not any("contam" in k.lower() for k in report):  # a dedicated section already says it per benchmark
-            found.update(from_funnel)
         for k, v in flatten((link.manifest or {}).get("config") or {}).items():
-            if "decontam" in k.lower() and v not in (None, [], ""):
+            if k.rsplit(".", 1)[-1] in ("decontam", "decontam_against") and v not in (None, [], ""):
                 checked += [scrub_text(str(x)) for x in (v if isinstance(v, list) else [v])]
     return found, checked
 

@@ -17,7 +17,8 @@ TEACHER = "reasonkit/tiny-teacher"
 GEN_CONFIG = {"teacher": TEACHER, "backend": "openai", "n": 2, "temperature": 0.6, "top_p": 0.95, "max_tokens": 256, "seed": 0}
 PRIVATE_URL = "http://10.1.2.3:8000/v1"
 GEN_FP = fingerprint(GEN_CONFIG)
-FILTER_CONFIG = {"verifier": "math", "lang": "en", "dedup": "exact", "decontam": ["evals/aime24.parquet"]}
+FILTER_CONFIG = {"verifier": "math", "lang": "en", "dedup": "exact", "decontam": ["evals/aime24.parquet"],
+                 "decontam_column": "problem"}
 # In the shape filters/report.py writes (Tally.report), trimmed to the fields the card reads.
 REPORT = {
     "rows_in": 8,

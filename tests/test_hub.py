@@ -101,7 +101,7 @@ def test_card_metadata_and_provenance(stages, tmp_path, monkeypatch):
     # the funnel, in order, with what remains
     assert "| rows in | | | 8 |" in body and "| `verify` | `wrong_answer` | 2 | 6 |" in body and "| rows out | | | 5 |" in body
     # decontamination: what was checked and what it found
-    assert "`evals/aime24.parquet`" in body and "| `aime24` | `1` |" in body
+    assert "Checked against: `evals/aime24.parquet`\n" in body and "| `aime24` | `1` |" in body  # not its column
     assert "| math_verify | `0.8.0` |" in body and "| lingua | `2.1.0` |" in body
     assert "| source | `.../" in body and "/prompts.jsonl` |" in body  # the lineage reaches the prompts file
     # no machine-specific path is published (the generate stage recorded an absolute input_path)
