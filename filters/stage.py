@@ -128,7 +128,7 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
 
     def writer(path: Path, kind: str | None, stage: str = "filter", **kw) -> StageWriter:
         return StageWriter(path, stage=stage, kind=kind, config=config.fingerprinted(), keys=("id", "sample"),
-                           input_fingerprint=in_fp, **kw)
+                           input_fingerprint=in_fp, input_path=inputs, **kw)
 
     kept_w = writer(out, "verdicts", overwrite=config.overwrite)
     if kept_w.manifest["complete"] and (out / REPORT).is_file():
