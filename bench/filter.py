@@ -1,7 +1,7 @@
 """Benchmark: `distill filter`'s verifier and MinHash against the baselines the issue names.
 
-    python bench/filter.py                      # 20K traces per answer kind, 3 rounds
-    python bench/filter.py --only-command --n 8000    # a quick look at section 1
+    python bench/filter.py                      # 100K integer, 10K LaTeX traces, 3 rounds
+    python bench/filter.py --only-command --n 20000 --n-latex 4000 --compare int,latex   # a quicker look
 
 1. **The command as a user meets it**: ``distill filter TRACES --out OUT`` (every default filter,
    start-up, reading, writing kept/rejected/sft) against the open-r1-style baseline process
@@ -206,10 +206,11 @@ def engines(n: int, workers: int, out: Path, rounds: int = 2) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=20_000, help="traces per answer kind")
+    ap.add_argument("--n", type=int, default=100_000, help="traces with integer answers")
+    ap.add_argument("--n-latex", type=int, default=10_000, help="traces with LaTeX answers")
+    ap.add_argument("--compare", default="int,int-nolang,latex", help="section 1's comparisons, comma-separated")
     ap.add_argument("--repeats", type=int, default=3, help="rounds of each command comparison (order alternates)")
     ap.add_argument("--only-command", action="store_true", help="only section 1, the end-to-end comparison")
-    ap.add_argument("--n-latex", type=int, default=None, help="traces with LaTeX answers [default: --n]")
     ap.add_argument("--workers", type=int, default=2, help="section 4 only")
     ap.add_argument("--docs", type=int, default=10_000, help="MinHash documents (plus 20%% planted copies)")
     ap.add_argument("--rss-rows", type=int, default=20_000, help="1x input of the RSS runs (10x is the other)")
@@ -227,8 +228,9 @@ def main() -> None:
         (out / "bench-engines.json").write_text(json.dumps(e, indent=2))
         return
     results: dict = {"cpus": os.cpu_count(), "command": []}
-    for kind, n, target, extra in (("int", args.n, 10.0, ()), ("int", args.n, None, ("--lang", "none")),
-                                   ("latex", args.n_latex or args.n, 2.5, ())):
+    comparisons = {"int": ("int", args.n, 10.0, ()), "int-nolang": ("int", args.n, None, ("--lang", "none")),
+                   "latex": ("latex", args.n_latex, 2.5, ())}
+    for kind, n, target, extra in (comparisons[c] for c in args.compare.split(",")):
         r = end_to_end(kind, n, out, args.repeats, extra)
         r["target"] = target
         r["meets"] = target is None or (r["ratio_median"] >= target and r["agreement"] >= 0.999)

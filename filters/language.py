@@ -12,8 +12,8 @@ R1's language-consistency reward is "the proportion of target language words in 
    least :data:`MIN_WORDS` words; shorter runs of that script are pooled (consecutive ones) or
    follow the nearest long run of the same script in the text, never the target by default:
    - first the candidates' stopwords (stopwordsiso): a run holding the target's distinctive
-     stopwords (ones no other candidate lists), at least three times as many as the other
-     candidates', is the target's: the cheap path most sentences in the target language take;
+     stopwords (ones no other candidate lists), at least twice as many as the other candidates'
+     (distinct words), is the target's: the cheap path most sentences in the target language take;
    - otherwise lingua, restricted to the candidates sharing the script; a run it cannot tell
      apart (its two best under a relative distance of 0.2) counts for no language: it leaves both
      the numerator and the denominator.
@@ -105,19 +105,18 @@ def _stopwords(target: str, codes: tuple[str, ...]) -> tuple[frozenset[str], fro
 
 def _by_stopwords(lowered: list[str], lexicons: tuple[frozenset[str], frozenset[str]]) -> bool:
     """Whether the run (lowercased words) is the target's without asking the detector: it holds
-    the target's distinctive stopwords (one in a run of under 4 words, else two) and at least
-    three times as many of them as of the other candidates' (none at all in a short run).
+    the target's distinctive stopwords, at least twice as many (distinct words, so a repeated word
+    is one piece of evidence) as the other candidates'.
 
     Only the target is decided this way: stopword lists are broad (Spanish's holds "final",
     French's "plus"), so a stray hit in an English sentence must not send it to the detector, and
-    must never name a foreign language; a foreign run holds its own stopwords and reaches lingua.
+    must never name a foreign language; a foreign sentence holds its own language's stopwords
+    (its articles, pronouns, prepositions) and reaches lingua.
     """
     mine, others = lexicons
-    hits = sum(w in mine for w in lowered)
-    foreign = sum(w in others for w in lowered)
-    if len(lowered) < 4:
-        return hits >= 1 and not foreign
-    return hits >= 2 and hits >= 3 * foreign
+    words = set(lowered)
+    hits = len(words & mine)
+    return hits > 0 and hits >= 2 * len(words & others)
 
 
 def _units(parts: list[tuple[list[str], float]]) -> list[tuple[list[str], float]]:
