@@ -8,7 +8,7 @@ import sys
 import pytest
 
 MODULES = ["base", "config", "decontam", "dedup", "extract", "format", "language", "mathcheck", "pool", "report",
-           "select", "synthetic", "text", "verify"]
+           "select", "synthetic", "text", "verify", "words"]
 
 
 @pytest.mark.parametrize("name", MODULES)
