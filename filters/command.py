@@ -22,12 +22,17 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--verifier", type=click.Choice(["math", "int", "none"]), default="math", show_default=True,
               help="math: integer fast path, then math-verify; int: integers only; none: extract only.")
 @click.option("--unverifiable", type=click.Choice(["drop", "keep"]), default="drop", show_default=True,
-              help="What to do with answers that cannot be verified (correct=None).")
+              help="Answers the verifier cannot judge (correct=None, e.g. a set or an interval against a "
+                   "number). Rows with no extractable answer or no gold are always dropped "
+                   "(no_answer, no_gold).")
 @click.option("--verify-timeout", type=float, default=5.0, show_default=True, help="Seconds per answer.")
 @click.option("--lang", default="en", show_default=True, help="Target language of the chain of thought ('none': skip).")
 @click.option("--min-lang-ratio", type=float, default=0.95, show_default=True,
               help="Minimum share of target-language words.")
 @click.option("--drop-truncated/--keep-truncated", default=True, show_default=True, help="Drop finish_reason=length.")
+@click.option("--think", type=click.Choice(["optional", "required"]), default="optional", show_default=True,
+              help="required: drop traces that wrote no <think> block (R1-style data only); an opened, "
+                   "never-closed block is dropped either way.")
 @click.option("--require-boxed", is_flag=True, help="Drop responses without a \\boxed{} answer.")
 @click.option("--min-tokens", type=int, default=None, help="Minimum completion tokens.")
 @click.option("--max-tokens", type=int, default=None, help="Maximum completion tokens.")
@@ -50,14 +55,15 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
 @engine_options
 def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_lang_ratio, drop_truncated,
-           require_boxed, min_tokens, max_tokens, max_repetition, dedup, minhash_threshold, decontam, ngram,
+           think, require_boxed, min_tokens, max_tokens, max_repetition, dedup, minhash_threshold, decontam, ngram,
            keep_per_prompt, select_, workers, overrides, allow_incomplete, overwrite, quiet,
            engine, replicas, ray_address) -> None:
     """Verify, language-check, dedup and decontaminate traces; every dropped row says why.
 
     \b
     Writes OUT/ (kept verdicts), OUT/rejected/ (with drop_reason), OUT/sft/ (prompt + one
-    assistant turn "<think>\\nreasoning\\n</think>\\n\\nresponse") and OUT/report.json (the funnel).
+    assistant turn "<think>\\nreasoning\\n</think>\\n\\nresponse", or the response alone for a trace
+    with no think block) and OUT/report.json (the funnel).
     """
     from reasonkit.config import from_dict, override
     from reasonkit.filters.config import FilterConfig
@@ -66,8 +72,8 @@ def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_la
 
     data = dict(
         traces=traces_dir, out=out, verifier=verifier, unverifiable=unverifiable, verify_timeout=verify_timeout,
-        lang=lang, min_lang_ratio=min_lang_ratio, drop_truncated=drop_truncated, require_boxed=require_boxed,
-        min_tokens=min_tokens, max_tokens=max_tokens, max_repetition=max_repetition, dedup=dedup,
+        lang=lang, min_lang_ratio=min_lang_ratio, drop_truncated=drop_truncated, think=think,
+        require_boxed=require_boxed, min_tokens=min_tokens, max_tokens=max_tokens, max_repetition=max_repetition, dedup=dedup,
         minhash_threshold=minhash_threshold, decontam=_split(decontam), ngram=ngram,
         keep_per_prompt=keep_per_prompt, select=select_, workers=workers,
         allow_incomplete=allow_incomplete, overwrite=overwrite,

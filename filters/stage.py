@@ -33,7 +33,7 @@ from reasonkit.filters.base import apply, mark
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.decontam import DecontamFilter, load_eval_sets, parse_spec
 from reasonkit.filters.dedup import Deduper
-from reasonkit.filters.format import FormatFilter
+from reasonkit.filters.format import FormatFilter, assistant_turn
 from reasonkit.filters.language import LanguageFilter
 from reasonkit.filters.report import Tally
 from reasonkit.filters.select import select
@@ -77,7 +77,7 @@ def build_filters(config: FilterConfig, eval_sets) -> list:
     filters: list = [FormatFilter(
         drop_truncated=config.drop_truncated, require_boxed=config.require_boxed,
         min_tokens=config.min_tokens, max_tokens=config.max_tokens,
-        max_repetition=config.max_repetition, repetition_ngram=config.repetition_ngram,
+        max_repetition=config.max_repetition, repetition_ngram=config.repetition_ngram, think=config.think,
     )]
     if eval_sets:
         filters.append(DecontamFilter(eval_sets))
@@ -273,16 +273,14 @@ def _pass2(work: list[Path], config: FilterConfig, deduper: Deduper, log: Log) -
 
 
 def sft_rows(kept: pa.Table) -> pa.Table:
-    """The ``sft`` table of kept rows: the prompt plus one assistant turn in R1's layout,
-    ``<think>\\n{reasoning}\\n</think>\\n\\n{response}`` (the layout gen/think.py's ``join`` writes)."""
-    reasoning, response = kept.column("reasoning").to_pylist(), kept.column("response").to_pylist()
-    completion = kept.column("completion").to_pylist()
-    messages = []
-    for prompt, r, a, c in zip(kept.column("messages").to_pylist(), reasoning, response, completion):
-        if r is None:  # the template opened <think> in the prompt: the reasoning is what precedes </think>
-            r = c.split("</think>", 1)[0].removeprefix("<think>")
-        content = f"<think>\n{r.strip()}\n</think>\n\n{a.strip()}"
-        messages.append(list(prompt) + [{"role": "assistant", "content": content}])
+    """The ``sft`` table of kept rows: the prompt plus one assistant turn, :func:`assistant_turn`'s
+    layout (R1's ``<think>\\n{reasoning}\\n</think>\\n\\n{response}``, or the response alone for a
+    trace that wrote no think block)."""
+    messages = [
+        list(prompt) + [{"role": "assistant", "content": assistant_turn(r, a)}]
+        for prompt, r, a in zip(kept.column("messages").to_pylist(), kept.column("reasoning").to_pylist(),
+                                kept.column("response").to_pylist())
+    ]
     return pa.table({
         "id": kept.column("id"),
         "messages": pa.array(messages, MESSAGES),

@@ -2,7 +2,6 @@
 `think: required` drops them as `no_think`, and a block opened by the prompt and never closed is
 `unclosed_think` either way."""
 
-import pytest
 
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
@@ -37,11 +36,26 @@ def test_think_required_drops_them_as_no_think():
     assert out.column("drop_reason").to_pylist() == ["no_think", None]
 
 
-@pytest.mark.xfail(strict=True, reason="filters/stage.py sft_rows wraps a response that had no think block in "
-                   "<think>{completion}</think> (the whole answer twice); it should build the turn with "
-                   "filters.format.assistant_turn(reasoning, response). Remove this mark with that change.")
 def test_sft_row_of_a_plain_answer_is_the_answer_alone(tmp_path):
     traces = plain_traces(tmp_path / "traces", n=1)
     run_filter(FilterConfig(traces=str(traces), out=str(tmp_path / "f"), lang="none", workers=1))
     sft = read_stage(tmp_path / "f" / "sft").to_pylist()
     assert [m["content"] for m in sft[0]["messages"] if m["role"] == "assistant"] == [ANSWER]
+
+
+def test_think_required_on_the_command_line_reaches_the_funnel(tmp_path):
+    """`distill filter --think required` drops the plain answers as no_think (the config field alone
+    did nothing while the stage built its format filter without it)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from reasonkit.cli import cli
+
+    traces = plain_traces(tmp_path / "traces", n=3)
+    out = tmp_path / "f"
+    result = CliRunner().invoke(cli, ["filter", str(traces), "--out", str(out), "--lang", "none",
+                                       "--workers", "1", "--think", "required", "-q"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text())
+    assert report["rows_out"] == 0 and funnel(report) == {("format", "no_think"): 3}
