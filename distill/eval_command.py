@@ -34,6 +34,8 @@ instruction; the paper used k=64 and 32768 tokens for AIME 2024.
 @click.option("--limit", type=int, default=None, help="Evaluate only the first N problems.")
 @click.option("--decontam-against", multiple=True, help="Training-data directory to check eval problems against (repeatable).")
 @click.option("--verifier", type=click.Choice(["math", "int"]), default="math", show_default=True)
+@click.option("--score-truncated", is_flag=True, default=None,
+              help="Extract and score answers from truncated samples too (default: they count as no answer).")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto", show_default=True)
 @click.option("--tensor-parallel", default=1, show_default=True)
 @click.option("--max-model-len", type=int, default=None)

@@ -42,6 +42,9 @@ class EvalConfig:
     instruction: str | None = R1_INSTRUCTION
     system: str | None = None
     prefill_think: bool = False
+    # a truncated sample (finish_reason "length") has no answer unless this is set: a cut-off
+    # trace's last \boxed{} is a guess mid-reasoning, and scoring it inflates pass@1
+    score_truncated: bool = False
     id_col: str = "id"
     problem_col: str = "problem"
     answer_col: str = "answer"
@@ -209,6 +212,7 @@ def _protocol(config: EvalConfig, identities: dict, adapter_mode: str | None, ge
         "instruction": config.instruction,
         "system": config.system,
         "prefill_think": config.prefill_think,
+        "score_truncated": config.score_truncated,
         "data": config.data,
         "dataset_fingerprint": data_fp,
         "limit": config.limit,

@@ -101,12 +101,16 @@ def test_adapter_is_merged_for_hf_and_recorded(teacher_dir, test_set, tmp_path):
 
 def test_compare_and_cli_errors(teacher_dir, test_set, tmp_path):
     runner = CliRunner()
-    for name, temperature in (("cold", 0.6), ("hot", 1.0)):
+    for name, temperature, extra in (("cold", 0.6, []), ("hot", 1.0, ["--score-truncated"])):
         result = runner.invoke(cli, ["eval", "--model", teacher_dir, "--data", test_set, "--out", str(tmp_path / name),
                                      "--backend", "hf", "--k", "2", "--limit", "4", "--max-tokens", "192",
-                                     "--temperature", str(temperature), "--verifier", "int"])
+                                     "--temperature", str(temperature), "--verifier", "int", *extra])
         assert result.exit_code == 0, result.output
         assert "pass@1" in result.output
+        # the flag reaches the protocol and the scoring of the samples
+        protocol = json.loads((tmp_path / name / "summary.json").read_text())["protocol"]
+        scored = json.loads((tmp_path / name / "samples" / "_manifest.json").read_text())["config"]
+        assert protocol["score_truncated"] is scored["score_truncated"] is bool(extra)
     result = runner.invoke(cli, ["eval", "compare", str(tmp_path / "cold"), str(tmp_path / "hot"), "--out", str(tmp_path / "cmp.md")])
     assert result.exit_code == 0, result.output
     text = (tmp_path / "cmp.md").read_text()
