@@ -52,7 +52,10 @@ class Request:
 @dataclass(frozen=True)
 class Completion:
     """One sample. ``reasoning`` is set only by servers that split it off themselves
-    (vLLM's reasoning parsers, DeepSeek's API): then ``text`` holds the response alone."""
+    (vLLM's reasoning parsers, DeepSeek's API): then ``text`` holds the response alone.
+    ``prefilled``: whether the rendered prompt left a ``<think>`` block open (a template like R1's
+    that ends with ``<think>\\n``, or ``--prefill-think``); None where the backend never sees the
+    rendered prompt (a server applies its own template)."""
 
     id: str
     sample: int
@@ -61,6 +64,7 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     reasoning: str | None = None
+    prefilled: bool | None = None
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ from itertools import islice
 
 from reasonkit.gen.backend import Completion, Request, error_completions
 from reasonkit.gen.render import encode, prompt_text
+from reasonkit.gen.think import opens_think
 
 
 def _dtype(name: str):
@@ -74,28 +75,28 @@ class HFBackend:
                 if len(ids) >= self.max_model_len:
                     yield from error_completions(request, len(ids))
                 else:
-                    fits.append((request, ids))
+                    fits.append((request, ids, opens_think(text)))
             # One generate call per sampling setting; a stage's requests all share one.
             groups: dict[tuple, list] = {}
-            for request, ids in fits:
+            for request, ids, opened in fits:
                 s = request.sampling
-                groups.setdefault((request.n, s.temperature, s.top_p, s.max_tokens), []).append((request, ids))
+                groups.setdefault((request.n, s.temperature, s.top_p, s.max_tokens), []).append((request, ids, opened))
             for group in groups.values():
                 yield from self._generate(group)
 
-    def _generate(self, group: list[tuple[Request, list[int]]]) -> Iterator[Completion]:
+    def _generate(self, group: list[tuple[Request, list[int], bool]]) -> Iterator[Completion]:
         import torch
 
         first = group[0][0]
         s, n = first.sampling, first.n
-        width = longest = max(len(ids) for _, ids in group)
+        width = longest = max(len(ids) for _, ids, _ in group)
         input_ids = torch.full((len(group), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(group), width), dtype=torch.long)
-        for row, (_, ids) in enumerate(group):
+        for row, (_, ids, _) in enumerate(group):
             input_ids[row, width - len(ids) :] = torch.tensor(ids)
             mask[row, width - len(ids) :] = 1
         seed = 0
-        for request, _ in group:
+        for request, _, _ in group:
             seed = (seed * 1_000_003 + (request.sampling.seed or 0)) % (1 << 63)
         torch.manual_seed(seed)
         sample = s.temperature > 0
@@ -114,7 +115,7 @@ class HFBackend:
             )
         new = out[:, width:].cpu().tolist()
         for row, tokens in enumerate(new):
-            request, ids = group[row // n]
+            request, ids, opened = group[row // n]
             end = next((i for i, t in enumerate(tokens) if t in self.eos), None)
             kept = tokens if end is None else tokens[:end]  # rows that end early are padded after EOS
             yield Completion(
@@ -124,6 +125,7 @@ class HFBackend:
                 finish_reason="length" if end is None else "stop",
                 prompt_tokens=len(ids),
                 completion_tokens=len(kept) + (end is not None),
+                prefilled=opened,
             )
 
     def close(self) -> None:

@@ -111,7 +111,9 @@ class Assembler:
                 reasonings.append(comp.reasoning)
                 responses.append(comp.text.strip())
             else:
-                reasoning, response = split(comp.text, prefilled=self.prefilled)
+                # the backend saw the rendered prompt: a template that opened <think> itself makes an
+                # unclosed sample reasoning, not a response (--prefill-think alone cannot know)
+                reasoning, response = split(comp.text, prefilled=self.prefilled or bool(comp.prefilled))
                 texts.append(comp.text)
                 reasonings.append(reasoning)
                 responses.append(response)

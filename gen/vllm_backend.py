@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 
 from reasonkit.gen.backend import Completion, Request, error_completions
 from reasonkit.gen.render import encode, prompt_text
+from reasonkit.gen.think import opens_think
 
 _FINISH = {"stop": "stop", "length": "length"}
 #: This backend serves a peft LoRA adapter on top of its base (vLLM LoRA requests), unmerged.
@@ -131,9 +132,10 @@ class VllmBackend:
 
         return LoRARequest("adapter", 1, self.lora)
 
-    def render(self, request: Request) -> list[int]:
+    def render(self, request: Request) -> tuple[list[int], bool]:
+        """The prompt's token ids, and whether it leaves a ``<think>`` block open."""
         text = prompt_text(self.tokenizer, request.messages, chat_template=self.chat_template, prefill=request.prefill)
-        return encode(self.tokenizer, text)
+        return encode(self.tokenizer, text), opens_think(text)
 
     def params(self, request: Request, prompt_len: int):
         from vllm import SamplingParams
@@ -157,7 +159,7 @@ class VllmBackend:
         engine = self.llm.llm_engine
         lora = self._lora_request()
         source = iter(requests)
-        pending: dict[str, tuple[Request, int]] = {}
+        pending: dict[str, tuple[Request, int, bool]] = {}
         refused: list[Completion] = []
         exhausted = False
         try:
@@ -167,14 +169,14 @@ class VllmBackend:
                     if request is None:
                         exhausted = True
                         break
-                    ids = self.render(request)
+                    ids, opened = self.render(request)
                     if len(ids) >= self.max_model_len:  # no room to generate a single token
                         refused.extend(error_completions(request, len(ids)))
                         continue
                     rid = f"rk-{next(self._ids)}"
                     engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), self.params(request, len(ids)),
                                        lora_request=lora)
-                    pending[rid] = (request, len(ids))
+                    pending[rid] = (request, len(ids), opened)
                 yield from refused
                 refused.clear()
                 if not pending:
@@ -184,7 +186,7 @@ class VllmBackend:
                 for out in engine.step():
                     if not out.finished or out.request_id not in pending:
                         continue
-                    request, prompt_len = pending.pop(out.request_id)
+                    request, prompt_len, opened = pending.pop(out.request_id)
                     for o in out.outputs:
                         yield Completion(
                             id=request.id,
@@ -193,6 +195,7 @@ class VllmBackend:
                             finish_reason=_FINISH.get(o.finish_reason, "error"),
                             prompt_tokens=prompt_len,
                             completion_tokens=len(o.token_ids),
+                            prefilled=opened,
                         )
         finally:
             if pending:  # the caller stopped early (an error, a kill): free the engine for reuse

@@ -26,6 +26,28 @@ def rows(out):
     return keys, dict(zip(keys, t["completion"].to_pylist()))
 
 
+def think_opening_template(model: str, path: Path) -> str:
+    """A copy of ``model``'s chat template whose generation prompt ends with ``<think>\\n``, as R1's
+    does since 2025-01: the sample's text then holds no ``<think>`` of its own."""
+    from transformers import AutoTokenizer
+
+    template = AutoTokenizer.from_pretrained(model).chat_template
+    opened = template.replace("<|assistant|>{%- endif -%}", "<|assistant|><think>\n{%- endif -%}")
+    assert opened != template, "the tiny models' template ends its generation prompt with <|assistant|>"
+    path.write_text(opened)
+    return str(path)
+
+
+def check_cut_off_reasoning(out):
+    """Every sample of ``out`` was cut off inside a block its prompt opened: all of its text is
+    reasoning, the response is empty (not a response that looks like a non-reasoning answer)."""
+    traces = read_stage(out, kind="traces").to_pylist()
+    assert traces and all(r["finish_reason"] == "length" for r in traces)
+    for r in traces:
+        assert "<think>" not in r["completion"], "the prompt opened the block"
+        assert r["reasoning"] == r["completion"].strip() and r["response"] == "", r
+
+
 def distill_generate(args):
     """The command a user runs: `distill generate ...` (or the module when no console script)."""
     script = Path(sys.executable).parent / "distill"

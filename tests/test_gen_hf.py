@@ -5,9 +5,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import sys
+
 from reasonkit.gen.command import generate
 from reasonkit.recipes.task import write_prompts
 from reasonkit.store import load_manifest, read_stage
+
+sys.path.insert(0, str(Path(__file__).parent))
+from gen_helpers import check_cut_off_reasoning, think_opening_template  # noqa: E402
 
 TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"
 
@@ -42,3 +47,15 @@ def test_hf_backend_writes_traces_and_resumes(tmp_path, model):
     again = CliRunner().invoke(generate, args)  # nothing left to do: same rows, still complete
     assert again.exit_code == 0, again.output
     assert read_stage(tmp_path / "out").num_rows == 12 and load_manifest(tmp_path / "out")["complete"]
+
+
+def test_a_template_that_opens_think_makes_a_cut_off_sample_reasoning(tmp_path, model):
+    """The backend sees the rendered prompt: a template ending in <think> (R1's) without
+    --prefill-think still splits a truncated sample as reasoning (it was a response before)."""
+    template = think_opening_template(model, tmp_path / "opens.jinja")
+    prompts = write_prompts(tmp_path / "p.parquet", 3, seed=0, variant="aime")
+    result = CliRunner().invoke(generate, ["--prompts", prompts, "--teacher", model, "--out", str(tmp_path / "out"),
+                                           "--backend", "hf", "--n", "2", "--max-tokens", "12", "--dtype", "float32",
+                                           "--chat-template", template])
+    assert result.exit_code == 0, result.output
+    check_cut_off_reasoning(tmp_path / "out")

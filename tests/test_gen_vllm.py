@@ -16,7 +16,8 @@ from reasonkit.store import load_manifest, read_stage
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gen_helpers import (  # noqa: E402
-    check_resumed_equals_whole, distill_generate, kill_after_first_shard, rows, vllm_engine_for,
+    check_cut_off_reasoning, check_resumed_equals_whole, distill_generate, kill_after_first_shard, rows,
+    think_opening_template, vllm_engine_for,
 )
 
 pytestmark = pytest.mark.slow
@@ -54,6 +55,14 @@ def test_vllm_backend_traces_are_seeded(tmp_path, vllm_engine, gen_model):
     assert sum(a[k] != c[k] for k in a) >= len(a) // 2
     ids = {i for i, _ in a}
     assert sum(a[(i, 0)] != a[(i, 1)] for i in ids) >= len(ids) // 2  # the n samples differ
+
+
+def test_a_template_that_opens_think_makes_a_cut_off_sample_reasoning(tmp_path, vllm_engine, gen_model):
+    template = think_opening_template(gen_model, tmp_path / "opens.jinja")
+    prompts = write_prompts(tmp_path / "p.parquet", 3, seed=0, variant="aime")
+    cfg = vllm_config(prompts, gen_model, tmp_path / "out", max_tokens=12, chat_template=template)
+    generate(cfg, backend=make_backend(cfg, llm=vllm_engine, chat_template=open(template).read()))
+    check_cut_off_reasoning(tmp_path / "out")
 
 
 def test_prompt_longer_than_context_is_an_error_row(tmp_path, vllm_engine, gen_model):
