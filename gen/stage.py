@@ -196,7 +196,7 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
     from reasonkit.gen.progress import Progress, summary_line
     from reasonkit.gen.render import THINK_PREFILL, build_messages, load_chat_template
     from reasonkit.gen.shards import Assembler, plan, totals
-    from reasonkit.readers import read_prompts
+    from reasonkit.readers import prompt_notes, read_prompts
     from reasonkit.store import StageWriter, fingerprint, fingerprint_path
 
     prompts = read_prompts(config.prompts, config.columns, limit=config.limit, split=config.split)
@@ -262,6 +262,7 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
         summary=counts, gen_config=fingerprint(settings), run_config=dataclasses.asdict(config), last_run=last_run,
         backend_info=described or writer.manifest.get("backend_info"),  # a no-op rerun keeps the last one's
         teacher_files=teacher_files,
+        prompt_notes=prompt_notes(prompts) or None,  # what reading changed in the user's prompts
     )
 
 

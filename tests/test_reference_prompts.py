@@ -129,7 +129,8 @@ def test_openr1_prompts_through_generate_and_filter(tmp_path, teacher_dir):
     teacher = RecordingTeacher(AutoTokenizer.from_pretrained(teacher_dir), {f"uuid-{i}": a for i, (_, a) in enumerate(PROBLEMS)})
     cfg = GenerateConfig(prompts=str(path), teacher="recording", out=str(tmp_path / "traces"), n=1, shard_size=2,
                          columns=ColumnMap(id="uuid"))
-    generate(cfg, backend=teacher)
+    manifest = generate(cfg, backend=teacher)
+    assert manifest["prompt_notes"] == {"reference_turns_dropped": 3}, "the trim is recorded with the traces"
     assert len(teacher.rendered) == 3
     for text, (problem, answer) in zip(teacher.rendered, PROBLEMS):
         assert problem in text and SOLUTION.format(answer) not in text and "REFERENCE-SOLUTION" not in text
