@@ -156,12 +156,10 @@ def _checked_shards(path: Path, manifest: dict) -> list[Path]:
 
     from reasonkit.store import shard_paths
 
-    shards = shard_paths(path)  # refuses an incomplete directory
+    shards = shard_paths(path)  # refuses an incomplete directory, or one missing a listed shard
     recorded = {s["file"]: s.get("rows") for s in manifest.get("shards", [])}
     first = None
     for shard in shards:
-        if not shard.is_file():
-            raise UserError(f"{shard}: listed in {path}/_manifest.json but missing; rerun that stage")
         try:
             meta = pq.ParquetFile(shard).metadata
             schema = pq.read_schema(shard).remove_metadata()

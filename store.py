@@ -60,7 +60,7 @@ def fingerprint_path(path: str | os.PathLike) -> str:
 
     path = Path(path)
     if (path / MANIFEST).is_file():
-        m = json.loads((path / MANIFEST).read_text())
+        m = load_manifest(path)  # a damaged input is one line naming it, not a traceback
         return fingerprint([m.get("stage"), m.get("config_fingerprint"), m.get("input_fingerprint"), m.get("rows")])
     if path.is_file():
         return file_sha256(path)[:16]

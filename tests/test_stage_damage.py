@@ -12,7 +12,9 @@ from click.testing import CliRunner
 
 from reasonkit.cli import cli
 from reasonkit.errors import UserError
-from reasonkit.store import MANIFEST, StageWriter, iter_stage, load_manifest, read_stage, shard_paths
+from reasonkit.store import (
+    MANIFEST, StageWriter, fingerprint_path, iter_stage, load_manifest, read_stage, shard_paths,
+)
 
 
 def healthy(path: Path) -> Path:
@@ -114,7 +116,8 @@ def test_filter_refuses_damaged_traces_and_leaves_no_output(tmp_path, name, dama
     lambda p: list(iter_stage(p)),
     shard_paths,
     lambda p: StageWriter(p, stage="generate", kind=None, config={"n": 1}, keys=("id",)),
-], ids=["read_stage", "iter_stage", "shard_paths", "resume"])
+    fingerprint_path,  # how a later stage names its input
+], ids=["read_stage", "iter_stage", "shard_paths", "resume", "fingerprint_path"])
 def test_every_reader_raises_one_user_error(tmp_path, reader, name, damage, says):
     path = damaged(tmp_path, damage)
     with pytest.raises(UserError) as e:
