@@ -40,9 +40,14 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     """Run the training ``cfg`` describes and return its report (also written to OUT/report.json)."""
     say = log or (lambda _msg: None)
     out = Path(cfg.out)
+    from reasonkit.identity import model_identity
+
     data_fp = fingerprint_path(cfg.data)
-    run_fp = fingerprint([cfg.fingerprinted(), data_fp])
-    finished = _open_out(out, cfg, run_fp, data_fp, say)
+    # the student by content (weights and tokenizer hashed, a Hub id at its revision): checkpoints of
+    # one base model cannot be resumed onto another that was saved under the same path
+    student_id = model_identity(cfg.student)
+    run_fp = fingerprint([cfg.fingerprinted(), data_fp, student_id])
+    finished = _open_out(out, cfg, run_fp, data_fp, say, student_id)
     if finished is not None:
         return finished
 
@@ -65,12 +70,14 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     for f in findings:
         say(f"warning: lint ({f.check}): {f.message}")
     if not (out / RUN_FILE).exists():
-        (out / RUN_FILE).write_text(json.dumps({"fingerprint": run_fp, "data_fingerprint": data_fp, "config": cfg.fingerprinted()}, indent=2) + "\n")
+        (out / RUN_FILE).write_text(json.dumps({"fingerprint": run_fp, "data_fingerprint": data_fp, "student_identity": student_id,
+                                                "config": cfg.fingerprinted()}, indent=2) + "\n")
 
     checkpoint = last_checkpoint(out / CHECKPOINTS) if cfg.resume else None
     if cfg.resume:
         say(f"resuming from {checkpoint}" if checkpoint else "no complete checkpoint yet: starting from step 0")
-    extra = {"chat_template_note": note, "lint": lint.as_json(findings), "lengths": lengths, "fingerprint": run_fp, "data_fingerprint": data_fp}
+    extra = {"chat_template_note": note, "lint": lint.as_json(findings), "lengths": lengths, "fingerprint": run_fp, "data_fingerprint": data_fp,
+             "student_identity": student_id}
     import torch
 
     threads = torch.get_num_threads()
@@ -154,7 +161,7 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
 
 
 # -- the output directory ------------------------------------------------------------------------
-def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say) -> dict | None:
+def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, student_id: str | None = None) -> dict | None:
     """Check OUT before any work; returns the report of a finished run being resumed, else None."""
     run_file = out / RUN_FILE
     if cfg.overwrite:
@@ -173,6 +180,8 @@ def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say) -> di
         diffs = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
         if previous.get("data_fingerprint") != data_fp:
             diffs.append("the data's contents")
+        if previous.get("student_identity") != student_id and mine.get("student") == theirs.get("student"):
+            diffs.append(f"the student's weights ({previous.get('student_identity') or 'unrecorded'}, now {student_id})")
         raise UserError(
             f"{out}: was started with different settings ({', '.join(diffs)}); --resume continues only the same "
             "run: pass --overwrite to start over, or choose another --out"

@@ -136,7 +136,14 @@ class CritiqueConfig(JudgeModel):
 
 def fingerprinted(config: object) -> dict:
     """The settings that decide a stage's rows (what the manifest fingerprints): not where the
-    output goes, not whether to overwrite, not how many requests are in flight."""
+    output goes, not whether to overwrite, not how many requests are in flight. A judge is also
+    named by its content (identity.py: weights hashed, a Hub id at its revision), so a judge
+    retrained at the same path cannot extend a record the old one started."""
     skip = {"input", "verdicts", "out", "overwrite", "allow_incomplete", "concurrency", "base_url", "api_key_env",
             "shard_size"}  # the input is fingerprinted by its manifest, not its path
-    return {f.name: getattr(config, f.name) for f in fields(config) if f.name not in skip}
+    settings = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in skip}
+    if isinstance(config, JudgeModel):
+        from reasonkit.identity import model_identity
+
+        settings["judge_identity"] = model_identity(config.judge, api=config.backend == "openai")
+    return settings

@@ -1,7 +1,9 @@
 """``distill run`` and ``distill validate``: a recipe's steps in order, resuming what is done.
 
-Each step's fingerprint covers its stage, its resolved config and the fingerprints of the steps it
-reads, so changing one step's config reruns that step and everything downstream of it, and
+Each step's fingerprint covers its stage, its resolved config, the fingerprints of the steps it
+reads and the content of what it reads from outside the recipe (identity.py: a model's weights and
+tokenizer hashed, a Hub id at its revision, a data file's bytes), so a teacher retrained at the same
+path reruns the steps that used it, and changing one step's config reruns that step and everything downstream of it, and
 nothing else. A step whose fingerprint matches a finished run is skipped and says so; one that was
 interrupted reruns with the same config, and the stage's own store resumes it shard by shard (a
 train step resumes from its last complete checkpoint).
@@ -68,10 +70,49 @@ def validate(recipe: Recipe) -> list[PlannedStep]:
                     raise UserError(f"{where}.with.{field_name}: {value}: no such file or directory")
         upstream = sorted({fingerprints[r] for r in references(step.config)})
         semantic = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FINGERPRINTED}
-        fp = fingerprint([step.stage, semantic, upstream])
+        fp = fingerprint([step.stage, semantic, upstream, _contents(step, spec, config, recipe)])
         fingerprints[step.name] = fp
         planned.append(PlannedStep(step, config, fp))
     return planned
+
+
+def _contents(step: Step, spec, config, recipe: Recipe) -> dict[str, list[str]]:
+    """The content identities of a step's inputs that no earlier step writes (those are covered
+    by the upstream fingerprints): models through identity.model_identity, data through
+    store.fingerprint_path. A rerun seeds the weight hashes from the step's own manifest, so an
+    unchanged teacher is not read again."""
+    from reasonkit.identity import model_identity
+    from reasonkit.store import fingerprint_path
+
+    api = getattr(config, "backend", None) == "openai"
+    out: dict[str, list[str]] = {}
+    for field_name in dict.fromkeys(spec.models + spec.inputs):
+        if references(step.config.get(field_name, "")):
+            continue
+        values = [v for v in _as_list(getattr(config, field_name, None)) if v]
+        if field_name in spec.models:
+            _seed_weight_hashes(Path(step_dir(recipe, step.name)), values)
+            out[field_name] = [model_identity(v, api=api) for v in values]
+        else:
+            out[field_name] = [fingerprint_path(v) for v in values]
+    return out
+
+
+def _seed_weight_hashes(step_out: Path, models: list[str]) -> None:
+    """identity.remember the per-file hashes a generate or eval manifest recorded for its model."""
+    from reasonkit.identity import remember
+    from reasonkit.store import is_stage_dir, load_manifest
+
+    for where in (step_out, step_out / "generations"):
+        if not is_stage_dir(where):
+            continue
+        try:
+            manifest = load_manifest(where)
+        except UserError:  # a damaged directory: its step says so when it runs
+            continue
+        teacher = (manifest.get("config") or {}).get("teacher")
+        if teacher in models:
+            remember(teacher, manifest.get("teacher_files"))
 
 
 def run(recipe: Recipe, *, start: str | None = None, only: str | None = None, overwrite: bool = False,

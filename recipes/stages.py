@@ -16,6 +16,7 @@ class StageSpec:
     run: str  # "module:function", taking that dataclass
     inputs: tuple[str, ...] = ()  # config fields that name existing paths (or ${step} references)
     out_field: str = "out"  # the field the runner points at OUT/<step name>
+    models: tuple[str, ...] = ()  # config fields that name a model: fingerprinted by content (identity.py)
 
     def config_class(self) -> type:
         return _load(self.config)
@@ -31,12 +32,18 @@ def _load(target: str):
 
 STAGES: dict[str, StageSpec] = {
     "synth": StageSpec("reasonkit.recipes.synth:SynthConfig", "reasonkit.recipes.synth:run_synth"),
-    "student": StageSpec("reasonkit.recipes.student:StudentConfig", "reasonkit.recipes.student:init_student", inputs=("tokenizer",)),
-    "generate": StageSpec("reasonkit.gen.stage:GenerateConfig", "reasonkit.gen.stage:generate", inputs=("prompts",)),
+    "student": StageSpec("reasonkit.recipes.student:StudentConfig", "reasonkit.recipes.student:init_student", inputs=("tokenizer",),
+                         models=("tokenizer",)),
+    "generate": StageSpec("reasonkit.gen.stage:GenerateConfig", "reasonkit.gen.stage:generate", inputs=("prompts",),
+                          models=("teacher",)),
     "filter": StageSpec("reasonkit.filters.config:FilterConfig", "reasonkit.filters.stage:run_filter", inputs=("traces",)),
-    "train": StageSpec("reasonkit.distill.config:TrainConfig", "reasonkit.distill.train:train", inputs=("student", "data")),
-    "eval": StageSpec("reasonkit.distill.evaluate:EvalConfig", "reasonkit.distill.evaluate:run_eval", inputs=("data",)),
+    "train": StageSpec("reasonkit.distill.config:TrainConfig", "reasonkit.distill.train:train", inputs=("student", "data"),
+                       models=("student",)),
+    "eval": StageSpec("reasonkit.distill.evaluate:EvalConfig", "reasonkit.distill.evaluate:run_eval", inputs=("data",),
+                      models=("model", "adapter")),
     "pairs": StageSpec("reasonkit.judges.config:PairsConfig", "reasonkit.judges.pairs:run_pairs", inputs=("verdicts",)),
-    "judge": StageSpec("reasonkit.judges.config:JudgeConfig", "reasonkit.judges.judge:run_judge", inputs=("input",)),
-    "critique": StageSpec("reasonkit.judges.config:CritiqueConfig", "reasonkit.judges.critique:run_critique", inputs=("input",)),
+    "judge": StageSpec("reasonkit.judges.config:JudgeConfig", "reasonkit.judges.judge:run_judge", inputs=("input",),
+                       models=("judge",)),
+    "critique": StageSpec("reasonkit.judges.config:CritiqueConfig", "reasonkit.judges.critique:run_critique", inputs=("input",),
+                          models=("judge",)),
 }

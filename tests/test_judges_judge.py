@@ -189,3 +189,19 @@ def test_a_crash_between_record_and_prefs_is_rederived_on_resume(tmp_path, monke
     report = run_judge(c, backend=again)
     assert again.calls == 0 and report["pairs"] == 4
     assert sorted(read_stage(tmp_path / "o").column("id").to_pylist()) == ["p0", "p1", "p2", "p3"]
+
+
+def test_a_judge_retrained_at_the_same_path_cannot_extend_the_record(tmp_path):
+    """The judge is fingerprinted by its weights, not its path: a rerun into the same --out after the
+    judge directory's weights changed is refused (it would mix two judges' verdicts)."""
+    judge = tmp_path / "judge"
+    judge.mkdir()
+    (judge / "config.json").write_text("{}")
+    (judge / "model.safetensors").write_bytes(b"first weights")
+    src = traces(tmp_path / "t", {"p1": ["great", "poor"]})
+    config = JudgeConfig(judge=str(judge), input=src, out=str(tmp_path / "o"))
+    run_judge(config, backend=FakeJudge(lambda p: SCORES[answer_in(p)]))
+    assert run_judge(config, backend=FakeJudge(lambda p: SCORES[answer_in(p)]))["pairs"] == 1, "same judge: resumes"
+    (judge / "model.safetensors").write_bytes(b"other weights")
+    with pytest.raises(UserError, match="--overwrite"):
+        run_judge(config, backend=FakeJudge(lambda p: SCORES[answer_in(p)]))

@@ -204,3 +204,35 @@ def test_resume_and_threads_leave_a_train_steps_fingerprint_alone(tmp_path):
     for item in ("sft.resume=true", "sft.threads=1", "sft.overwrite=true"):
         assert validate(parse_recipe(data, "r.yaml", [item]))[0].fingerprint == base, item
     assert validate(parse_recipe(data, "r.yaml", ["sft.lr=0.1"]))[0].fingerprint != base
+
+
+def test_a_model_retrained_at_the_same_path_reruns_the_steps_that_read_it(tmp_path):
+    """Step fingerprints hold the content of what a step reads from outside the recipe: new weights
+    under the teacher's path change generate's fingerprint and every step after it; new prompts
+    bytes too; the student's weights change only the train step."""
+    teacher, student = tmp_path / "teacher", tmp_path / "student"
+    for model in (teacher, student):
+        model.mkdir()
+        (model / "config.json").write_text("{}")
+        (model / "model.safetensors").write_bytes(b"weights v1")
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"problem": "1+1?", "answer": "2"}\n')
+    data = {"out": str(tmp_path / "run"), "steps": [
+        {"name": "traces", "stage": "generate", "with": {"prompts": str(prompts), "teacher": str(teacher)}},
+        {"name": "verified", "stage": "filter", "with": {"traces": "${traces}"}},
+        {"name": "sft", "stage": "train", "with": {"method": "sft", "student": str(student), "data": "${verified}/sft"}},
+    ]}
+
+    def fingerprints():
+        return [p.fingerprint for p in validate(parse_recipe(data, "r.yaml"))]
+
+    base = fingerprints()
+    assert fingerprints() == base
+    (teacher / "model.safetensors").write_bytes(b"weights v2")
+    retrained = fingerprints()
+    assert all(a != b for a, b in zip(base, retrained)), "generate and everything downstream"
+    (student / "model.safetensors").write_bytes(b"weights v2")
+    new_student = fingerprints()
+    assert new_student[:2] == retrained[:2] and new_student[2] != retrained[2]
+    prompts.write_text('{"problem": "2+2?", "answer": "4"}\n')
+    assert fingerprints()[0] != new_student[0]

@@ -139,7 +139,7 @@ def test_out_with_a_run_needs_resume_or_overwrite_and_the_same_settings(tiny_mod
     (out / RUN_FILE).write_text(json.dumps({"fingerprint": "other", "data_fingerprint": "d", "config": {**cfg(tiny_model_dir, sft_dir, out).fingerprinted(), "lr": 0.5}}))
     with pytest.raises(UserError, match="holds a training run already; pass --resume to continue it, --overwrite"):
         train(cfg(tiny_model_dir, sft_dir, out))
-    with pytest.raises(UserError, match=r"was started with different settings \(lr, the data's contents\)"):
+    with pytest.raises(UserError, match=r"was started with different settings \(lr, the data's contents, the student's weights \(unrecorded"):
         train(cfg(tiny_model_dir, sft_dir, out, resume=True))
 
 
@@ -169,3 +169,19 @@ def test_command_help_and_config_errors(tiny_model_dir, sft_dir, tmp_path):
 def test_command_module_imports_nothing_heavy():
     probe = "import sys, reasonkit.distill.command; print([m for m in ('torch', 'transformers', 'trl', 'peft', 'datasets') if m in sys.modules])"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
+def test_resume_onto_a_student_whose_weights_changed_is_refused(tiny_model_dir, sft_dir, tmp_path):
+    """The student is part of the run's identity by content: a base model re-saved under the same
+    path (here its config edited) cannot continue checkpoints of the old one."""
+    student = tmp_path / "student"
+    shutil.copytree(tiny_model_dir, student)
+    out = tmp_path / "out"
+    first = train(cfg(student, sft_dir, out, max_steps=1, batch_size=4, threads=1))
+    assert first["student_identity"].startswith("sha256:")
+    again = train(cfg(student, sft_dir, out, max_steps=1, batch_size=4, threads=1, resume=True))
+    assert again["steps"] == first["steps"], "same student: the finished run is returned"
+    config = json.loads((student / "config.json").read_text())
+    (student / "config.json").write_text(json.dumps({**config, "rope_theta": config.get("rope_theta", 10000.0) * 2}))
+    with pytest.raises(UserError, match=r"different settings \(the student's weights \(sha256:"):
+        train(cfg(student, sft_dir, out, max_steps=1, batch_size=4, threads=1, resume=True))
