@@ -163,12 +163,15 @@ def lang_ratios(
     codes = tuple(dict.fromkeys([target, *candidates]))
     scripts = {c: language_scripts(c) for c in codes}
     cache = {} if cache is None else cache
+    cands_of = {}  # script -> the candidates written in it
     counts = [[0.0, 0.0] for _ in texts]  # [target words, words given a language]
     ask: dict[tuple[str, ...], dict[str, list[tuple[int, float]]]] = {}
     for t, text in enumerate(texts):
         shared: dict[tuple[str, tuple[str, ...]], list[tuple[list[str], float]]] = {}
         for script, words in runs(text or ""):
-            cands = tuple(c for c in codes if script in scripts[c])
+            cands = cands_of.get(script)
+            if cands is None:
+                cands = cands_of[script] = tuple(c for c in codes if script in scripts[c])
             n = count(script, words)
             if target in cands and len(cands) > 1:
                 shared.setdefault((script, cands), []).append((words, n))

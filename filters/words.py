@@ -48,7 +48,8 @@ _CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 # A CJK run, or a run of letters and digits (kept only when it is all letters: "25π" is not a word).
 _TOKEN = re.compile(rf"[{_CJK}]+|(?:(?![{_CJK}])[^\W_])+")
-_ASCII_TOKEN = re.compile(r"[A-Za-z0-9]+")
+# an ASCII word: letters not touching a digit ("3x" is no word), as _TOKEN + isalpha decide
+_ASCII_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]+(?![A-Za-z0-9])")
 _SENTENCE = re.compile(r"[.!?;:\n。！？；：]+")
 _STRIP = [
     (re.compile(r"```.*?(?:```|$)", re.S), "\n"),
@@ -93,7 +94,7 @@ def runs(text: str) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = []
     for sentence in _SENTENCE.split(clean(text)):
         if sentence.isascii():  # most traces: every word is Latin, no per-word script lookup
-            words = [t for t in _ASCII_TOKEN.findall(sentence) if t.isalpha()]
+            words = _ASCII_WORD.findall(sentence)
             if words:
                 out.append(("latin", words))
             continue
