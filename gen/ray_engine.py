@@ -41,13 +41,14 @@ def _from_ipc(data: bytes) -> pa.Table:
 class GenerateReplica:
     """One Ray actor: a backend built once, then one shard per call."""
 
-    def __init__(self, config, *, template: str | None, info, gen_config: str, prefill: str, make_backend=None):
+    def __init__(self, config, *, template: str | None, info, gen_config: str, prefill: str, teacher: str,
+                 make_backend=None):
         from reasonkit.gen.stage import make_backend as default_backend
 
         # The replica *is* the local engine, on one shard at a time.
         self.config = dataclasses.replace(config, engine="local", replicas=1, ray_address=None, data_parallel=1)
         self.backend = (make_backend or default_backend)(self.config, info=info, chat_template=template)
-        self.gen_config, self.prefill = gen_config, prefill
+        self.gen_config, self.prefill, self.teacher = gen_config, prefill, teacher
         self.info = json.dumps(self.backend.describe(), default=str)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -57,7 +58,7 @@ class GenerateReplica:
         for unit in batch.to_pylist():
             done = {tuple(key) for key in json.loads(unit["done"])}
             rows = generate_shard(self.backend, _from_ipc(unit["prompts"]), json.loads(unit["messages"]), done,
-                                  self.config, teacher=self.config.teacher, gen_config=self.gen_config,
+                                  self.config, teacher=self.teacher, gen_config=self.gen_config,
                                   prefill=self.prefill)
             rows = rows.append_column(_BACKEND_INFO, pa.array([self.info] * rows.num_rows, pa.string()))
             out.append(tag(rows, unit["shard"]))
@@ -81,7 +82,7 @@ def connect_for(config) -> None:
 
 
 def generate_on_ray(config, prompts: pa.Table, messages: list[list[dict]], work, writer, *, template, info,
-                    gen_config: str, prefill: str, progress, make_backend=None) -> dict | None:
+                    gen_config: str, prefill: str, progress, teacher: str, make_backend=None) -> dict | None:
     """Generate every owed shard on Ray, committing each through ``writer``; returns a replica's describe()."""
     connect_for(config)
     progress.restart()  # the clock starts once connected; replicas load their models inside it
@@ -103,7 +104,7 @@ def generate_on_ray(config, prompts: pa.Table, messages: list[list[dict]], work,
         progress.update(prompts=len(work.chunks[shard]), samples=rows.num_rows, tokens=tokens)
 
     kwargs = dict(config=config, template=template, info=info, gen_config=gen_config, prefill=prefill,
-                  make_backend=make_backend)
+                  teacher=teacher, make_backend=make_backend)
     run_shards(units, expected, GenerateReplica, kwargs, replicas=config.replicas, num_cpus=1, num_gpus=gpus,
                on_shard=commit)
     return {**described, "engine": "ray", "replicas": config.replicas} if described else None

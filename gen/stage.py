@@ -196,6 +196,7 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
     from reasonkit.gen.progress import Progress, summary_line
     from reasonkit.gen.render import THINK_PREFILL, build_messages, load_chat_template
     from reasonkit.gen.shards import Assembler, plan, totals
+    from reasonkit.hub_public import public_model
     from reasonkit.readers import prompt_notes, read_prompts
     from reasonkit.store import StageWriter, fingerprint, fingerprint_path
 
@@ -218,8 +219,11 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
                 for m, p in zip(prompts.column("messages").to_pylist(), problems)]
     work = plan(prompts.column("id").to_pylist(), config.n, config.shard_size, writer.done_keys())
     progress = Progress(len(prompts), len(prompts) - work.prompts, n=config.n)
+    # the rows name their teacher by content, never by where it sat on this machine: a local
+    # directory as NAME@sha256:..., a Hub id at its revision, a served model by its name
+    teacher = public_model(config.teacher, settings["teacher_identity"])
     assembler = Assembler(
-        prompts, messages, work, teacher=config.teacher, gen_config=fingerprint(settings),
+        prompts, messages, work, teacher=teacher, gen_config=fingerprint(settings),
         prefilled=config.prefill_think, commit=writer.commit,
     )
     described = None
@@ -231,7 +235,8 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
             if backend is not None:
                 raise ValueError("engine ray builds one backend per replica; pass no prebuilt backend")
             described = generate_on_ray(config, prompts, messages, work, writer, template=template, info=info,
-                                        gen_config=fingerprint(settings), prefill=prefill, progress=progress)
+                                        gen_config=fingerprint(settings), prefill=prefill, progress=progress,
+                                        teacher=teacher)
         elif work.prompts:
             owned = backend is None
             backend = backend or make_backend(config, info=info, chat_template=template)
