@@ -73,3 +73,21 @@ def ray_cluster() -> str:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def quickstart(tmp_path_factory):
+    """The README's main job at full size, run once per session as a user runs it:
+    `distill quickstart --out OUT` (vLLM, ~9 min on 2 cores). tests/test_quickstart.py checks its
+    headline figures and its terminal; tests/test_hub_quickstart.py publishes its stages.
+    Yields (out, completed process, seconds)."""
+    import subprocess
+    import time
+    from types import SimpleNamespace
+
+    out = tmp_path_factory.mktemp("quickstart") / "qs"
+    started = time.monotonic()
+    done = subprocess.run([str(Path(sys.executable).parent / "distill"), "quickstart", "--out", str(out)],
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return SimpleNamespace(out=out, process=done, seconds=time.monotonic() - started)

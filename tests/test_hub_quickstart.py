@@ -3,9 +3,7 @@ with rows in, rows out and what remains, as its report.json says; the teacher's 
 reached through the recipe's `input_path` chain; no local absolute path anywhere; and a card, not a
 traceback, when the stages have moved.
 
-The quickstart runs once per module, shrunk exactly as tests/test_quickstart.py shrinks it (its SMALL
-overrides, hf backend: a few minutes on 2 cores). `quickstart_run` needs no conftest, so it can be
-folded into one shared run later.
+The stages are those of the session's one full-size quickstart run (tests/conftest.py, `quickstart`).
 """
 
 import contextlib
@@ -20,24 +18,15 @@ import pytest
 
 import reasonkit
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_quickstart import SMALL  # noqa: E402
-
 DISTILL = str(Path(sys.executable).parent / "distill")
 # An absolute path in text: "/" not inside a word, a URL or ".../" (the card's elision), then a name.
 ABSOLUTE = re.compile(r"(?<![\w.:/<~-])/[\w.-]+")
 
 
 @pytest.fixture(scope="module")
-def quickstart_run(tmp_path_factory) -> Path:
-    """OUT of `distill quickstart --out OUT` with tests/test_quickstart.py's SMALL overrides."""
-    out = tmp_path_factory.mktemp("quickstart") / "qs"
-    args = [DISTILL, "quickstart", "--out", str(out)]
-    for item in SMALL:
-        args += ["--set", item]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
+def quickstart_run(quickstart) -> Path:
+    """OUT of the session's full `distill quickstart` (tests/conftest.py)."""
+    return quickstart.out
 
 
 def push(stage: Path, folder: Path) -> subprocess.CompletedProcess:
@@ -100,6 +89,11 @@ def test_card_of_the_verified_traces(quickstart_run, tmp_path):
     assert_sampling(card, quickstart_run / "traces")
     assert "No `generate` manifest is reachable" not in card
     assert_nothing_local(tmp_path / "card", quickstart_run)
+    # the rows themselves name the teacher by content, not by a path of this machine
+    import pyarrow.parquet as pq
+
+    teachers = {t for f in (tmp_path / "card").rglob("*.parquet") for t in pq.read_table(f, columns=["teacher"])["teacher"].to_pylist()}
+    assert len(teachers) == 1 and re.fullmatch(r"teacher@sha256:[0-9a-f]{16}", teachers.pop())
     # Decontamination: the eval set the recipe checked, and the rows it dropped (zeros too), as the funnel counts them.
     report = json.loads((quickstart_run / "verified" / "report.json").read_text())
     assert "Checked against: `.../qs/eval_problems`\n" in card

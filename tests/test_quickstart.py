@@ -1,43 +1,62 @@
-"""The shipped quickstart recipe end to end, shrunk by --set overrides (the full-size run is the
-README's main job; its figures are in the issue notes)."""
+"""The README's main job, `distill quickstart`, at full size (the session's one run, tests/conftest.py):
+its headline figures reproduce, the terminal shows steps and figures (library logs go to each step's
+run.log), the report says how far DPO moved the student, and a rerun skips every step."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-SMALL = [
-    "train_problems.n=40", "eval_problems.n=8",
-    "traces.backend=hf", "student_samples.backend=hf",
-    "sft.epochs=1", "dpo.epochs=1",
-    # one SFT epoch leaves a student with no correct samples, so no pairs: let the teacher sample
-    "student_samples.teacher=${reasonkit}/recipes/assets/teacher",
-    *(f"{step}.backend=hf" for step in ("eval_teacher", "eval_student_before", "eval_student_sft", "eval_student_dpo")),
-    *(f"{step}.k=2" for step in ("eval_teacher", "eval_student_before", "eval_student_sft", "eval_student_dpo")),
-]
+STEPS = 14
+EVALS = ("eval_teacher", "eval_student_before", "eval_student_sft", "eval_student_dpo")
 
 
-def test_quickstart_runs_every_step_writes_the_report_and_resumes(tmp_path):
-    out = tmp_path / "qs"
-    args = [str(Path(sys.executable).parent / "distill"), "quickstart", "--out", str(out)]
-    for item in SMALL:
-        args += ["--set", item]
-    first = subprocess.run(args, capture_output=True, text=True, timeout=900)
-    assert first.returncode == 0, first.stderr[-3000:]
+def pass_at_1(out: Path, step: str) -> float:
+    summary = json.loads((out / step / "summary.json").read_text())
+    assert summary["n_problems"] == 60 and summary["n_samples"] == 240, step  # 60 held-out problems x k=4
+    return summary["pass@1"]
+
+
+def test_the_student_learns_as_the_readme_says(quickstart):
+    out = quickstart.out
     state = json.loads((out / "_recipe_state.json").read_text())
-    assert all(record["done"] for record in state.values()) and len(state) == 14
+    assert len(state) == STEPS and all(record["done"] for record in state.values())
+    # Measured on this 2-core CPU (README): teacher 0.912, student before 0.000, after SFT 0.875,
+    # after DPO 0.875 (pass@1 over 4 samples, 240 samples each). The headline: SFT above 0.8.
+    figures = {step: pass_at_1(out, step) for step in EVALS}
+    assert figures["eval_teacher"] >= 0.87, figures
+    assert figures["eval_student_before"] <= 0.02, figures
+    assert figures["eval_student_sft"] > 0.8, figures
+    assert figures["eval_student_dpo"] > 0.8, figures
     report = (out / "report.md").read_text()
     for heading in ("## Steps", "filter funnel", "SFT training", "DPO training", "## Evaluation"):
         assert heading in report, heading
-    for name in ("eval_teacher", "eval_student_before", "eval_student_sft", "eval_student_dpo"):
-        assert f"| {name} |" in report
-        assert json.loads((out / name / "summary.json").read_text())["n_problems"] == 8
+    for step in EVALS:
+        assert f"| {step} |" in report
     assert (out / "pass_at_k.png").is_file() and (out / "funnel_verified.png").is_file()
-    teacher = json.loads((out / "eval_teacher" / "summary.json").read_text())
-    assert teacher["pass@1"] > 0.2
 
+
+def test_the_report_says_how_far_dpo_moved_the_student(quickstart):
+    """lr 5e-5 for one epoch on a zero-initialised LoRA: the recipe's report gives the measured
+    movement (mean |log pi/pi_ref| a token) and says in words whether it was little."""
+    from reasonkit.distill.dpo_movement import movement_line
+
+    train_report = json.loads((quickstart.out / "dpo" / "report.json").read_text())
+    last = train_report["history"][-1]
+    assert last["log_ratio_chosen"] > 0 and last["log_ratio_rejected"] > 0, last
+    assert movement_line(train_report) in (quickstart.out / "report.md").read_text()
+
+
+def test_the_terminal_shows_steps_not_library_logs(quickstart):
+    terminal = quickstart.process.stdout + quickstart.process.stderr
+    assert terminal.count("[done]") == STEPS
+    chatter = [line for line in terminal.splitlines() if " INFO " in line or " WARNING " in line]
+    assert len(chatter) <= 5, chatter[:10]
+    assert (quickstart.out / "traces" / "run.log").is_file(), "vLLM's lines went to the step's log"
+
+
+def test_a_rerun_skips_every_step(quickstart):
+    args = [str(Path(sys.executable).parent / "distill"), "quickstart", "--out", str(quickstart.out)]
     again = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.count("[skip]") == 14, again.stdout
+    assert again.stdout.count("[skip]") == STEPS, again.stdout
