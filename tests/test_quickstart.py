@@ -21,13 +21,14 @@ def test_the_student_learns_as_the_readme_says(quickstart):
     out = quickstart.out
     state = json.loads((out / "_recipe_state.json").read_text())
     assert len(state) == STEPS and all(record["done"] for record in state.values())
-    # Measured on this 2-core CPU (README): teacher 0.912, student before 0.000, after SFT 0.875,
-    # after DPO 0.875 (pass@1 over 4 samples, 240 samples each). The headline: SFT above 0.8.
+    # Measured on this 2-core CPU, in this test too: teacher 0.9125 (219/240), student before 0.000,
+    # after SFT 0.875 (210/240), after DPO 0.875 (pass@1 over 4 samples of 60 problems). The README's
+    # headline is SFT above 0.8; the bars sit nearer the measured figures (a few samples below them).
     figures = {step: pass_at_1(out, step) for step in EVALS}
-    assert figures["eval_teacher"] >= 0.87, figures
+    assert figures["eval_teacher"] >= 0.89, figures
     assert figures["eval_student_before"] <= 0.02, figures
-    assert figures["eval_student_sft"] > 0.8, figures
-    assert figures["eval_student_dpo"] > 0.8, figures
+    assert figures["eval_student_sft"] >= 0.85, figures
+    assert figures["eval_student_dpo"] >= 0.85, figures
     report = (out / "report.md").read_text()
     for heading in ("## Steps", "filter funnel", "SFT training", "DPO training", "## Evaluation"):
         assert heading in report, heading
@@ -36,15 +37,17 @@ def test_the_student_learns_as_the_readme_says(quickstart):
     assert (out / "pass_at_k.png").is_file() and (out / "funnel_verified.png").is_file()
 
 
-def test_the_report_says_how_far_dpo_moved_the_student(quickstart):
-    """lr 5e-5 for one epoch on a zero-initialised LoRA: the recipe's report gives the measured
-    movement (mean |log pi/pi_ref| a token) and says in words whether it was little."""
+def test_the_report_says_dpo_barely_moved_the_student(quickstart):
+    """lr 5e-5 for one epoch (5 steps) on a zero-initialised LoRA: the recipe's report gives the
+    measured movement (mean |log pi/pi_ref| a token; measured 0.0003 chosen, 0.001 rejected) and
+    says it was little."""
     from reasonkit.distill.dpo_movement import movement_line
 
     train_report = json.loads((quickstart.out / "dpo" / "report.json").read_text())
     last = train_report["history"][-1]
     assert last["log_ratio_chosen"] > 0 and last["log_ratio_rejected"] > 0, last
-    assert movement_line(train_report) in (quickstart.out / "report.md").read_text()
+    line = movement_line(train_report)
+    assert line.startswith("DPO moved the model little") and line in (quickstart.out / "report.md").read_text()
 
 
 def test_the_terminal_shows_steps_not_library_logs(quickstart):
