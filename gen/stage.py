@@ -177,8 +177,13 @@ def make_backend(config: GenerateConfig, *, info=None, llm=None, chat_template: 
     if config.backend == "hf":
         from reasonkit.gen.hf_backend import HFBackend
 
-        return HFBackend(config.teacher, dtype=config.dtype, max_model_len=config.max_model_len,
-                         chat_template=chat_template, batch_size=config.batch_size)
+        options = dict(dtype=config.dtype, max_model_len=config.max_model_len, chat_template=chat_template,
+                       batch_size=config.batch_size)
+        if config.data_parallel > 1:  # one model per GPU (gen/parallel.py)
+            from reasonkit.gen.parallel import DataParallel
+
+            return DataParallel(config.teacher, config.data_parallel, backend="hf", **options)
+        return HFBackend(config.teacher, **options)
     engine = dict(dtype=config.dtype, max_model_len=config.max_model_len, tensor_parallel=config.tensor_parallel,
                   gpu_memory_utilization=config.gpu_memory_utilization, seed=config.seed)
     window = 2 * config.shard_size  # the next shard queues while this one finishes: no idle tail
