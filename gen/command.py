@@ -38,7 +38,7 @@ _COLUMN_FLAGS = {"id_col": "id", "problem_col": "problem", "answer_col": "answer
 @click.option("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the API key.")
 @click.option("--concurrency", type=int, default=64, help="openai: prompts in flight.")
 @click.option("--tensor-parallel", type=int, default=1, help="vllm: GPUs per engine.")
-@click.option("--data-parallel", type=int, default=1, help="vllm, local engine: engine replicas, each on its own GPUs.")
+@click.option("--data-parallel", type=int, default=1, help="vllm or hf, local engine: engine replicas on this node, each on its own GPUs.")
 @engine_options
 @click.option("--gpu-memory-utilization", type=float, default=0.9)
 @click.option("--max-model-len", type=int, default=None)

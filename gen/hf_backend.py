@@ -63,7 +63,8 @@ class HFBackend:
         import transformers
 
         return {"backend": "hf", "transformers": transformers.__version__, "device": self.device,
-                "dtype": str(self.model.dtype).replace("torch.", ""), "batch_size": self.batch_size}
+                "dtype": str(self.model.dtype).replace("torch.", ""), "batch_size": self.batch_size,
+                "max_model_len": self.max_model_len}
 
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         source = iter(requests)

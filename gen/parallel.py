@@ -1,11 +1,16 @@
-"""Data parallelism for the vLLM backend: one engine per replica, each on its own GPUs.
+"""Data parallelism on one node: one engine per replica, each on its own GPUs.
 
 vLLM refuses ``LLM(data_parallel_size>1)`` in a single process, so each replica is a spawned
-process holding its own :class:`VllmBackend` on ``tensor_parallel`` GPUs of its own
-(``CUDA_VISIBLE_DEVICES``). Requests are dealt round-robin, all at once (a Request is a few
-hundred bytes; the replicas' own windows bound what sits inside the engines), and completions
-flow back through one queue in whatever order they finish; the stage does not care which
-replica made a sample, and each sample's seed depends only on ``(seed, id)``.
+process holding its own backend (:class:`VllmBackend` on ``tensor_parallel`` GPUs, or an
+:class:`HFBackend` on one) with ``CUDA_VISIBLE_DEVICES`` set to its own GPUs. Requests are dealt
+all at once in chunks of ``deal`` (a Request is a few hundred bytes; the replicas' own windows
+bound what sits inside the engines), and completions flow back through one queue in whatever
+order they finish; the stage does not care which replica made a sample.
+
+Each vLLM sample's seed depends only on ``(seed, id)``, so requests are dealt one at a time. The
+transformers backend seeds and pads per batch, so it is dealt whole batches (``deal`` =
+``batch_size``): every replica then runs exactly the batches one process would, and N replicas
+write the samples one would.
 """
 
 from __future__ import annotations
@@ -27,12 +32,20 @@ def _visible_devices(rank: int, per_replica: int, replicas: int) -> str:
     return ",".join(mine)
 
 
-def _worker(rank: int, devices: str, model: str, options: dict, inbox, outbox) -> None:
+def _build(kind: str, model: str, options: dict):
+    if kind == "hf":
+        from reasonkit.gen.hf_backend import HFBackend
+
+        return HFBackend(model, **options)
+    from reasonkit.gen.vllm_backend import VllmBackend
+
+    return VllmBackend(model, **options)
+
+
+def _worker(rank: int, devices: str, kind: str, model: str, options: dict, inbox, outbox) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = devices
     try:
-        from reasonkit.gen.vllm_backend import VllmBackend
-
-        backend = VllmBackend(model, **options)
+        backend = _build(kind, model, options)
         outbox.put(("ready", rank, backend.describe()))
         while inbox.get() == "round":  # one round per generate() call; "close" ends the replica
             for completion in backend.generate(iter(inbox.get, None)):
@@ -44,9 +57,10 @@ def _worker(rank: int, devices: str, model: str, options: dict, inbox, outbox) -
 
 
 class DataParallel:
-    """``replicas`` vLLM engines behind one Backend."""
+    """``replicas`` engines behind one Backend: ``backend`` ``"vllm"`` (each on ``tensor_parallel``
+    GPUs) or ``"hf"`` (each on one GPU, or the CPU); ``options`` go to each replica's backend."""
 
-    def __init__(self, model: str, replicas: int, *, tensor_parallel: int = 1, **options):
+    def __init__(self, model: str, replicas: int, *, backend: str = "vllm", tensor_parallel: int = 1, **options):
         import multiprocessing as mp
 
         self.name = model
@@ -54,10 +68,15 @@ class DataParallel:
         self.outbox = ctx.Queue()
         self.inboxes = [ctx.Queue() for _ in range(replicas)]
         self.procs = []
-        options = {**options, "tensor_parallel": tensor_parallel}
+        if backend == "hf":  # whole batches, so each replica's batches (and seeds) are one process's
+            self.deal, per_replica = max(1, options.get("batch_size", 8)), 1
+        else:
+            self.deal, per_replica = 1, tensor_parallel
+            options = {**options, "tensor_parallel": tensor_parallel}
         for rank in range(replicas):
-            devices = _visible_devices(rank, tensor_parallel, replicas)
-            proc = ctx.Process(target=_worker, args=(rank, devices, model, options, self.inboxes[rank], self.outbox),
+            devices = _visible_devices(rank, per_replica, replicas)
+            proc = ctx.Process(target=_worker, args=(rank, devices, backend, model, options, self.inboxes[rank],
+                                                     self.outbox),
                                name=f"reasonkit-dp{rank}", daemon=False)
             proc.start()
             self.procs.append(proc)
@@ -86,7 +105,7 @@ class DataParallel:
         for inbox in self.inboxes:
             inbox.put("round")
         for i, request in enumerate(requests):
-            self.inboxes[i % len(self.inboxes)].put(request)
+            self.inboxes[(i // self.deal) % len(self.inboxes)].put(request)
         for inbox in self.inboxes:
             inbox.put(None)
         ended = 0
