@@ -27,6 +27,13 @@ DEFAULT_LR = {("sft", False): 2e-4, ("sft", True): 2e-5, ("dpo", False): 2e-5, (
 
 #: Keys that do not change what a run computes; a resumed run may differ from its start in these.
 NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit")
+#: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
+#: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
+LAUNCH_FIELDS = ("launcher", "num_processes", "accelerate_config")
+#: Fingerprinted as their product with the process count (the global batch): how a batch is split
+#: between devices and accumulation steps changes memory, not the optimizer's steps, so a run that
+#: hit OOM resumes with batch_size halved and grad_accum doubled, or on 4 GPUs instead of 8.
+BATCH_SPLIT = ("batch_size", "grad_accum")
 
 
 @dataclass(frozen=True)
@@ -88,11 +95,18 @@ class TrainConfig:
     threads: int | None = None  # torch CPU threads; 1 is fastest for tiny models on a busy machine
     allow_incomplete: bool = False  # train on an unfinished stage directory
 
+    # Several processes (distill/launch.py). "accelerate": training runs as a subprocess under
+    # `accelerate launch` with num_processes processes (None: every visible GPU) and an accelerate
+    # config: a shipped one by name (ddp, fsdp, zero3: recipes/accelerate/) or a YAML path.
+    launcher: Literal["none", "accelerate"] = "none"
+    num_processes: int | None = None
+    accelerate_config: str | None = None
+
     def __post_init__(self) -> None:
         for name in ("lora_r", "lora_alpha", "batch_size", "grad_accum", "save_steps", "save_total_limit", "lint_rows"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, found {getattr(self, name)}")
-        for name in ("max_steps", "max_length", "threads"):
+        for name in ("max_steps", "max_length", "threads", "num_processes"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1 when given, found {value}")
@@ -112,6 +126,8 @@ class TrainConfig:
             raise ValueError(f"warmup must be >= 0, found {self.warmup}")
         if self.packing and self.method != "sft":
             raise ValueError("packing applies to --method sft only (DPO pairs are scored whole)")
+        if self.launcher == "none" and (self.num_processes or self.accelerate_config):
+            raise ValueError("num_processes and accelerate_config apply with launcher: accelerate only")
 
     @property
     def is_lora(self) -> bool:
@@ -121,9 +137,19 @@ class TrainConfig:
     def learning_rate(self) -> float:
         return self.lr if self.lr is not None else DEFAULT_LR[(self.method, self.full)]
 
-    def fingerprinted(self) -> dict:
-        """The settings that decide what a run computes (the resume check compares these)."""
+    def fingerprinted(self, world_size: int = 1) -> dict:
+        """The settings that decide what a run computes (the resume check compares these).
+
+        ``world_size``: the processes training together; the global batch (per device x processes
+        x accumulation) is fingerprinted, not how it is split.
+
+        >>> a = TrainConfig(method="sft", student="m", data="d", out="o", batch_size=8).fingerprinted(world_size=2)
+        >>> b = TrainConfig(method="sft", student="m", data="d", out="o", batch_size=4, grad_accum=4).fingerprinted()
+        >>> a == b, a["global_batch_size"]
+        (True, 16)
+        """
         data = dataclasses.asdict(self)
-        for key in NOT_FINGERPRINTED:
+        for key in (*NOT_FINGERPRINTED, *LAUNCH_FIELDS, *BATCH_SPLIT):
             data.pop(key)
+        data["global_batch_size"] = self.batch_size * self.grad_accum * world_size
         return data
