@@ -72,8 +72,14 @@ class _SFTTrainer(SFTTrainer):
         return result
 
 
-def build_sft_trainer(cfg, model, tok, dataset, args: dict, peft_config, callbacks) -> SFTTrainer:
-    config = SFTConfig(**args, assistant_only_loss=True, packing=cfg.packing, packing_strategy="bfd")
+def sft_arguments(cfg, args: dict) -> SFTConfig:
+    """The SFTConfig; train.py builds it before loading the model, since under DeepSpeed ZeRO-3 the
+    training arguments are what makes from_pretrained partition the weights as it loads them."""
+    return SFTConfig(**args, assistant_only_loss=True, packing=cfg.packing, packing_strategy="bfd")
+
+
+def build_sft_trainer(cfg, model, tok, dataset, args: dict | SFTConfig, peft_config, callbacks) -> SFTTrainer:
+    config = args if isinstance(args, SFTConfig) else sft_arguments(cfg, args)
     trainer = _SFTTrainer(
         model=model,
         args=config,
