@@ -120,6 +120,8 @@ def _coerce(value: Any, hint: Any, path: str) -> Any:
     args = typing.get_args(hint)
     if hint is Any:
         return value
+    if isinstance(hint, type) and hasattr(hint, "from_config"):  # a type that checks itself (gen/engine_args.py)
+        return hint.from_config(value, path)
     if origin in (Union, types.UnionType):
         if value is None and type(None) in args:
             return None
