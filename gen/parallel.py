@@ -71,7 +71,8 @@ class DataParallel:
         if backend == "hf":  # whole batches, so each replica's batches (and seeds) are one process's
             self.deal, per_replica = max(1, options.get("batch_size", 8)), 1
         else:
-            self.deal, per_replica = 1, tensor_parallel
+            # a replica's engine spans tensor x pipeline parallel GPUs (pipeline_parallel_size: engine_args)
+            self.deal, per_replica = 1, tensor_parallel * int(options.get("pipeline_parallel_size") or 1)
             options = {**options, "tensor_parallel": tensor_parallel}
         for rank in range(replicas):
             devices = _visible_devices(rank, per_replica, replicas)
