@@ -34,6 +34,8 @@ STAGES: dict[str, StageSpec] = {
     "synth": StageSpec("reasonkit.recipes.synth:SynthConfig", "reasonkit.recipes.synth:run_synth"),
     "student": StageSpec("reasonkit.recipes.student:StudentConfig", "reasonkit.recipes.student:init_student", inputs=("tokenizer",),
                          models=("tokenizer",)),
+    "prepare-student": StageSpec("reasonkit.distill.prepare:PrepareConfig", "reasonkit.distill.prepare:prepare_student",
+                                 inputs=("model",), models=("model",)),
     "generate": StageSpec("reasonkit.gen.stage:GenerateConfig", "reasonkit.gen.stage:generate", inputs=("prompts",),
                           models=("teacher",)),
     "filter": StageSpec("reasonkit.filters.config:FilterConfig", "reasonkit.filters.stage:run_filter", inputs=("traces",)),
