@@ -12,8 +12,26 @@ _EVAL_HELP = """Evaluate a model (and optional LoRA adapter): pass@1 over k samp
 Defaults follow DeepSeek-R1's protocol: temperature 0.6, top-p 0.95, the boxed-answer
 instruction; the paper used k=64 and 32768 tokens for AIME 2024.
   distill eval --model M --data aime.parquet --out runs/eval --k 64
+  distill eval --model M --data aime.parquet --out runs/eval --k 64 --data-parallel auto   # every GPU
   distill eval compare runs/eval-teacher runs/eval-student --out compare.md
 """
+
+
+class _Replicas(click.ParamType):
+    """A positive integer or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) or value == "auto":
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            self.fail(f"{value!r}: expected a number of replicas or auto", param, ctx)
+
+
+_REPLICAS = _Replicas()
 
 
 @click.group("eval", invoke_without_command=True, help=_EVAL_HELP)
@@ -38,6 +56,9 @@ instruction; the paper used k=64 and 32768 tokens for AIME 2024.
               help="Extract and score answers from truncated samples too (default: they count as no answer).")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto", show_default=True)
 @click.option("--tensor-parallel", default=1, show_default=True)
+@click.option("--data-parallel", type=_REPLICAS, default=None,
+              help="vllm or hf: engine replicas on this node, each on --tensor-parallel GPUs of its own; "
+                   "auto: every visible GPU.  [default: 1]")
 @click.option("--max-model-len", type=int, default=None)
 @click.option("--base-url", default=None, help="OpenAI-compatible server (with --backend openai).")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True)

