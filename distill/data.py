@@ -151,11 +151,13 @@ def resolve_template(tok, cfg) -> str | None:
     try:
         patched = get_training_chat_template(tok)
     except ValueError:
+        if cfg.lint == "error":  # the lint reports it with the student's other problems, then stops the run
+            return "the student's chat template lacks {% generation %} markers"
         raise UserError(
             f"{cfg.student}: the chat template has no {{% generation %}} markers, so assistant-only loss cannot "
-            "find the assistant tokens, and TRL has no training version of this template; pass --set "
-            "chat_template=FILE.jinja: the same template with each assistant turn (and its end-of-turn token) "
-            "wrapped in {% generation %}...{% endgeneration %}"
+            "find the assistant tokens, and TRL has no training version of this template; run distill "
+            "prepare-student on it (--template chatml, llama3) or pass --set chat_template=FILE.jinja: the same "
+            "template with each assistant turn (and its end-of-turn token) wrapped in {% generation %}...{% endgeneration %}"
         ) from None
     if patched is None:
         return None

@@ -49,9 +49,10 @@ class _Tally:
 
 def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_positions: int | None) -> tuple[list[Finding], dict]:
     """All findings on ``table`` (validated sft or prefs rows) and the length statistics."""
-    findings: list[Finding] = []
-    if max_positions is not None and max_length > max_positions:
-        findings.append(Finding("truncation", f"--max-length {max_length} exceeds the student's context length ({max_positions} positions)"))
+    from reasonkit.distill.lint_student import student_findings
+
+    findings = student_findings(tok, cfg, max_length=max_length, max_positions=max_positions, stops=stops)
+    unready = {f.check for f in findings}  # the per-row checks would repeat these on every row
     rows = _sample(table, cfg.lint_rows)
     tallies = {name: _Tally() for name in ("no_assistant_tokens", "no_eos_end", "think_prefill")}
     think_why: list[str] = []  # distinct reasons, first seen first
@@ -64,12 +65,15 @@ def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_pos
             lengths.append(len(ids))
             if len(ids) > max_length:
                 truncated.add(where)
+            if "generation_markers" in unready:
+                continue
             if not trained:
                 tallies["no_assistant_tokens"].add(f"{where}: {empty_why}")
                 continue
             end = _stop_at_end(tok, trained, stops)
             if end is None:
-                tallies["no_eos_end"].add(where)
+                if "eos_turn_end" not in unready:  # the student check named the cause already
+                    tallies["no_eos_end"].add(where)
             else:
                 turn_ends.add(end)
             why = _think_issue(tok, prompt, content)
@@ -77,8 +81,11 @@ def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_pos
                 tallies["think_prefill"].add(where)
                 think_why += [why] if why not in think_why else []
     n = len(lengths)
+    from reasonkit.distill.templates import turn_end_token
+
+    turn_ends.add(tok.convert_tokens_to_ids(turn_end_token(tok)) if turn_end_token(tok) else None)
     pad = _pad_finding(tok, {tok.eos_token_id, *turn_ends} - {None})
-    findings[:0] = [pad] if pad else []
+    findings[len(unready):len(unready)] = [pad] if pad else []  # after the student's own problems, which may cause it
     messages = {
         "no_assistant_tokens": "have no assistant tokens to train on (assistant mask all zero)",
         "no_eos_end": "have assistant turns whose trained tokens do not end in the end-of-turn token "
