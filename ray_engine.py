@@ -17,6 +17,7 @@ Ray is imported here only, and this module only when a stage runs with ``engine:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -96,11 +97,22 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def has_gpus() -> bool:
-    """Whether the cluster offers GPUs (then replicas ask for them; on CPU-only clusters, none)."""
+def node_gpus() -> list[float]:
+    """GPUs of each alive node of the cluster (a replica larger than one node needs a placement group)."""
     import ray
 
-    return ray.cluster_resources().get("GPU", 0) > 0
+    return [node["Resources"].get("GPU", 0) for node in ray.nodes() if node.get("Alive")]
+
+
+def in_placement_group(bundles: Sequence[dict], strategy: str) -> dict:
+    """Ray remote args that start an actor inside a placement group of its own (one per actor, made
+    as the actor starts: a restarted actor gets a fresh one), capturing the tasks and actors it
+    starts, so vLLM's Ray executor places its workers on the group's bundles."""
+    import ray
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    group = ray.util.placement_group(list(bundles), strategy=strategy)
+    return {"scheduling_strategy": PlacementGroupSchedulingStrategy(group, placement_group_capture_child_tasks=True)}
 
 
 def warn_if_short(replicas: int, per_replica: dict[str, float]) -> None:
@@ -125,6 +137,8 @@ def run_shards(
     num_cpus: float,
     num_gpus: float = 0,
     ordered: bool = False,
+    bundles: Sequence[dict] = (),
+    strategy: str = "PACK",
     on_shard: Callable[[int, pa.Table], None],
 ) -> None:
     """Run every unit (a dict with ``shard`` and what the replica needs) on ``replicas`` actors.
@@ -132,13 +146,16 @@ def run_shards(
     ``replica(**replica_kwargs)`` is built once per actor; called with a one-row pyarrow batch, it
     returns that shard's rows with a ``_shard`` column. ``on_shard(shard, rows)`` runs on the
     driver once all ``expected_rows[shard]`` rows of a shard arrived (``ordered``: in the order of
-    ``units``, for stages whose later passes depend on row order).
+    ``units``, for stages whose later passes depend on row order). ``bundles``: each actor starts in
+    a placement group of its own with these bundles and ``strategy`` (gen/placement.py), for a
+    replica whose GPUs span nodes; its own ``num_gpus`` should then be 0.
     """
     if not units:
         return
     import ray.data
 
-    warn_if_short(replicas, {"CPU": num_cpus, "GPU": num_gpus})
+    warn_if_short(replicas, {"CPU": num_cpus, "GPU": num_gpus + sum(b.get("GPU", 0) for b in bundles)})
+    placed = {"ray_remote_args_fn": functools.partial(in_placement_group, tuple(bundles), strategy)} if bundles else {}
     # One block per shard, so any replica can take any shard and a retry reruns one shard only.
     ds = ray.data.from_items(units, override_num_blocks=len(units))
     # The stage prints its own progress; Ray Data's bars and per-run INFO lines would bury it.
@@ -153,7 +170,7 @@ def run_shards(
         ds = ds.map_batches(
             replica, fn_constructor_kwargs=replica_kwargs, batch_size=1, batch_format="pyarrow",
             compute=ray.data.ActorPoolStrategy(size=replicas), num_cpus=num_cpus, num_gpus=num_gpus,
-            max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES,
+            max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES, **placed,
         )
     pending: dict[int, list[pa.Table]] = {}
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):

@@ -4,8 +4,9 @@ The driver has read the prompts, rendered their messages and planned the owed sh
 the local engine does (gen/stage.py); here each owed shard is packed into one unit (its prompt
 rows as Arrow IPC bytes, its rendered messages, its already committed keys) and handed to
 :func:`reasonkit.ray_engine.run_shards`. A :class:`GenerateReplica` holds one backend, built by
-the same ``make_backend`` as a local run, on ``tensor_parallel`` GPUs of its own when the
-cluster has GPUs, and turns a unit into the shard's table with
+the same ``make_backend`` as a local run, on ``tensor_parallel`` x ``pipeline_parallel_size`` GPUs
+of its own when the cluster has GPUs (a placement group over several nodes when one node has too
+few: gen/placement.py), and turns a unit into the shard's table with
 :func:`reasonkit.gen.shards.generate_shard`. Seeds derive from ``(seed, id)``, so which replica
 drew a sample changes nothing in it.
 
@@ -21,7 +22,7 @@ import sys
 
 import pyarrow as pa
 
-from reasonkit.ray_engine import connect, has_gpus, run_shards, tag
+from reasonkit.ray_engine import connect, node_gpus, run_shards, tag
 
 #: The replica's ``describe()``, riding along with every shard's rows (and dropped by the driver).
 _BACKEND_INFO = "_backend_info"
@@ -76,6 +77,35 @@ def plan_units(prompts: pa.Table, messages: list[list[dict]], work) -> tuple[lis
     return units, expected
 
 
+def place_replicas(config, gpus_per_node: list[float]):
+    """``(config, placement)`` of this run's replicas on a cluster with ``gpus_per_node``.
+
+    GPUs: a vLLM replica spans tensor_parallel x pipeline_parallel_size of them. Within one node its
+    actor holds them (Ray sets its CUDA_VISIBLE_DEVICES, and vLLM's own workers split the model over
+    those); past one node it gets a placement group and vLLM's Ray executor (gen/placement.py), which
+    the returned config's engine_args then name. transformers uses one GPU; a client none.
+    """
+    from reasonkit.gen.engine_args import EngineArgs, replica_world_size
+    from reasonkit.gen.placement import ReplicaPlacement, plan_replica
+
+    has_gpus = any(gpus_per_node)
+    if config.backend != "vllm":
+        gpus = 1 if config.backend == "hf" and has_gpus else 0
+        return config, ReplicaPlacement(gpus=gpus, actor_gpus=gpus)
+    args = config.engine_args
+    pipeline = replica_world_size(1, args)
+    placement = plan_replica(config.tensor_parallel, pipeline, gpus_per_node, args.get("distributed_executor_backend"))
+    if placement.note:
+        print(f"ray: {placement.note}", file=sys.stderr, flush=True)
+    if placement.bundles:
+        print(f"ray: each replica spans {placement.gpus} GPUs (tensor_parallel {config.tensor_parallel} x "
+              f"pipeline_parallel_size {pipeline}) over at least {placement.min_nodes} node"
+              f"{'s' if placement.min_nodes > 1 else ''}: a placement group of {placement.gpus} GPU bundles "
+              f"({placement.strategy}) per replica, vLLM's ray executor", file=sys.stderr, flush=True)
+        config = dataclasses.replace(config, engine_args=EngineArgs({**args, "distributed_executor_backend": "ray"}))
+    return config, placement
+
+
 def connect_for(config) -> None:
     """Join (or start) the cluster; an openai backend's workers also get its API key variable."""
     connect(config.ray_address, forward_env=(config.api_key_env,) if config.backend == "openai" else ())
@@ -90,9 +120,7 @@ def generate_on_ray(config, prompts: pa.Table, messages: list[list[dict]], work,
     committed_before = len(writer.manifest["shards"])
     print(f"ray: {len(units)} shards to generate ({committed_before} committed earlier) on "
           f"{config.replicas} replica{'s' if config.replicas > 1 else ''}", file=sys.stderr, flush=True)
-    # GPUs: a vLLM replica spans tensor_parallel of them (Ray sets its CUDA_VISIBLE_DEVICES, and
-    # vLLM's own workers split the model over those); transformers uses one; a client none.
-    gpus = {"vllm": config.tensor_parallel, "hf": 1, "openai": 0}[config.backend] if has_gpus() else 0
+    config, placement = place_replicas(config, node_gpus())
     described: dict = {}
 
     def commit(shard: int, rows: pa.Table) -> None:
@@ -105,6 +133,7 @@ def generate_on_ray(config, prompts: pa.Table, messages: list[list[dict]], work,
 
     kwargs = dict(config=config, template=template, info=info, gen_config=gen_config, prefill=prefill,
                   teacher=teacher, make_backend=make_backend)
-    run_shards(units, expected, GenerateReplica, kwargs, replicas=config.replicas, num_cpus=1, num_gpus=gpus,
+    run_shards(units, expected, GenerateReplica, kwargs, replicas=config.replicas, num_cpus=1,
+               num_gpus=placement.actor_gpus, bundles=placement.bundles, strategy=placement.strategy or "PACK",
                on_shard=commit)
     return {**described, "engine": "ray", "replicas": config.replicas} if described else None

@@ -10,9 +10,10 @@ seeded backend the texts, of a run that never stopped.
 The ``gen_config`` column and the manifest's config fingerprint are the same hash: of the
 settings that decide what a row says (teacher, backend, sampling, rendering, input columns), not
 of those that only decide how fast it is made (shard size, concurrency, parallelism, URL,
-``limit``, engine). So a run can be resumed with more concurrency, or extended with a larger
-``limit``, or started on one machine and finished on a Ray cluster (``engine: ray``,
-gen/ray_engine.py: the same shards, each run whole by one replica and committed here).
+``limit``, engine, the ``engine_args`` that only place or pace vLLM: gen/engine_args.py). So a
+run can be resumed with more concurrency, or extended with a larger ``limit``, or started on one
+machine and finished on a Ray cluster (``engine: ray``, gen/ray_engine.py: the same shards, each
+run whole by one replica and committed here).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Literal
 
 from reasonkit.engine import check_engine
 from reasonkit.errors import UserError
+from reasonkit.gen.engine_args import EngineArgs, output_engine_args
 from reasonkit.gen.render import R1_INSTRUCTION
 from reasonkit.readers import ColumnMap
 
@@ -64,6 +66,8 @@ class GenerateConfig:
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    # any other vllm.EngineArgs field (pipeline_parallel_size, kv_cache_dtype, ...): gen/engine_args.py
+    engine_args: EngineArgs = field(default_factory=EngineArgs, hash=False)
     # hf
     batch_size: int = 8
     # where shards run (reasonkit/engine.py): ray runs `replicas` engines over the cluster
@@ -92,6 +96,9 @@ class GenerateConfig:
             raise UserError(f"--max-model-len {self.max_model_len}: expected at least 2")
         if not 0 < self.gpu_memory_utilization <= 1:
             raise UserError(f"--gpu-memory-utilization {self.gpu_memory_utilization}: expected in (0, 1]")
+        object.__setattr__(self, "engine_args", EngineArgs.from_config(self.engine_args, "engine_args"))
+        if self.engine_args and self.backend != "vllm":
+            raise UserError(f"engine_args {dict(self.engine_args)} apply to the vllm backend, not --backend {self.backend}")
         if self.backend == "openai":
             if not self.base_url:
                 raise UserError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
@@ -110,7 +117,7 @@ def output_settings(config: GenerateConfig, chat_template: str | None, teacher_i
 
     if teacher_identity is None:
         teacher_identity = teacher_content(config)
-    return {
+    settings = {
         "teacher": config.teacher, "teacher_identity": teacher_identity, "backend": config.backend, "n": config.n,
         "temperature": config.temperature, "top_p": config.top_p, "max_tokens": config.max_tokens,
         "seed": config.seed, "system": config.system, "instruction": config.instruction,
@@ -118,6 +125,9 @@ def output_settings(config: GenerateConfig, chat_template: str | None, teacher_i
         "chat_template": None if chat_template is None else fingerprint(chat_template),
         "columns": dataclasses.asdict(config.columns),
     }
+    if output_engine_args(config.engine_args):  # only when set: runs made before engine_args keep their hash
+        settings["engine_args"] = output_engine_args(config.engine_args)
+    return settings
 
 
 def teacher_content(config: GenerateConfig) -> str:
@@ -184,8 +194,9 @@ def make_backend(config: GenerateConfig, *, info=None, llm=None, chat_template: 
 
             return DataParallel(config.teacher, config.data_parallel, backend="hf", **options)
         return HFBackend(config.teacher, **options)
+    # engine_args last: they override reasonkit's own defaults (gen/engine_args.py says which)
     engine = dict(dtype=config.dtype, max_model_len=config.max_model_len, tensor_parallel=config.tensor_parallel,
-                  gpu_memory_utilization=config.gpu_memory_utilization, seed=config.seed)
+                  gpu_memory_utilization=config.gpu_memory_utilization, seed=config.seed, **config.engine_args)
     window = 2 * config.shard_size  # the next shard queues while this one finishes: no idle tail
     if config.data_parallel > 1 and llm is None:
         from reasonkit.gen.parallel import DataParallel

@@ -22,6 +22,8 @@ from reasonkit.gen.render import encode, prompt_text
 from reasonkit.gen.think import opens_think
 
 _FINISH = {"stop": "stop", "length": "length"}
+#: VllmBackend keywords that are reasonkit's own settings; any other keyword is a vLLM engine argument.
+_OWN_SETTINGS = ("dtype", "max_model_len", "tensor_parallel", "gpu_memory_utilization", "seed")
 #: This backend serves a peft LoRA adapter on top of its base (vLLM LoRA requests), unmerged.
 SUPPORTS_LORA = True
 
@@ -111,6 +113,8 @@ class VllmBackend:
                 engine = {**engine, **lora_engine_kwargs(lora)}
             llm = vllm.LLM(**engine_kwargs(model, **engine))
         self.llm = llm
+        # what was asked of vLLM beyond reasonkit's own settings, for the manifest
+        self.engine_args = {k: v for k, v in engine.items() if k not in _OWN_SETTINGS}
         self.name = model or llm.llm_engine.model_config.model
         self.chat_template = chat_template
         self.window = max(1, window)
@@ -123,7 +127,8 @@ class VllmBackend:
 
         mc = self.llm.llm_engine.model_config
         return {"backend": "vllm", "vllm": vllm.__version__, "dtype": str(mc.dtype).replace("torch.", ""),
-                "max_model_len": self.max_model_len, "lora": self.lora}
+                "max_model_len": self.max_model_len, "lora": self.lora,
+                **({"engine_args": self.engine_args} if self.engine_args else {})}
 
     def _lora_request(self):
         if self.lora is None:
