@@ -26,8 +26,10 @@ def _load(recipe_path: str, overrides: tuple[str, ...], out: str | None = None):
               "an interrupted step resumes and a finished one is skipped).")
 @click.option("--verbose", is_flag=True, help="Show library logs (vLLM, transformers, ...) instead of writing them to OUT/STEP/run.log.")
 @click.option("--out", default=None, help="Run directory (default: the recipe's `out`).")
+@click.option("--plan", "show_plan", is_flag=True, help="Print what each step would do, where, on how many GPUs "
+              "and with how much memory per GPU (estimated), then stop; no model is loaded.")
 def run(recipe: str, overrides: tuple[str, ...], start: str | None, only: str | None, overwrite: bool, verbose: bool,
-        out: str | None) -> None:
+        out: str | None, show_plan: bool) -> None:
     """Run a whole recipe YAML, skipping steps already finished with the same config.
 
     A step that was interrupted resumes where it stopped, also when named with --only or --from;
@@ -38,6 +40,12 @@ def run(recipe: str, overrides: tuple[str, ...], start: str | None, only: str | 
     if start and only:
         raise click.UsageError("--from and --only are exclusive")
     parsed = _load(recipe, overrides, out)
+    if show_plan:
+        from reasonkit.recipes.plan import plan, render
+        from reasonkit.recipes.runner import load_state, validate as validate_recipe
+
+        click.echo(render(plan(parsed, validate_recipe(parsed), load_state(Path(parsed.out)))))
+        return
     _engines_in_process()
     run_recipe(parsed, start=start, only=only, overwrite=overwrite, verbose=verbose, echo=click.echo)
     _report(parsed)

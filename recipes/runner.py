@@ -132,7 +132,7 @@ def run(recipe: Recipe, *, start: str | None = None, only: str | None = None, ov
             recipe.step(name)  # raises with a did-you-mean
     out = Path(recipe.out)
     out.mkdir(parents=True, exist_ok=True)
-    state = _load_state(out)
+    state = load_state(out)
     results: dict[str, Any] = {}
     first = names.index(start) if start else 0
     for index, p in enumerate(planned):
@@ -191,7 +191,7 @@ def _finished(state: dict, p: PlannedStep, recipe: Recipe) -> bool:
     return bool(record.get("done")) and record.get("fingerprint") == p.fingerprint and Path(step_dir(recipe, p.step.name)).exists()
 
 
-def _load_state(out: Path) -> dict:
+def load_state(out: Path) -> dict:
     path = out / STATE
     if not path.exists():
         return {}

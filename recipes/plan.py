@@ -1,0 +1,247 @@
+"""``distill run RECIPE --plan``: what a run would do, before any model is loaded.
+
+For each step: what the runner would do with it (run, resume, rerun because its config changed,
+skip), where it runs (the local engine, or Ray replicas), how many GPUs it holds
+(tensor x pipeline parallel x replicas for a vLLM engine, the launcher's processes for training) and
+an estimate of the memory each of those GPUs needs. Nothing is imported from torch, vLLM or
+transformers: a model's size comes from its ``config.json`` when it is on this machine (a local
+directory, or the Hugging Face cache), else from :data:`PUBLISHED` (the figures the model cards
+state), else the plan says it does not know.
+
+The estimates are the arithmetic a user would do on paper, not a profile:
+
+- a vLLM engine's weights are ``params x bytes per weight`` split over ``TP x PP`` GPUs; vLLM then
+  fills ``gpu_memory_utilization`` of each GPU with KV cache, so the figure that matters is whether
+  the weights leave room for it;
+- a training process holds its weights, and for full fine-tuning their gradients and AdamW's two
+  fp32 moments (+ an fp32 master copy under bf16 mixed precision): 16 bytes a parameter in all,
+  sharded over the processes by FSDP/ZeRO-3; LoRA trains a few million parameters on frozen
+  weights; and the logits of one sequence, ``tokens x vocab x 4`` bytes, which alone exceed many
+  GPUs at 32k tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reasonkit.recipes.recipe import Recipe, references, step_dir
+
+#: Published sizes of the models the shipped recipes name, for a plan made before downloading:
+#: (parameters, bytes per weight as released, vocabulary, hidden size, layers).
+PUBLISHED: dict[str, tuple[float, float, int, int, int]] = {
+    "deepseek-ai/DeepSeek-R1": (671e9, 1.0, 129_280, 7168, 61),  # FP8 weights, 37B active (MoE)
+    "deepseek-ai/DeepSeek-R1-0528": (671e9, 1.0, 129_280, 7168, 61),
+    "Qwen/Qwen2.5-Math-1.5B": (1.54e9, 2.0, 151_936, 1536, 28),
+    "Qwen/Qwen2.5-Math-7B": (7.62e9, 2.0, 152_064, 3584, 28),
+    "Qwen/Qwen2.5-1.5B-Instruct": (1.54e9, 2.0, 151_936, 1536, 28),
+    "Qwen/Qwen2.5-7B-Instruct": (7.62e9, 2.0, 152_064, 3584, 28),
+    "Qwen/Qwen2.5-32B-Instruct": (32.8e9, 2.0, 152_064, 5120, 64),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": (1.78e9, 2.0, 151_936, 1536, 28),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": (7.62e9, 2.0, 152_064, 3584, 28),
+}
+_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "float8": 1}
+GB = 1e9
+
+
+def _gb(n: float) -> str:
+    return f"{n / GB:.1f} GB" if n >= 0.1 * GB else f"{n / 1e6:.1f} MB"
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    params: float
+    bytes_per_weight: float
+    vocab: int
+    hidden: int
+    layers: int
+    source: str  # where the figures come from: a config.json path, or "published"
+
+
+@dataclass
+class StepPlan:
+    name: str
+    stage: str
+    action: str
+    where: str = "local"
+    gpus: int = 0
+    layout: str = ""  # how the GPUs are used, in words
+    memory: str = ""  # the estimate per GPU, in words
+    notes: list[str] = field(default_factory=list)
+
+
+def model_size(name: str | None) -> ModelSize | None:
+    """A model's size from its config.json (local directory or HF cache), else the published table."""
+    if not name:
+        return None
+    config = _config_json(name)
+    if config is not None:
+        path, c = config
+        c = c.get("text_config", c)
+        hidden, layers = int(c.get("hidden_size", 0)), int(c.get("num_hidden_layers", 0))
+        vocab, inter = int(c.get("vocab_size", 0)), int(c.get("intermediate_size", 4 * hidden))
+        heads = int(c.get("num_attention_heads", 1)) or 1
+        kv = int(c.get("num_key_value_heads", heads))
+        head_dim = int(c.get("head_dim") or hidden // heads)
+        attention = hidden * heads * head_dim * 2 + hidden * kv * head_dim * 2
+        experts = int(c.get("n_routed_experts") or c.get("num_local_experts") or 1)
+        mlp = 3 * hidden * int(c.get("moe_intermediate_size", inter)) * experts if experts > 1 else 3 * hidden * inter
+        embeddings = vocab * hidden * (1 if c.get("tie_word_embeddings") else 2)
+        dtype = str(c.get("torch_dtype") or c.get("dtype") or "float32")
+        quant = (c.get("quantization_config") or {}).get("quant_method", "")
+        bytes_per = 1.0 if "fp8" in str(quant).lower() else _DTYPE_BYTES.get(dtype, 4)
+        return ModelSize(layers * (attention + mlp) + embeddings, bytes_per, vocab, hidden, layers, str(path))
+    if name in PUBLISHED:
+        return ModelSize(*PUBLISHED[name], source="published")
+    return None
+
+
+def _config_json(name: str) -> tuple[Path, dict] | None:
+    candidates = [Path(os.path.expanduser(name)) / "config.json"]
+    if re.fullmatch(r"[\w.-]+/[\w.-]+", name):
+        from huggingface_hub.constants import HF_HUB_CACHE
+
+        snapshots = Path(HF_HUB_CACHE) / f"models--{name.replace('/', '--')}" / "snapshots"
+        if snapshots.is_dir():
+            candidates += sorted(snapshots.glob("*/config.json"))
+    for path in candidates:
+        if path.is_file():
+            try:
+                return path, json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+    return None
+
+
+def plan(recipe: Recipe, planned: list, state: dict) -> list[StepPlan]:
+    """One :class:`StepPlan` per step of a validated recipe (``planned``: runner.validate's list).
+
+    A model an earlier step writes (``${sft}/merged``) is sized as the model that step trained or
+    prepared: training changes weights, not shapes."""
+    out, written = [], {}
+
+    def size_of(field_name: str, p) -> tuple[ModelSize | None, str]:
+        value, raw = getattr(p.config, field_name, None), str(p.step.config.get(field_name, ""))
+        refs = references(raw)
+        if refs:
+            return written.get(refs[0]), f"the model step {refs[0]} writes"
+        return model_size(value), str(value)
+
+    for p in planned:
+        step = StepPlan(p.step.name, p.step.stage, _action(state, p, recipe))
+        _resources(step, p.config, lambda f, p=p: size_of(f, p))
+        if p.step.stage == "student":  # a fresh student: its shape is its config
+            written[p.step.name] = _fresh_student(p.config)
+        elif p.step.stage == "train" or "student" in p.step.stage:
+            source = next((f for f in ("student", "model") if hasattr(p.config, f)), None)
+            written[p.step.name] = size_of(source, p)[0] if source else None
+        out.append(step)
+    return out
+
+
+def _fresh_student(config: Any) -> ModelSize | None:
+    """The size of the random-init Llama the ``student`` stage builds (recipes/student.py)."""
+    tokenizer = model_size(getattr(config, "tokenizer", None))
+    if tokenizer is None:
+        return None
+    h, layers, inter = config.hidden_size, config.num_layers, config.intermediate_size
+    params = layers * (4 * h * h + 3 * h * inter) + tokenizer.vocab * h  # tied embeddings
+    return ModelSize(params, 4.0, tokenizer.vocab, h, layers, "the student stage's config")
+
+
+def _action(state: dict, p, recipe: Recipe) -> str:
+    record = state.get(p.step.name) or {}
+    if not record:
+        return "run"
+    if record.get("fingerprint") != p.fingerprint:
+        return "rerun (config changed)"
+    if record.get("done") and Path(step_dir(recipe, p.step.name)).exists():
+        return "skip (finished)"
+    return "resume"
+
+
+def _resources(step: StepPlan, config: Any, size_of) -> None:
+    get = lambda key, default=None: getattr(config, key, default)  # noqa: E731
+    ray = get("engine") == "ray"
+    replicas = get("replicas", 1) if ray else get("data_parallel", 1)
+    step.where = f"ray x{replicas}" if ray else "local"
+    if step.stage in ("generate", "eval", "judge", "critique"):
+        backend = get("backend", "vllm")
+        model_field = next((f for f in ("teacher", "model", "judge") if get(f)), None)
+        if backend == "openai":
+            step.layout, step.memory = "a served model (OpenAI-compatible)", "on the server"
+            return
+        args = get("engine_args") or {}
+        tp, pp = int(get("tensor_parallel", 1) or 1), int(args.get("pipeline_parallel_size", 1) or 1)
+        per_engine = tp * pp if backend == "vllm" else 1
+        if isinstance(replicas, str):  # "auto": every visible GPU
+            step.gpus, step.layout = 0, f"every visible GPU, {per_engine} per engine"
+        else:
+            step.gpus = per_engine * int(replicas or 1)
+            step.layout = (f"TP {tp} x PP {pp} x {replicas} engine(s)" if backend == "vllm"
+                           else f"transformers, {replicas} replica(s)")
+        size, name = size_of(model_field) if model_field else (None, "no model")
+        step.memory = _engine_memory(size, name, get("dtype"), per_engine, get("gpu_memory_utilization", 0.9))
+    elif step.stage == "train":
+        launcher = get("launcher") if get("launcher") not in (None, "", "none") else None
+        processes = int(get("num_processes", 1) or 1) if launcher else 1
+        step.gpus = processes
+        step.layout = f"{processes} training process(es) under {launcher}" if launcher else "1 training process"
+        step.memory = _train_memory(config, processes, *size_of("student"))
+
+
+def _unknown(name: str) -> str:
+    if name.startswith("the model step"):
+        return f"unknown ({name}: its source has no config.json here)"
+    return f"unknown ({name}: no config.json here; `huggingface-cli download {name} config.json`)"
+
+
+def _params(n: float) -> str:
+    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
+
+
+def _engine_memory(size: ModelSize | None, name: str, dtype: str | None, gpus: int, utilization: float) -> str:
+    if size is None:
+        return _unknown(name)
+    per_weight = size.bytes_per_weight
+    if dtype not in (None, "auto") and per_weight > 1:  # quantized (FP8) weights stay quantized
+        per_weight = _DTYPE_BYTES.get(str(dtype), per_weight)
+    weights = size.params * per_weight / gpus
+    return (f"weights {_gb(weights)}/GPU ({_params(size.params)} params x {per_weight:g} B / {gpus}); "
+            f"vLLM takes {utilization:.0%} of each GPU, the rest of it KV cache")
+
+
+def _train_memory(config: Any, processes: int, size: ModelSize | None, name: str) -> str:
+    if size is None:
+        return _unknown(name)
+    full = bool(getattr(config, "full", False))
+    weight_bytes = 2.0 if _gpu_dtype(config) else 4.0
+    if full:  # weights, grads, AdamW's two fp32 moments, an fp32 master under mixed precision
+        per_param = weight_bytes * 2 + 8 + (4 if weight_bytes == 2 else 0)
+        states = size.params * per_param / processes  # sharded by FSDP / ZeRO-3 over the processes
+        what = f"weights+grads+AdamW {_gb(states)} ({per_param:g} B/param over {processes} process(es))"
+    else:
+        states = size.params * weight_bytes
+        what = f"frozen weights {_gb(states)} + LoRA"
+    tokens = int(getattr(config, "max_length", None) or 4096)
+    logits = tokens * size.vocab * 4
+    return f"{what} + logits of one {tokens:,}-token sequence {_gb(logits)} (+ activations)"
+
+
+def _gpu_dtype(config: Any) -> bool:
+    return str(getattr(config, "dtype", "auto")) in ("auto", "bfloat16", "float16")
+
+
+def render(plans: list[StepPlan]) -> str:
+    """The plan as a table, then the total GPUs the largest step holds at once."""
+    rows = [("step", "stage", "action", "where", "GPUs", "layout", "memory per GPU (estimate)")]
+    rows += [(s.name, s.stage, s.action, s.where, str(s.gpus), s.layout, s.memory) for s in plans]
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:6], widths)) + "  " + r[6] for r in rows]
+    peak = max((s.gpus for s in plans), default=0)
+    lines.append(f"steps run one at a time: the largest holds {peak} GPU(s)")
+    return "\n".join(lines)

@@ -1,0 +1,88 @@
+"""`distill run RECIPE --plan`: each step's action, GPUs and memory per GPU, with no model loaded."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reasonkit.config import load_yaml
+from reasonkit.recipes.plan import PUBLISHED, model_size, plan, render
+from reasonkit.recipes.recipe import parse_recipe
+from reasonkit.recipes.runner import STATE, load_state, validate
+
+RECIPES = sorted((Path(__file__).resolve().parent.parent / "recipes").glob("*.yaml"))
+
+
+def planned(path, out, overrides=()):
+    recipe = parse_recipe(load_yaml(path), str(path), list(overrides), out=str(out))
+    return {s.name: s for s in plan(recipe, validate(recipe), load_state(Path(recipe.out)))}
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.name)
+def test_every_shipped_recipe_has_a_plan(path, tmp_path):
+    steps = planned(path, tmp_path)
+    assert steps and all(s.action == "run" for s in steps.values())
+    for s in steps.values():
+        if s.stage in ("synth", "filter", "pairs", "student"):
+            assert s.gpus == 0, s
+    table = render(list(steps.values()))
+    assert table.splitlines()[0].startswith("step") and "the largest holds" in table.splitlines()[-1]
+
+
+def test_the_r1_teacher_spans_two_nodes_and_fits(tmp_path):
+    """DeepSeek-R1's FP8 weights (671B x 1 byte) over TP 8 x PP 2 = 16 GPUs: 41.9 GB each, which
+    leaves an 80 GB GPU room for KV cache; at TP 8 alone they would be 83.9 GB, more than the GPU."""
+    recipe = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
+    traces = planned(recipe, tmp_path)["traces"]
+    assert traces.gpus == 16 and "TP 8 x PP 2" in traces.layout
+    assert "weights 41.9 GB/GPU (671.00B params x 1 B / 16)" in traces.memory, traces.memory
+    single = planned(recipe, tmp_path, ["traces.engine_args.pipeline_parallel_size=1"])["traces"]
+    assert single.gpus == 8 and "weights 83.9 GB/GPU" in single.memory
+
+
+def test_sizes_come_from_config_json_and_follow_the_steps_that_train(tmp_path, teacher_dir):
+    teacher = model_size(teacher_dir)
+    config = json.loads((Path(teacher_dir) / "config.json").read_text())
+    assert teacher.vocab == config["vocab_size"] and teacher.source.endswith("config.json")
+    assert 0.9e6 < teacher.params < 1.3e6, "the embedded teacher is about 1.1M parameters"
+    steps = planned(Path(teacher_dir).parents[1] / "quickstart.yaml", tmp_path)
+    # the fresh student (0.5M) is what sft trains, student_samples samples and the evals load
+    for name in ("student_samples", "eval_student_sft", "eval_student_dpo", "eval_student_before"):
+        assert "(0.5M params x 4 B / 1)" in steps[name].memory, (name, steps[name].memory)
+    assert "(1.1M params" in steps["eval_teacher"].memory
+    assert "16 B/param" in steps["sft"].memory and "LoRA" in steps["dpo"].memory
+
+
+def test_unknown_models_say_how_to_size_them(tmp_path):
+    assert model_size("someone/unreleased-model") is None
+    assert model_size("Qwen/Qwen2.5-Math-1.5B").source == "published" and "Qwen/Qwen2.5-Math-1.5B" in PUBLISHED
+
+
+def test_actions_follow_the_run_state(tmp_path, teacher_dir):
+    recipe_path = Path(teacher_dir).parents[1] / "quickstart.yaml"
+    recipe = parse_recipe(load_yaml(recipe_path), str(recipe_path), out=str(tmp_path))
+    fps = {p.step.name: p.fingerprint for p in validate(recipe)}
+    (tmp_path / "train_problems").mkdir()
+    state = {"train_problems": {"fingerprint": fps["train_problems"], "done": True},
+             "eval_problems": {"fingerprint": fps["eval_problems"], "done": False},
+             "traces": {"fingerprint": "an older config", "done": True}}
+    (tmp_path / STATE).write_text(json.dumps(state))
+    steps = planned(recipe_path, tmp_path)
+    assert [steps[n].action for n in ("train_problems", "eval_problems", "traces", "verified")] == [
+        "skip (finished)", "resume", "rerun (config changed)", "run"]
+
+
+def test_cli_plan_loads_no_model_code_and_writes_nothing(tmp_path):
+    recipe = Path(__file__).resolve().parent.parent / "recipes" / "quickstart.yaml"
+    probe = (
+        "import sys\nfrom reasonkit.cli import cli\n"
+        f"try:\n    cli(['run', {str(recipe)!r}, '--plan', '--out', {str(tmp_path / 'run')!r}])\n"
+        "except SystemExit as e:\n    assert not e.code, e.code\n"
+        "print('HEAVY', [m for m in ('torch', 'vllm', 'transformers', 'trl') if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert "HEAVY []" in out.stdout and "eval_student_dpo" in out.stdout, out.stdout + out.stderr
+    assert not (tmp_path / "run").exists()
