@@ -127,21 +127,22 @@ def remember(directory: str | os.PathLike, record: dict | None) -> None:
 
 
 @functools.lru_cache(maxsize=64)
-def hub_revision(repo_id: str, repo_type: str = "model") -> str | None:
-    """The commit SHA a Hub id resolves to now: the Hub's answer when online, else the local
-    cache's snapshot for ``main``; None when neither knows it."""
+def hub_revision(repo_id: str, repo_type: str = "model", revision: str | None = None) -> str | None:
+    """The commit SHA a Hub id (at ``revision``: a branch, tag or SHA; ``main`` when None) resolves
+    to now: the Hub's answer when online, else the local cache's snapshot; None when neither knows it."""
     import huggingface_hub
     from huggingface_hub import HfApi, snapshot_download
 
     if not huggingface_hub.is_offline_mode():
         try:
-            info = (HfApi().model_info if repo_type == "model" else HfApi().dataset_info)(repo_id, timeout=10)
+            info = (HfApi().model_info if repo_type == "model" else HfApi().dataset_info)(
+                repo_id, revision=revision, timeout=10)
             if info.sha:
                 return info.sha
         except Exception:  # unknown id, no network, gated: the cache may still know it
             pass
     try:
-        return Path(snapshot_download(repo_id, repo_type=repo_type, local_files_only=True)).name
+        return Path(snapshot_download(repo_id, repo_type=repo_type, revision=revision, local_files_only=True)).name
     except Exception:
         return None
 
@@ -164,12 +165,19 @@ def model_identity(name: str, *, api: bool = False) -> str:
     return f"api:{name}" if api else f"unresolved:{name}"
 
 
-def dataset_identity(name: str) -> str | None:
-    """``hub-dataset:org/name@<sha>`` for a resolvable Hub dataset id, else None."""
-    if not looks_like_hub_id(name):
+def dataset_identity(name: str, split: str | None = None) -> str | None:
+    """What a Hugging Face dataset reference (hub_data.py) names, by content: for a Hub id
+    ``hub-dataset:org/name@<sha>:CONFIG:SPLIT`` (the revision it resolves to), for a Hub-layout
+    folder ``sha256:<16 hex>:CONFIG:SPLIT``; None when ``name`` is no dataset reference (a file,
+    a stage directory, a plain folder: those are hashed by what they hold)."""
+    from reasonkit.errors import UserError
+    from reasonkit.hub_data import identity, parse
+
+    try:
+        ref = parse(name, split)
+    except UserError:  # a malformed reference: reading it says why
         return None
-    sha = hub_revision(name, "dataset")
-    return f"hub-dataset:{name}@{sha}" if sha else None
+    return identity(ref) if ref is not None else None
 
 
 def clear_memo() -> None:

@@ -1,5 +1,6 @@
 """Reading user input into contract tables: prompts from Parquet, JSONL, CSV, a stage directory
-or a Hugging Face dataset id, with column mapping.
+or a Hugging Face dataset (a Hub id or a Hub-layout folder, with its config and split:
+hub_data.py), with column mapping.
 
 >>> import json, tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "p.jsonl")
@@ -46,13 +47,24 @@ def stable_id(text: str) -> str:
     return hashlib.sha256(text.strip().encode()).hexdigest()[:16]
 
 
-def read_table(path: str | os.PathLike, *, allow_incomplete: bool = False, split: str = "train") -> tuple[pa.Table, str]:
-    """Any supported input as an Arrow table, and a short name of it for error messages."""
+def read_table(path: str | os.PathLike, *, allow_incomplete: bool = False, split: str | None = None) -> tuple[pa.Table, str]:
+    """Any supported input as an Arrow table, and a short name of it for error messages.
+
+    A Hugging Face dataset, by Hub id or as a folder in the Hub's layout, is named by a reference
+    (``HuggingFaceH4/MATH-500:test``, ``open-r1/OpenR1-Math-220k:default:train``: hub_data.py)
+    and read by ``datasets.load_dataset``; ``split`` names its split as ``:SPLIT`` does (files and
+    stage directories have none, and ignore it).
+    """
+    from reasonkit import hub_data
+
     text = str(path)
     p = Path(path)
+    if p.is_dir() and is_stage_dir(p):
+        return read_stage(p, allow_incomplete=allow_incomplete), text
+    ref = hub_data.parse(text, split)
+    if ref is not None:
+        return hub_data.load_table(ref), ref.text
     if p.is_dir():
-        if is_stage_dir(p):
-            return read_stage(p, allow_incomplete=allow_incomplete), text
         files = sorted(f for f in p.iterdir() if f.suffix in _SUFFIXES)
         if not files:
             raise UserError(f"{text}: directory holds no stage manifest and no .parquet/.jsonl/.csv files")
@@ -64,8 +76,6 @@ def read_table(path: str | os.PathLike, *, allow_incomplete: bool = False, split
         return _read_file(p, _SUFFIXES[p.suffix]), text
     if p.exists():
         raise UserError(f"{text}: unsupported file type {p.suffix!r}; expected .parquet, .jsonl or .csv")
-    if "/" in text and not text.startswith((".", "/")) and text.count("/") == 1:
-        return _read_hub(text, split), text
     raise UserError(f"{text}: no such file, stage directory or Hugging Face dataset id")
 
 
@@ -97,24 +107,12 @@ def _read_file(path: Path, fmt: str) -> pa.Table:
     return table
 
 
-def _read_hub(dataset_id: str, split: str) -> pa.Table:
-    if os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise UserError(f"{dataset_id}: looks like a Hugging Face dataset id, but HF_HUB_OFFLINE=1")
-    import datasets
-
-    try:
-        ds = datasets.load_dataset(dataset_id, split=split)
-    except Exception as e:
-        raise UserError(f"{dataset_id}: cannot load Hugging Face dataset ({str(e).splitlines()[0]})") from None
-    return ds.data.table
-
-
 def read_prompts(
     path: str | os.PathLike,
     columns: ColumnMap = ColumnMap(),
     *,
     limit: int | None = None,
-    split: str = "train",
+    split: str | None = None,
 ) -> pa.Table:
     """A validated ``prompts`` table from any supported input.
 

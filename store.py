@@ -52,10 +52,11 @@ def fingerprint(obj: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def fingerprint_path(path: str | os.PathLike) -> str:
+def fingerprint_path(path: str | os.PathLike, split: str | None = None) -> str:
     """Fingerprint of an input by its content (identity.py): a stage directory by its manifest, a
-    file by its bytes, a folder of data files by theirs, a Hub dataset id by its revision SHA.
-    Only a name that resolves to nothing is fingerprinted by the name itself."""
+    file by its bytes, a folder of data files by theirs, a Hugging Face dataset (a Hub id at its
+    revision SHA, or a Hub-layout folder) by the config and split it reads (``split``: as
+    readers.read_table's). Only a name that resolves to nothing is fingerprinted by the name itself."""
     from reasonkit.identity import data_files, dataset_identity, directory_identity, file_sha256
 
     path = Path(path)
@@ -64,10 +65,12 @@ def fingerprint_path(path: str | os.PathLike) -> str:
         return fingerprint([m.get("stage"), m.get("config_fingerprint"), m.get("input_fingerprint"), m.get("rows")])
     if path.is_file():
         return file_sha256(path)[:16]
+    pinned = dataset_identity(str(path), split)
+    if pinned:
+        return fingerprint(pinned)
     if path.is_dir():
         return fingerprint(directory_identity(path, select=data_files))
-    pinned = dataset_identity(str(path))
-    return fingerprint(pinned if pinned else str(path))
+    return fingerprint(str(path))
 
 
 def is_stage_dir(path: str | os.PathLike) -> bool:

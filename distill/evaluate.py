@@ -49,7 +49,7 @@ class EvalConfig:
     problem_col: str = "problem"
     answer_col: str = "answer"
     limit: int | None = None
-    split: str = "test"
+    split: str | None = None  # of a Hugging Face dataset: its only split unless named (hub_data.py)
     decontam_against: tuple[str, ...] = ()
     ngram: int = 8
     verifier: Literal["math", "int"] = "math"
@@ -128,7 +128,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     traces = read_stage(out / "generations", kind="traces")
     samples = verify_samples(traces, config, out / "samples")
     summary, problems = score(samples, traces, k=config.k, seed=config.seed)
-    summary["protocol"] = protocol(config, identities, adapter_mode, gen_manifest, fingerprint_path(config.data),
+    summary["protocol"] = protocol(config, identities, adapter_mode, gen_manifest, fingerprint_path(config.data, config.split),
                                    traces, replicas)
     if contamination is not None:
         summary["decontamination"] = contamination

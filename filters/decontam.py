@@ -50,18 +50,31 @@ class EvalSet:
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
-    """``NAME=PATH`` or ``PATH`` (named by its file stem) -> ``(name, path)``."""
+    """``NAME=PATH`` or ``PATH`` (named by its file stem, a dataset by its own name) -> ``(name, path)``.
+
+    PATH is anything readers.read_table reads, a Hugging Face dataset included
+    (``math500=HuggingFaceH4/MATH-500:test``; hub_data.py).
+
+    >>> parse_spec("HuggingFaceH4/aime_2024:train")
+    ('aime_2024', 'HuggingFaceH4/aime_2024:train')
+    """
+    from reasonkit.hub_data import parse
+
     if "=" in spec and not Path(spec).exists():
         name, path = spec.split("=", 1)
         if not name.strip() or not path.strip():
             raise UserError(f"--decontam {spec!r}: expected PATH or NAME=PATH")
         return name.strip(), path.strip()
+    ref = parse(spec)
+    if ref is not None:
+        return ref.short_name, spec
     path = Path(spec)
     return (path.stem if path.suffix else path.name), spec
 
 
 def load_eval_set(spec: str, column: str = "problem", n: int = 8) -> EvalSet:
-    """Read a benchmark file (Parquet/JSONL/CSV or a stage directory) and hash its problems."""
+    """Read a benchmark (Parquet/JSONL/CSV, a stage directory, or a Hugging Face dataset by Hub id
+    or Hub-layout folder, its only split unless ``:SPLIT`` names one) and hash its problems."""
     from reasonkit.readers import read_table
 
     name, path = parse_spec(spec)

@@ -49,7 +49,7 @@ _COLUMN_FLAGS = {"id_col": "id", "problem_col": "problem", "answer_col": "answer
 @click.option("--messages-col", default=None, help="Input column holding chat messages. [default: messages]")
 @click.option("--answer-col", default=None, help="Input column holding reference answers. [default: answer]")
 @click.option("--source-col", default=None, help="Input column naming each prompt's source. [default: source]")
-@click.option("--split", default="train", help="Split of a Hub dataset id.")
+@click.option("--split", default=None, help="Split of a Hugging Face dataset (default: its only split); or write ID:SPLIT.")
 @click.option("--overwrite", is_flag=True, help="Replace an --out written with other settings.")
 @click.option("--config", "config_file", type=click.Path(), default=None, help="YAML of GenerateConfig keys.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override any config key (repeatable).")

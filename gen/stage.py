@@ -52,7 +52,7 @@ class GenerateConfig:
     limit: int | None = None
     shard_size: int = 1000
     columns: ColumnMap = field(default_factory=ColumnMap)
-    split: str = "train"  # of a Hugging Face dataset id
+    split: str | None = None  # of a Hugging Face dataset: its only split unless named (hub_data.py)
     overwrite: bool = False
     # openai
     base_url: str | None = None
@@ -226,7 +226,7 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
     settings = output_settings(config, template, teacher_content(config))
     check_same_teacher(config, settings["teacher_identity"])
     writer = StageWriter(config.out, stage="generate", kind="traces", config=settings, keys=("id", "sample"),
-                         input_fingerprint=fingerprint_path(config.prompts), input_path=config.prompts,
+                         input_fingerprint=fingerprint_path(config.prompts, config.split), input_path=config.prompts,
                          overwrite=config.overwrite)
     teacher_files = teacher_file_record(config.teacher)
     writer.manifest["teacher_files"] = teacher_files  # saved with the first shard (or at finish)
