@@ -23,6 +23,7 @@ from typing import Literal
 
 from reasonkit.engine import ENGINE_FIELDS, check_engine
 from reasonkit.errors import UserError
+from reasonkit.gen.engine_args import EngineArgs, output_engine_args
 
 R1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 
@@ -61,6 +62,7 @@ class EvalConfig:
     data_parallel: int | Literal["auto"] = 1
     max_model_len: int | None = None
     gpu_memory_utilization: float = 0.9
+    engine_args: EngineArgs = field(default_factory=EngineArgs, hash=False)  # vllm: any EngineArgs field (gen/engine_args.py)
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = 64
@@ -114,7 +116,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
         tensor_parallel=config.tensor_parallel, max_model_len=config.max_model_len,
         gpu_memory_utilization=config.gpu_memory_utilization, dtype=config.dtype, batch_size=config.batch_size,
         engine=config.engine, replicas=config.replicas, ray_address=config.ray_address,
-        data_parallel=replicas if config.engine == "local" else 1,
+        data_parallel=replicas if config.engine == "local" else 1, engine_args=config.engine_args,
     )
     owned = None
     if backend is None and adapter_mode == "vllm-lora":
@@ -141,7 +143,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
 
 
 _RUN_ONLY = ("overwrite", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", "data_parallel",
-             *ENGINE_FIELDS)
+             "engine_args", *ENGINE_FIELDS)
 
 
 def _check_same_eval(config: EvalConfig, out: Path) -> dict:
@@ -163,6 +165,8 @@ def _check_same_eval(config: EvalConfig, out: Path) -> dict:
         if (manifest.get("config") or {}).get("teacher") == config.model:
             remember(config.model, manifest.get("teacher_files"))
     settings = {k: v for k, v in asdict(config).items() if k not in _RUN_ONLY and k != "out"}
+    if output_engine_args(config.engine_args):  # only those that change samples, and only when set
+        settings["engine_args"] = output_engine_args(config.engine_args)
     settings["model_hash"] = model_identity(config.model, api=config.backend == "openai")
     settings["adapter_hash"] = model_identity(config.adapter) if config.adapter else None
     settings = json.loads(json.dumps(settings, default=str))  # tuples -> lists, as read back
