@@ -26,6 +26,7 @@ def make_backend(model: JudgeModel, *, seed: int = 0):
             temperature=model.temperature, top_p=model.top_p, seed=seed, base_url=model.base_url,
             api_key_env=model.api_key_env, concurrency=model.concurrency, dtype=model.dtype,
             max_model_len=model.max_model_len, chat_template=model.chat_template,
+            tensor_parallel=model.tensor_parallel, engine_args=model.engine_args,
         )
         info = preflight(config)
         return gen_backend(config, info=info, chat_template=load_chat_template(model.chat_template))

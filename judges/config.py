@@ -16,7 +16,9 @@ ValueError: mode: expected pointwise or pairwise, found 'both'
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+
+from reasonkit.gen.engine_args import EngineArgs, output_engine_args
 
 STRATEGIES = ("correct-vs-incorrect", "short-vs-long")
 PICKS_CHOSEN = ("shortest", "random")
@@ -74,6 +76,8 @@ class JudgeModel:
     concurrency: int = 64
     dtype: str = "auto"
     max_model_len: int | None = None
+    tensor_parallel: int = 1  # vllm: GPUs per engine (a 72B judge: 4)
+    engine_args: EngineArgs = field(default_factory=EngineArgs, hash=False)  # vllm: gen/engine_args.py
     chat_template: str | None = None
     temperature: float = 0.0
     top_p: float = 1.0
@@ -83,6 +87,7 @@ class JudgeModel:
         _one_of("backend", self.backend, BACKENDS)
         _positive("concurrency", self.concurrency)
         _positive("max_tokens", self.max_tokens)
+        _positive("tensor_parallel", self.tensor_parallel)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,8 +145,10 @@ def fingerprinted(config: object) -> dict:
     named by its content (identity.py: weights hashed, a Hub id at its revision), so a judge
     retrained at the same path cannot extend a record the old one started."""
     skip = {"input", "verdicts", "out", "overwrite", "allow_incomplete", "concurrency", "base_url", "api_key_env",
-            "shard_size"}  # the input is fingerprinted by its manifest, not its path
+            "shard_size", "tensor_parallel", "engine_args"}  # the input is fingerprinted by its manifest, not its path
     settings = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in skip}
+    if output_engine_args(getattr(config, "engine_args", {})):  # only when set: older runs keep their hash
+        settings["engine_args"] = output_engine_args(config.engine_args)
     if isinstance(config, JudgeModel):
         from reasonkit.identity import model_identity
 
