@@ -34,8 +34,8 @@ from reasonkit.recipes.recipe import Recipe, references, step_dir
 #: Published sizes of the models the shipped recipes name, for a plan made before downloading:
 #: (parameters, bytes per weight as released, vocabulary, hidden size, layers).
 PUBLISHED: dict[str, tuple[float, float, int, int, int]] = {
-    "deepseek-ai/DeepSeek-R1": (671e9, 1.0, 129_280, 7168, 61),  # FP8 weights, 37B active (MoE)
-    "deepseek-ai/DeepSeek-R1-0528": (671e9, 1.0, 129_280, 7168, 61),
+    "deepseek-ai/DeepSeek-R1": (685e9, 1.0, 129_280, 7168, 61),  # FP8 safetensors incl. the MTP layer; 37B active
+    "deepseek-ai/DeepSeek-R1-0528": (685e9, 1.0, 129_280, 7168, 61),
     "Qwen/Qwen2.5-Math-1.5B": (1.54e9, 2.0, 151_936, 1536, 28),
     "Qwen/Qwen2.5-Math-7B": (7.62e9, 2.0, 152_064, 3584, 28),
     "Qwen/Qwen2.5-1.5B-Instruct": (1.54e9, 2.0, 151_936, 1536, 28),

@@ -33,14 +33,14 @@ def test_every_shipped_recipe_has_a_plan(path, tmp_path):
 
 
 def test_the_r1_teacher_spans_two_nodes_and_fits(tmp_path):
-    """DeepSeek-R1's FP8 weights (671B x 1 byte) over TP 8 x PP 2 = 16 GPUs: 41.9 GB each, which
-    leaves an 80 GB GPU room for KV cache; at TP 8 alone they would be 83.9 GB, more than the GPU."""
+    """DeepSeek-R1's FP8 weights (685B x 1 byte, its MTP layer included) over TP 8 x PP 2 = 16 GPUs:
+    42.8 GB each, which leaves an 80 GB GPU room for KV cache; at TP 8 alone 85.6 GB, more than it has."""
     recipe = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
     traces = planned(recipe, tmp_path)["traces"]
     assert traces.gpus == 16 and "TP 8 x PP 2" in traces.layout
-    assert "weights 41.9 GB/GPU (671.00B params x 1 B / 16)" in traces.memory, traces.memory
+    assert "weights 42.8 GB/GPU (685.00B params x 1 B / 16)" in traces.memory, traces.memory
     single = planned(recipe, tmp_path, ["traces.engine_args.pipeline_parallel_size=1"])["traces"]
-    assert single.gpus == 8 and "weights 83.9 GB/GPU" in single.memory
+    assert single.gpus == 8 and "weights 85.6 GB/GPU" in single.memory
 
 
 def test_sizes_come_from_config_json_and_follow_the_steps_that_train(tmp_path, teacher_dir):
