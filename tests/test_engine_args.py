@@ -195,3 +195,20 @@ def test_a_real_vllm_engine_takes_engine_args_from_set(tmp_path, tiny_model_dir)
     assert manifest["complete"] and manifest["rows"] == 8
     assert manifest["backend_info"]["engine_args"] == {"max_num_seqs": 3, "enable_prefix_caching": False}
     assert yaml.safe_dump(manifest["run_config"]["engine_args"])  # recorded as plain data
+
+
+def test_eval_and_judges_take_engine_args_to_the_engine_they_build(tiny_model_dir, monkeypatch):
+    from reasonkit.distill.evaluate import EvalConfig
+    from reasonkit.judges import backends
+    from reasonkit.judges.config import JudgeConfig
+
+    with pytest.raises(UserError, match=r"^eval_aime24\.engine_args\.max_num_seq: unknown vLLM engine argument; "
+                                        r"did you mean max_num_seqs\?$"):
+        from_dict(EvalConfig, {"model": "m", "data": "d", "out": "o", "engine_args": {"max_num_seq": 8}}, "eval_aime24")
+    judge = from_dict(JudgeConfig, {"judge": tiny_model_dir, "input": "i", "out": "o", "tensor_parallel": 4,
+                                    "max_model_len": 256, "max_tokens": 64, "engine_args": {"kv_cache_dtype": "fp8"}},
+                      "judge")
+    built = []
+    monkeypatch.setattr("reasonkit.gen.stage.make_backend", lambda config, **kw: built.append(config))
+    backends.make_backend(judge)
+    assert built[0].tensor_parallel == 4 and built[0].engine_args == {"kv_cache_dtype": "fp8"}
