@@ -1,7 +1,9 @@
 """``distill train``: flags -> TrainConfig -> :func:`reasonkit.distill.train.train`.
 
-Imports nothing heavy at module level (the CLI lists commands without loading torch). Runs on
-several GPUs under accelerate: ``accelerate launch -m reasonkit.distill.command --method sft ...``.
+Imports nothing heavy at module level (the CLI lists commands without loading torch). Several GPUs:
+``--set launcher=accelerate --set num_processes=8 [--set accelerate_config=zero3]`` starts
+``accelerate launch`` itself (distill/launch.py); or launch by hand:
+``accelerate launch --config_file recipes/accelerate/ddp.yaml -m reasonkit.distill.command --method sft ...``.
 """
 
 from __future__ import annotations
@@ -51,12 +53,15 @@ def train(assignments: tuple[str, ...], **flags) -> None:
     \b
     distill train --method sft --student Qwen/Qwen2.5-1.5B-Instruct --data runs/sft --out runs/student
     distill train --method dpo --student runs/student/merged --data runs/pairs --out runs/dpo --merge
+    distill train ... --set launcher=accelerate --set num_processes=8 --set accelerate_config=zero3
     """
     from reasonkit.config import from_dict, override
+    from reasonkit.distill.launch import is_main
     from reasonkit.distill.train import train as run
 
     cfg = override(from_dict(TrainConfig, {k: v for k, v in flags.items() if v is not None}, "train"), list(assignments), "train")
-    run(cfg, progress=True, log=lambda msg: click.echo(msg, err=True))
+    main = is_main()  # under accelerate launch by hand, one process speaks for all
+    run(cfg, progress=main, log=(lambda msg: click.echo(msg, err=True)) if main else None)
 
 
 if __name__ == "__main__":  # accelerate launch -m reasonkit.distill.command ...

@@ -6,6 +6,11 @@ lint the data against them (no weights loaded yet, so a bad dataset fails in sec
 model on its device; train with TRL; save the adapter (or full model), optionally merge; write
 report.json and loss.png.
 
+On several processes (``launcher: accelerate``, or ``accelerate launch`` by hand: distill/launch.py)
+every process runs this function and only the main one writes into OUT; the others wait at a
+barrier. The training arguments exist before the model loads, so DeepSpeed ZeRO-3 partitions the
+weights as they load instead of each process loading them whole.
+
 OUT/
   train_config.json      the settings and data fingerprint of this run (what --resume must match)
   lint.json              the lint's findings and length statistics
@@ -14,6 +19,7 @@ OUT/
   model/                 the full fine-tuned model + tokenizer                             [--full]
   merged/                base + adapter folded into plain weights                          [--merge]
   report.json, loss.png
+  launch.log             launcher accelerate: every process's output
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from reasonkit.distill import launch
 from reasonkit.distill.config import TrainConfig
 from reasonkit.errors import UserError
 from reasonkit.store import fingerprint, fingerprint_path
@@ -39,6 +46,8 @@ DEFAULT_MAX_LENGTH = 4096
 def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None] | None = None) -> dict:
     """Run the training ``cfg`` describes and return its report (also written to OUT/report.json)."""
     say = log or (lambda _msg: None)
+    if cfg.launcher == "accelerate" and not launch.launched():
+        return launch.run_launched(cfg, say)
     out = Path(cfg.out)
     from reasonkit.identity import model_identity
 
@@ -46,8 +55,10 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     # the student by content (weights and tokenizer hashed, a Hub id at its revision): checkpoints of
     # one base model cannot be resumed onto another that was saved under the same path
     student_id = model_identity(cfg.student)
-    run_fp = fingerprint([cfg.fingerprinted(), data_fp, student_id])
-    finished = _open_out(out, cfg, run_fp, data_fp, say, student_id)
+    run_fp = fingerprint([cfg.fingerprinted(launch.world_size()), data_fp, student_id])
+    main = launch.is_main()
+    finished = _open_out(out, cfg, run_fp, data_fp, say, student_id, main=main)
+    launch.barrier(cfg)  # the others start once the main process has cleared OUT (--overwrite) or merged
     if finished is not None:
         return finished
 
@@ -64,16 +75,19 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     findings, lengths = [], {}
     if cfg.lint != "off":
         findings, lengths = lint.lint(tok, table, cfg, max_length=max_length, stops=data.stop_ids(tok, cfg.student), max_positions=positions)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "lint.json").write_text(json.dumps({"findings": lint.as_json(findings), "lengths": lengths}, indent=2) + "\n")
+    if main:  # every process lints (it is quick and enforce() must stop them all); one writes
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "lint.json").write_text(json.dumps({"findings": lint.as_json(findings), "lengths": lengths}, indent=2) + "\n")
     lint.enforce(findings, cfg.lint, str(out / "lint.json"))
     for f in findings:
         say(f"warning: lint ({f.check}): {f.message}")
-    if not (out / RUN_FILE).exists():
+    if main and not (out / RUN_FILE).exists():
         (out / RUN_FILE).write_text(json.dumps({"fingerprint": run_fp, "data_fingerprint": data_fp, "student_identity": student_id,
-                                                "config": cfg.fingerprinted()}, indent=2) + "\n")
+                                                "config": cfg.fingerprinted(launch.world_size())}, indent=2) + "\n")
 
-    checkpoint = last_checkpoint(out / CHECKPOINTS) if cfg.resume else None
+    # The main process deletes torn checkpoints; the others skip the same ones (completeness is read
+    # from files no one writes until training starts), so every process resumes from the same step.
+    checkpoint = last_checkpoint(out / CHECKPOINTS, delete_torn=main) if cfg.resume else None
     if cfg.resume:
         say(f"resuming from {checkpoint}" if checkpoint else "no complete checkpoint yet: starting from step 0")
     extra = {"chat_template_note": note, "lint": lint.as_json(findings), "lengths": lengths, "fingerprint": run_fp, "data_fingerprint": data_fp,
@@ -93,20 +107,27 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     from reasonkit.distill.student import count_parameters, load_model, lora_config, merge_adapter, resolve_device, trainer_args
 
     device = resolve_device(cfg)
-    model = load_model(cfg, device)
     monitor = Monitor(cfg.method, progress)
-    args = trainer_args(cfg, device, out / CHECKPOINTS, max_length)
     if cfg.method == "sft":
         from reasonkit.distill.sft import build_sft_trainer as build
+        from reasonkit.distill.sft import sft_arguments as arguments
     else:
         from reasonkit.distill.dpo import build_dpo_trainer as build
+        from reasonkit.distill.dpo import dpo_arguments as arguments
+    # Before the model: under accelerate's DeepSpeed ZeRO-3 the training arguments register the
+    # DeepSpeed config that makes from_pretrained load each weight already partitioned
+    # (transformers' is_deepspeed_zero3_enabled); loaded first, every process would hold it whole.
+    args = arguments(cfg, trainer_args(cfg, device, out / CHECKPOINTS, max_length))
+    model = load_model(cfg, device)
     trainer = build(cfg, model, tok, to_dataset(table, cfg.method), args, lora_config(cfg), [monitor])
     _drop_printer(trainer)
     trainable, total = count_parameters(trainer.model)
     result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
     final = out / ("model" if cfg.full else "adapter")
-    trainer.save_model(str(final))  # writes on the main process only
+    if trainer.is_fsdp_enabled:  # sharded checkpoints resume; the final weights are gathered whole
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
+    trainer.save_model(str(final))  # every process takes part (FSDP/ZeRO gather); the main one writes
     if not trainer.is_world_process_zero():  # under accelerate launch: the other ranks are done
         return {"complete": True, "steps": trainer.state.global_step, "rank": trainer.args.process_index}
     merged = None
@@ -161,11 +182,17 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
 
 
 # -- the output directory ------------------------------------------------------------------------
-def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, student_id: str | None = None) -> dict | None:
-    """Check OUT before any work; returns the report of a finished run being resumed, else None."""
+def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, student_id: str | None = None,
+              main: bool = True) -> dict | None:
+    """Check OUT before any work; returns the report of a finished run being resumed, else None.
+
+    Every process checks (the checks only read, and a clash must stop them all); only ``main``
+    clears OUT for --overwrite or merges a finished run.
+    """
     run_file = out / RUN_FILE
     if cfg.overwrite:
-        _clear(out)
+        if main:
+            _clear(out)
         return None
     if not run_file.exists():
         if any((out / name).exists() for name in (CHECKPOINTS, "adapter", "model")):
@@ -175,7 +202,7 @@ def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, stude
         raise UserError(f"{out}: holds a training run already; pass --resume to continue it, --overwrite to start over, or choose another --out")
     previous = json.loads(run_file.read_text())
     if previous.get("fingerprint") != run_fp:
-        mine = json.loads(json.dumps(cfg.fingerprinted()))
+        mine = json.loads(json.dumps(cfg.fingerprinted(launch.world_size())))
         theirs = previous.get("config", {})
         diffs = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
         if previous.get("data_fingerprint") != data_fp:
@@ -190,7 +217,7 @@ def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, stude
     if not report_file.exists():
         return None
     report = json.loads(report_file.read_text())
-    if cfg.merge and report.get("adapter") and not report.get("merged"):
+    if main and cfg.merge and report.get("adapter") and not report.get("merged"):
         from reasonkit.distill.report import write_report
         from reasonkit.distill.student import merge_adapter
 
@@ -209,8 +236,8 @@ def _clear(out: Path) -> None:
             path.unlink()
 
 
-def last_checkpoint(directory: Path) -> Path | None:
-    """The newest complete checkpoint under ``directory``; newer torn ones are deleted.
+def last_checkpoint(directory: Path, *, delete_torn: bool = True) -> Path | None:
+    """The newest complete checkpoint under ``directory``; newer torn ones are deleted (``delete_torn``).
 
     The Trainer writes a checkpoint's weights, optimizer and RNG state first and trainer_state.json
     last, so a checkpoint killed mid-write lacks a readable trainer_state.json; resuming from it
@@ -220,19 +247,44 @@ def last_checkpoint(directory: Path) -> Path | None:
         return None
     found = sorted((int(p.name.split("-")[1]), p) for p in directory.glob("checkpoint-*") if p.name.split("-")[1].isdigit())
     for _step, path in reversed(found):
-        if _is_complete(path):
+        if is_complete(path):
             return path
-        shutil.rmtree(path)
+        if delete_torn:
+            shutil.rmtree(path)
     return None
 
 
-def _is_complete(path: Path) -> bool:
+#: Files that hold a checkpoint's weights when the Trainer saves a plain (or DDP) model.
+_WEIGHTS = ("adapter_model.safetensors", "model.safetensors", "model.safetensors.index.json", "adapter_model.bin",
+            "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+def is_complete(path: Path) -> bool:
+    """Whether the checkpoint ``path`` can be resumed: trainer_state.json (written last) is readable
+    and the weights and optimizer state are there in one of the layouts the Trainer saves:
+
+    - plain or DDP: weights (``model.safetensors``, ``adapter_model.safetensors``...) and ``optimizer.pt``;
+    - DeepSpeed: ``global_step<N>/`` holding the ZeRO optimizer shards (``*optim_states.pt``), the
+      weights inside it too (ZeRO-3 without 16-bit gathering writes no other weights file);
+    - FSDP: ``pytorch_model_fsdp*`` (a file, or a torch.distributed.checkpoint folder with its
+      ``.metadata``) and ``optimizer*.bin`` or an ``optimizer_<i>/`` folder with its ``.metadata``
+      (accelerate's save_fsdp_model/save_fsdp_optimizer).
+    """
     try:
         json.loads((path / "trainer_state.json").read_text())
     except (OSError, ValueError):
         return False
-    weights = ("adapter_model.safetensors", "model.safetensors", "model.safetensors.index.json", "adapter_model.bin", "pytorch_model.bin")
-    return any((path / w).exists() for w in weights) and (path / "optimizer.pt").exists()
+    if any((path / w).exists() for w in _WEIGHTS) and (path / "optimizer.pt").exists():
+        return True
+    if any(any(step.glob("*optim_states.pt")) for step in path.glob("global_step*") if step.is_dir()):
+        return True
+    return any(_saved(p) for p in path.glob("pytorch_model_fsdp*")) and any(_saved(p) for p in path.glob("optimizer*")
+                                                                           if p.name != "optimizer.pt")
+
+
+def _saved(path: Path) -> bool:
+    """A file, or a torch.distributed.checkpoint folder whose .metadata (written last) is there."""
+    return path.is_file() or (path / ".metadata").is_file()
 
 
 # -- plumbing ------------------------------------------------------------------------------------
