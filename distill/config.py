@@ -26,7 +26,8 @@ from typing import Literal
 DEFAULT_LR = {("sft", False): 2e-4, ("sft", True): 2e-5, ("dpo", False): 2e-5, ("dpo", True): 1e-6}
 
 #: Keys that do not change what a run computes; a resumed run may differ from its start in these.
-NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit")
+NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit",
+                     "dataset_num_proc", "gpu_memory_gb")
 #: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
 #: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
 LAUNCH_FIELDS = ("launcher", "num_processes", "accelerate_config")
@@ -95,6 +96,15 @@ class TrainConfig:
     threads: int | None = None  # torch CPU threads; 1 is fastest for tiny models on a busy machine
     allow_incomplete: bool = False  # train on an unfinished stage directory
 
+    # Memory levers for long traces (R1's run to 16k-32k tokens), passed to TRL (distill/levers.py);
+    # the lint estimates the peak per GPU with them (distill/memory.py).
+    use_liger_kernel: bool = False  # Liger's fused linear cross-entropy: the logits are never whole in memory
+    padding_free: bool = False  # SFT with packing: TRL's flattened batches (FlashAttention's varlen kernels)
+    lr_scheduler_kwargs: dict | None = None  # e.g. {min_lr_rate: 0.1} for lr_scheduler cosine_with_min_lr
+    gradient_checkpointing_kwargs: dict | None = None  # e.g. {use_reentrant: false}
+    dataset_num_proc: int | None = None  # processes tokenizing the dataset
+    gpu_memory_gb: float | None = None  # the GPU the lint's memory estimate must fit (None: torch.cuda's, when present)
+
     # Several processes (distill/launch.py). "accelerate": training runs as a subprocess under
     # `accelerate launch` with num_processes processes (None: every visible GPU) and an accelerate
     # config: a shipped one by name (ddp, fsdp, zero3: recipes/accelerate/) or a YAML path.
@@ -126,8 +136,28 @@ class TrainConfig:
             raise ValueError(f"warmup must be >= 0, found {self.warmup}")
         if self.packing and self.method != "sft":
             raise ValueError("packing applies to --method sft only (DPO pairs are scored whole)")
+        self._check_levers()
         if self.launcher == "none" and (self.num_processes or self.accelerate_config):
             raise ValueError("num_processes and accelerate_config apply with launcher: accelerate only")
+
+    def _check_levers(self) -> None:
+        from reasonkit.distill.levers import is_flash_attention
+
+        if self.dataset_num_proc is not None and self.dataset_num_proc < 1:
+            raise ValueError(f"dataset_num_proc must be >= 1 when given, found {self.dataset_num_proc}")
+        if self.gpu_memory_gb is not None and self.gpu_memory_gb <= 0:
+            raise ValueError(f"gpu_memory_gb must be > 0 when given, found {self.gpu_memory_gb}")
+        if self.lr_scheduler == "cosine_with_min_lr" and not {"min_lr", "min_lr_rate"} & set(self.lr_scheduler_kwargs or {}):
+            raise ValueError("lr_scheduler cosine_with_min_lr needs lr_scheduler_kwargs with min_lr_rate (a share of the peak, "
+                             "open-r1: 0.1) or min_lr")
+        if self.padding_free:
+            if self.method != "sft" or not self.packing:
+                raise ValueError("padding_free applies to --method sft with packing (TRL 1.16 cannot cut unpacked "
+                                 "padding-free rows to max_length, and its DPO trainer has padding-free disabled)")
+            if not is_flash_attention(self.attn_implementation):
+                raise ValueError(f"padding_free needs a FlashAttention attn_implementation (flash_attention_2, "
+                                 f"kernels-community/flash-attn3, ...), found {self.attn_implementation!r}: under it a "
+                                 "flattened batch is one B*L x B*L attention mask")
 
     @property
     def is_lora(self) -> bool:

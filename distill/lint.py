@@ -13,6 +13,8 @@ training crash, they make it learn the wrong thing while the loss curve looks fi
 - ``think_prefill``: the data and the template disagree about who writes ``<think>``: a template that
   prefills it at generation over data that lacks it (or the reverse), or one that strips the
   reasoning out of assistant turns (DeepSeek-R1-Distill's own template does).
+- the student's own problems (``context``, ``eos_turn_end``, ``generation_markers``: distill/lint_student.py)
+  and ``memory``: the estimated peak per GPU exceeds the GPU (distill/memory.py).
 
 The lint tokenizes with the tokenizer only (no weights), on at most ``lint_rows`` evenly spaced rows.
 """
@@ -109,6 +111,10 @@ def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_pos
                 f"first: {truncated.first}",
             )
         )
+    from reasonkit.distill.memory import memory_finding
+
+    memory = memory_finding(cfg, max_length=max_length, longest=stats["longest"])  # only with a GPU to fit
+    findings += [memory] if memory else []
     return findings, stats
 
 

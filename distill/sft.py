@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import torch
 from trl import SFTConfig, SFTTrainer
 
+from reasonkit.distill.levers import is_flash_attention, trl_levers
+
 
 @dataclass
 class RowPackedCollator:
@@ -75,7 +77,7 @@ class _SFTTrainer(SFTTrainer):
 def sft_arguments(cfg, args: dict) -> SFTConfig:
     """The SFTConfig; train.py builds it before loading the model, since under DeepSpeed ZeRO-3 the
     training arguments are what makes from_pretrained partition the weights as it loads them."""
-    return SFTConfig(**args, assistant_only_loss=True, packing=cfg.packing, packing_strategy="bfd")
+    return SFTConfig(**args, **trl_levers(cfg), assistant_only_loss=True, packing=cfg.packing, packing_strategy="bfd")
 
 
 def build_sft_trainer(cfg, model, tok, dataset, args: dict | SFTConfig, peft_config, callbacks) -> SFTTrainer:
@@ -88,7 +90,7 @@ def build_sft_trainer(cfg, model, tok, dataset, args: dict | SFTConfig, peft_con
         peft_config=peft_config,
         callbacks=callbacks,
     )
-    if cfg.packing and not str(cfg.attn_implementation).startswith("flash"):
+    if cfg.packing and not is_flash_attention(cfg.attn_implementation):
         trainer.data_collator = RowPackedCollator(pad_token_id=tok.pad_token_id)
         trainer.row_packed_pad_id = tok.pad_token_id
     return trainer
