@@ -2,9 +2,9 @@
 
 Device-aware defaults (each overridable with ``--set``):
 
-- CUDA: bf16 weights and autocast, gradient checkpointing on. Several GPUs: run the same command
-  under ``accelerate launch -m reasonkit.distill.command ...`` (or ``accelerate launch $(which distill)
-  train ...``); the Trainer shards the batches and LoRA trains under DDP.
+- CUDA: bf16 weights and autocast, gradient checkpointing on. Several GPUs: ``launcher: accelerate``
+  with ``num_processes`` and ``accelerate_config`` (ddp, fsdp, zero3), or ``accelerate launch -m
+  reasonkit.distill.command ...`` by hand (distill/launch.py); the Trainer shards the batches.
 - CPU: ``use_cpu``, fp32, no gradient checkpointing. bf16 matmuls are ~12x slower than fp32 on these
   CPUs, and checkpointing trades compute (the scarce thing here) for memory (the plentiful one).
   For tiny models on a shared machine ``--set threads=1`` is often several times faster than the
