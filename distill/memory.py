@@ -137,8 +137,7 @@ def memory_finding(cfg, *, max_length: int, longest: int):
         return None
     sequence = max_length if cfg.packing else min(max_length, max(1, longest))
     tokens = cfg.batch_size * sequence
-    sharded = cfg.accelerate_config in ("fsdp", "zero3") if hasattr(cfg, "accelerate_config") else False
-    shards = (getattr(cfg, "num_processes", None) or 1) if sharded else 1
+    shards = _shards(cfg)
     e = estimate(shape, tokens=tokens, bf16=cfg.bf16 is not False, full=cfg.full,
                  checkpointing=cfg.gradient_checkpointing is not False, lora_r=cfg.lora_r, targets=cfg.target_modules,
                  liger=cfg.use_liger_kernel, shards=shards)
@@ -153,3 +152,28 @@ def memory_finding(cfg, *, max_length: int, longest: int):
         levers.append("LoRA instead of full=true, or launcher accelerate with accelerate_config fsdp/zero3 (shards the states)")
     return Finding("memory", f"estimated peak memory per GPU {e.describe()} exceeds the GPU's {budget / GB:.1f} GB ({where}) "
                              f"at {tokens} tokens per micro-step ({cfg.batch_size} x {sequence}); {'; '.join(levers)}")
+
+
+def _shards(cfg) -> int:
+    """How many processes share the weights, gradients and optimizer states: the process count under an
+    FSDP or ZeRO-3 accelerate config (shipped name or YAML file), else 1 (DDP keeps a whole copy each)."""
+    config = getattr(cfg, "accelerate_config", None)
+    if getattr(cfg, "launcher", "none") != "accelerate" or not config:
+        return 1
+    sharded = config in ("fsdp", "zero3")
+    if not sharded and config not in ("ddp",):
+        try:
+            import yaml
+
+            data = yaml.safe_load(open(config)) or {}
+        except (OSError, ValueError):
+            data = {}
+        deepspeed = data.get("deepspeed_config") or {}
+        sharded = data.get("distributed_type") == "FSDP" or deepspeed.get("zero_stage") == 3
+    if not sharded:
+        return 1
+    if cfg.num_processes:
+        return cfg.num_processes
+    import torch
+
+    return max(1, torch.cuda.device_count())

@@ -123,4 +123,6 @@ def test_the_lint_stops_a_plan_that_cannot_fit_an_80_gb_gpu(qwen_math_1_5b_plan,
     findings = json.loads((tmp_path / "a" / "lint.json").read_text())["findings"]
     assert [f["check"] for f in findings] == ["memory"]
     assert memory.memory_finding(TrainConfig(**plan, out="o", batch_size=1), max_length=32768, longest=100) is None  # 38 GB fits
+    sharded = TrainConfig(**plan, out="o", batch_size=4, launcher="accelerate", num_processes=8, accelerate_config="zero3")
+    assert "104.4 GB (weights 0.4, gradients 0.4, optimizer 0.8, activations 23.2" in memory.memory_finding(sharded, max_length=32768, longest=100).message
     assert memory.memory_finding(TrainConfig(**{**plan, "gpu_memory_gb": None}, out="o", batch_size=4, device="cpu"), max_length=32768, longest=100) is None
