@@ -176,3 +176,28 @@ def test_the_training_arguments_exist_before_the_model_loads(tiny_model_dir, tmp
     data = write_sft(tmp_path / "sft", n=8)
     train(TrainConfig(method="sft", student=tiny_model_dir, data=str(data), out=str(tmp_path / "run"), max_steps=1, batch_size=4, threads=1))
     assert events == ["training arguments", "model"]
+
+
+def test_a_launched_run_that_fails_on_bad_input_raises_its_one_line_error(tiny_model_dir, tmp_path):
+    """The launched processes' UserError reaches the launching process as the same one line."""
+    from reasonkit.distill.train import train
+    from reasonkit.errors import UserError
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "train_config.json").write_text('{"fingerprint": "another run"}')
+    data = write_sft(tmp_path / "sft", n=8)
+    cfg = TrainConfig(method="sft", student=tiny_model_dir, data=str(data), out=str(out), launcher="accelerate", num_processes=1)
+    with pytest.raises(UserError, match=r"holds a training run already; pass --resume"):
+        train(cfg)
+    assert (out / "launch.log").is_file() and json.loads((out / "train_config.json").read_text()) == {"fingerprint": "another run"}
+
+
+def test_an_unknown_accelerate_config_names_the_shipped_ones(tmp_path):
+    from reasonkit.distill.launch import config_file
+    from reasonkit.errors import UserError
+
+    with pytest.raises(UserError, match=r"accelerate_config: zerro3: neither a shipped config \(ddp, fsdp, zero3\) nor a YAML file"):
+        config_file("zerro3")
+    (tmp_path / "mine.yaml").write_text("distributed_type: MULTI_GPU\n")
+    assert config_file(str(tmp_path / "mine.yaml")) == tmp_path / "mine.yaml"
