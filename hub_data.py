@@ -92,7 +92,10 @@ def is_hub_folder(path: str | os.PathLike) -> bool:
     top = [f for f in p.iterdir() if f.is_file() and f.suffix in DATA_SUFFIXES]
     if not top:
         return any(f.suffix in DATA_SUFFIXES for f in _visible_files(p))
-    # files named for a split (MATH-500's test.jsonl; train.parquet + test.parquet, never concatenated)
+    # files named for a split (MATH-500's test.jsonl; train.parquet + test.parquet, never concatenated);
+    # datasets (a 2 s import) is asked only when some name holds one of its split words
+    if not any(word in f.name.lower() for f in top for word in ("test", "val", "dev", "eval")):
+        return False
     return _inferred_splits(p) not in ([], ["train"])
 
 
