@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from reasonkit.config import from_dict
+from reasonkit.distill.config import LAUNCH_FIELDS
 from reasonkit.engine import ENGINE_FIELDS
 from reasonkit.errors import UserError
 from reasonkit.recipes.recipe import Recipe, Step, references, resolve, step_dir
@@ -35,8 +36,10 @@ STATE = "_recipe_state.json"
 # Settings that change how a stage runs, not what it writes: they never force a rerun. ``resume`` is
 # the runner's to set (an interrupted train step resumes on a plain rerun); were it fingerprinted,
 # ``--set sft.resume=true`` would look like a new config and delete the checkpoints it asks to keep.
+# A train step's launch (launcher, num_processes, accelerate_config) is not fingerprinted either:
+# resuming it on fewer GPUs is a train-stage question (its global batch must match), not a new run.
 _NOT_FINGERPRINTED = {"overwrite", "resume", "allow_incomplete", "workers", "concurrency", "progress", "threads",
-                      *ENGINE_FIELDS}
+                      *ENGINE_FIELDS, *LAUNCH_FIELDS}
 
 
 @dataclasses.dataclass(frozen=True)
