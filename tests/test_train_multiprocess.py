@@ -201,3 +201,20 @@ def test_an_unknown_accelerate_config_names_the_shipped_ones(tmp_path):
         config_file("zerro3")
     (tmp_path / "mine.yaml").write_text("distributed_type: MULTI_GPU\n")
     assert config_file(str(tmp_path / "mine.yaml")) == tmp_path / "mine.yaml"
+
+
+def test_a_recipe_train_step_moved_to_several_gpus_keeps_its_fingerprint(tiny_model_dir, tmp_path):
+    """launcher/num_processes/accelerate_config change how the step runs: the runner must not take
+    them for a new config (which would delete the step's checkpoints)."""
+    from reasonkit.recipes.recipe import parse_recipe
+    from reasonkit.recipes.runner import validate
+
+    data = write_sft(tmp_path / "sft", n=8)
+
+    def step_fingerprint(**launch):
+        recipe = {"out": str(tmp_path / "out"), "steps": [
+            {"name": "sft", "stage": "train", "with": {"method": "sft", "student": tiny_model_dir, "data": str(data), **launch}}]}
+        return validate(parse_recipe(recipe, "r.yaml"))[0].fingerprint
+
+    assert step_fingerprint() == step_fingerprint(launcher="accelerate", num_processes=8, accelerate_config="zero3")
+    assert step_fingerprint() != step_fingerprint(batch_size=4)
