@@ -62,7 +62,7 @@ class EvalConfig:
     data_parallel: int | Literal["auto"] = 1
     max_model_len: int | None = None
     gpu_memory_utilization: float = 0.9
-    engine_args: EngineArgs = field(default_factory=EngineArgs, hash=False)  # vllm: any EngineArgs field (gen/engine_args.py)
+    engine_args: EngineArgs = field(default_factory=dict, hash=False)  # vllm: any EngineArgs field (gen/engine_args.py)
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = 64

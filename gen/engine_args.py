@@ -68,20 +68,20 @@ SPEED_ONLY = frozenset({
 
 
 class EngineArgs(dict):
-    """A config field holding vLLM engine arguments (a plain dict once checked).
+    """The type of a config field holding vLLM engine arguments; its value is a plain, checked dict.
 
     ``reasonkit.config.from_dict`` builds it through :meth:`from_config`, so a recipe's typo is
-    reported with its full key path.
+    reported with its full key path. (A plain dict, so configs dump to JSON and YAML as they are.)
     """
 
     @classmethod
-    def from_config(cls, value: Any, path: str) -> EngineArgs:
+    def from_config(cls, value: Any, path: str) -> dict:
         if value is None:
-            return cls()
+            return {}
         if not isinstance(value, Mapping):
             raise UserError(f"{path}: expected a mapping of vLLM engine arguments (e.g. {{max_num_seqs: 64}}), "
                             f"found {value!r}")
-        return cls(check_engine_args(value, path))
+        return check_engine_args(value, path)
 
 
 def check_engine_args(args: Mapping, path: str = "engine_args") -> dict:

@@ -85,7 +85,7 @@ def place_replicas(config, gpus_per_node: list[float]):
     those); past one node it gets a placement group and vLLM's Ray executor (gen/placement.py), which
     the returned config's engine_args then name. transformers uses one GPU; a client none.
     """
-    from reasonkit.gen.engine_args import EngineArgs, replica_world_size
+    from reasonkit.gen.engine_args import replica_world_size
     from reasonkit.gen.placement import ReplicaPlacement, plan_replica
 
     has_gpus = any(gpus_per_node)
@@ -102,7 +102,7 @@ def place_replicas(config, gpus_per_node: list[float]):
               f"pipeline_parallel_size {pipeline}) over at least {placement.min_nodes} node"
               f"{'s' if placement.min_nodes > 1 else ''}: a placement group of {placement.gpus} GPU bundles "
               f"({placement.strategy}) per replica, vLLM's ray executor", file=sys.stderr, flush=True)
-        config = dataclasses.replace(config, engine_args=EngineArgs({**args, "distributed_executor_backend": "ray"}))
+        config = dataclasses.replace(config, engine_args={**args, "distributed_executor_backend": "ray"})
     return config, placement
 
 

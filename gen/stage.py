@@ -67,7 +67,7 @@ class GenerateConfig:
     max_model_len: int | None = None
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     # any other vllm.EngineArgs field (pipeline_parallel_size, kv_cache_dtype, ...): gen/engine_args.py
-    engine_args: EngineArgs = field(default_factory=EngineArgs, hash=False)
+    engine_args: EngineArgs = field(default_factory=dict, hash=False)
     # hf
     batch_size: int = 8
     # where shards run (reasonkit/engine.py): ray runs `replicas` engines over the cluster

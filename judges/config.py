@@ -77,7 +77,7 @@ class JudgeModel:
     dtype: str = "auto"
     max_model_len: int | None = None
     tensor_parallel: int = 1  # vllm: GPUs per engine (a 72B judge: 4)
-    engine_args: EngineArgs = field(default_factory=EngineArgs, hash=False)  # vllm: gen/engine_args.py
+    engine_args: EngineArgs = field(default_factory=dict, hash=False)  # vllm: gen/engine_args.py
     chat_template: str | None = None
     temperature: float = 0.0
     top_p: float = 1.0

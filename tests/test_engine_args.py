@@ -141,6 +141,7 @@ def test_replicas_of_tp8_pp2_get_placement_groups_and_their_engines_the_ray_exec
         vllm_backend.VllmBackend = real
     assert recorded["tensor_parallel_size"] == 8 and recorded["pipeline_parallel_size"] == 2
     assert recorded["distributed_executor_backend"] == "ray" and recorded["max_num_seqs"] == 128
+    assert recorded["enable_prefix_caching"] is True  # reasonkit's default, which engine_args may override
     # within one node the actor holds its GPUs and vLLM keeps its own executor
     placed, placement = place_replicas(dataclasses.replace(config, engine_args={}), [8.0] * 4)
     assert placement.actor_gpus == 8 and not placement.bundles and placed.engine_args == {}
@@ -149,13 +150,6 @@ def test_replicas_of_tp8_pp2_get_placement_groups_and_their_engines_the_ray_exec
 class Described:
     def describe(self):
         return {"backend": "fake"}
-
-
-def test_engine_args_override_reasonkits_own_defaults():
-    from reasonkit.gen.vllm_backend import engine_kwargs
-
-    assert engine_kwargs("m", max_model_len=512)["enable_prefix_caching"] is True
-    assert engine_kwargs("m", max_model_len=512, enable_prefix_caching=False)["enable_prefix_caching"] is False
 
 
 def test_the_r1_recipe_asks_for_two_nodes_of_tp8_x_pp2_on_ray(tmp_path):
