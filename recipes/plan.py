@@ -37,12 +37,23 @@ PUBLISHED: dict[str, tuple[float, float, int, int, int]] = {
     "deepseek-ai/DeepSeek-R1": (685e9, 1.0, 129_280, 7168, 61),  # FP8 safetensors incl. the MTP layer; 37B active
     "deepseek-ai/DeepSeek-R1-0528": (685e9, 1.0, 129_280, 7168, 61),
     "Qwen/Qwen2.5-Math-1.5B": (1.54e9, 2.0, 151_936, 1536, 28),
+    "Qwen/Qwen2.5-Math-1.5B-Instruct": (1.54e9, 2.0, 151_936, 1536, 28),
     "Qwen/Qwen2.5-Math-7B": (7.62e9, 2.0, 152_064, 3584, 28),
     "Qwen/Qwen2.5-1.5B-Instruct": (1.54e9, 2.0, 151_936, 1536, 28),
     "Qwen/Qwen2.5-7B-Instruct": (7.62e9, 2.0, 152_064, 3584, 28),
     "Qwen/Qwen2.5-32B-Instruct": (32.8e9, 2.0, 152_064, 5120, 64),
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": (1.78e9, 2.0, 151_936, 1536, 28),
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": (7.62e9, 2.0, 152_064, 3584, 28),
+}
+_QWEN_1_5B = {"vocab_size": 151_936, "hidden_size": 1536, "num_hidden_layers": 28, "intermediate_size": 8960,
+              "num_attention_heads": 12, "num_key_value_heads": 2, "tie_word_embeddings": True, "model_type": "qwen2"}
+_QWEN_7B = {"vocab_size": 152_064, "hidden_size": 3584, "num_hidden_layers": 28, "intermediate_size": 18944,
+            "num_attention_heads": 28, "num_key_value_heads": 4, "tie_word_embeddings": False, "model_type": "qwen2"}
+#: The config.json shapes of the dense students the shipped recipes name (their model cards' files),
+#: for the training estimate (distill/memory.py) before anything is downloaded.
+PUBLISHED_SHAPES: dict[str, dict] = {
+    "Qwen/Qwen2.5-Math-1.5B": _QWEN_1_5B, "Qwen/Qwen2.5-Math-1.5B-Instruct": _QWEN_1_5B,
+    "Qwen/Qwen2.5-1.5B-Instruct": _QWEN_1_5B, "Qwen/Qwen2.5-7B-Instruct": _QWEN_7B, "Qwen/Qwen2.5-Math-7B": _QWEN_7B,
 }
 _DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "float8": 1}
 GB = 1e9
@@ -60,6 +71,7 @@ class ModelSize:
     hidden: int
     layers: int
     source: str  # where the figures come from: a config.json path, or "published"
+    shape: dict | None = None  # the config.json fields distill/memory.py estimates training from
 
 
 @dataclass
@@ -94,9 +106,9 @@ def model_size(name: str | None) -> ModelSize | None:
         dtype = str(c.get("torch_dtype") or c.get("dtype") or "float32")
         quant = (c.get("quantization_config") or {}).get("quant_method", "")
         bytes_per = 1.0 if "fp8" in str(quant).lower() else _DTYPE_BYTES.get(dtype, 4)
-        return ModelSize(layers * (attention + mlp) + embeddings, bytes_per, vocab, hidden, layers, str(path))
+        return ModelSize(layers * (attention + mlp) + embeddings, bytes_per, vocab, hidden, layers, str(path), c)
     if name in PUBLISHED:
-        return ModelSize(*PUBLISHED[name], source="published")
+        return ModelSize(*PUBLISHED[name], source="published", shape=PUBLISHED_SHAPES.get(name))
     return None
 
 
@@ -150,7 +162,9 @@ def _fresh_student(config: Any) -> ModelSize | None:
         return None
     h, layers, inter = config.hidden_size, config.num_layers, config.intermediate_size
     params = layers * (4 * h * h + 3 * h * inter) + tokenizer.vocab * h  # tied embeddings
-    return ModelSize(params, 4.0, tokenizer.vocab, h, layers, "the student stage's config")
+    shape = {"vocab_size": tokenizer.vocab, "hidden_size": h, "num_hidden_layers": layers, "intermediate_size": inter,
+             "num_attention_heads": config.num_heads, "tie_word_embeddings": True, "model_type": "llama"}
+    return ModelSize(params, 4.0, tokenizer.vocab, h, layers, "the student stage's config", shape)
 
 
 def _action(state: dict, p, recipe: Recipe) -> str:
@@ -216,24 +230,21 @@ def _engine_memory(size: ModelSize | None, name: str, dtype: str | None, gpus: i
 
 
 def _train_memory(config: Any, processes: int, size: ModelSize | None, name: str) -> str:
+    """The train lint's own estimate (distill/memory.py) for a GPU run of this step, per process."""
+    from reasonkit.distill.memory import _shards, estimate
+
     if size is None:
         return _unknown(name)
-    full = bool(getattr(config, "full", False))
-    weight_bytes = 2.0 if _gpu_dtype(config) else 4.0
-    if full:  # weights, grads, AdamW's two fp32 moments, an fp32 master under mixed precision
-        per_param = weight_bytes * 2 + 8 + (4 if weight_bytes == 2 else 0)
-        states = size.params * per_param / processes  # sharded by FSDP / ZeRO-3 over the processes
-        what = f"weights+grads+AdamW {_gb(states)} ({per_param:g} B/param over {processes} process(es))"
-    else:
-        states = size.params * weight_bytes
-        what = f"frozen weights {_gb(states)} + LoRA"
-    tokens = int(getattr(config, "max_length", None) or 4096)
-    logits = tokens * size.vocab * 4
-    return f"{what} + logits of one {tokens:,}-token sequence {_gb(logits)} (+ activations)"
-
-
-def _gpu_dtype(config: Any) -> bool:
-    return str(getattr(config, "dtype", "auto")) in ("auto", "bfloat16", "float16")
+    needed = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads")
+    if not size.shape or not all(isinstance(size.shape.get(k), int) for k in needed):
+        return f"unknown ({name}: its config.json lacks a dense decoder's shape)"
+    tokens = int(getattr(config, "batch_size", 1)) * int(getattr(config, "max_length", None) or 4096)
+    e = estimate(size.shape, tokens=tokens, bf16=getattr(config, "bf16", None) is not False,
+                 full=bool(getattr(config, "full", False)),
+                 checkpointing=getattr(config, "gradient_checkpointing", None) is not False,
+                 lora_r=getattr(config, "lora_r", 16), targets=getattr(config, "target_modules", "all-linear"),
+                 liger=bool(getattr(config, "use_liger_kernel", False)), shards=_shards(config))
+    return f"{e.describe()} at {tokens:,} tokens a micro-step, as on a GPU (bf16, checkpointing)"
 
 
 def render(plans: list[StepPlan]) -> str:

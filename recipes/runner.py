@@ -73,6 +73,10 @@ def validate(recipe: Recipe) -> list[PlannedStep]:
                     raise UserError(f"{where}.with.{field_name}: {value}: no such file or directory")
         upstream = sorted({fingerprints[r] for r in references(step.config)})
         semantic = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FINGERPRINTED}
+        if semantic.get("engine_args"):  # only the vLLM arguments that change what a row says
+            from reasonkit.gen.engine_args import output_engine_args
+
+            semantic["engine_args"] = output_engine_args(semantic["engine_args"])
         fp = fingerprint([step.stage, semantic, upstream, _contents(step, spec, config, recipe)])
         fingerprints[step.name] = fp
         planned.append(PlannedStep(step, config, fp))

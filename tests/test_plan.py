@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from reasonkit.config import load_yaml
-from reasonkit.recipes.plan import PUBLISHED, model_size, plan, render
+from reasonkit.recipes.plan import PUBLISHED, PUBLISHED_SHAPES, model_size, plan, render
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import STATE, load_state, validate
 
@@ -53,7 +53,22 @@ def test_sizes_come_from_config_json_and_follow_the_steps_that_train(tmp_path, t
     for name in ("student_samples", "eval_student_sft", "eval_student_dpo", "eval_student_before"):
         assert "(0.5M params x 4 B / 1)" in steps[name].memory, (name, steps[name].memory)
     assert "(1.1M params" in steps["eval_teacher"].memory
-    assert "16 B/param" in steps["sft"].memory and "LoRA" in steps["dpo"].memory
+    for name in ("sft", "dpo"):  # distill/memory.py's estimate of the student the student step builds
+        assert "weights" in steps[name].memory and "logits" in steps[name].memory, steps[name].memory
+
+
+def test_training_memory_is_the_lints_estimate(tmp_path):
+    """The SFT step of the R1 recipe, sized before anything is downloaded: Qwen2.5-Math-1.5B's
+    published shape, batch x max_length tokens, the logits alone tokens x 151,936 x 4 bytes."""
+    from reasonkit.distill.memory import estimate
+
+    recipe = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
+    step = [p for p in validate(parse_recipe(load_yaml(recipe), str(recipe), out=str(tmp_path))) if p.step.name == "sft"][0]
+    tokens = step.config.batch_size * step.config.max_length
+    e = estimate(PUBLISHED_SHAPES["Qwen/Qwen2.5-Math-1.5B"], tokens=tokens, bf16=True, full=step.config.full,
+                 checkpointing=True, lora_r=step.config.lora_r, liger=step.config.use_liger_kernel)
+    assert planned(recipe, tmp_path)["sft"].memory.startswith(f"{e.total / 1e9:.1f} GB (")
+    assert round(tokens * 151_936 * 4 / 1e9, 1) == round(e.logits / 1e9, 1)
 
 
 def test_unknown_models_say_how_to_size_them(tmp_path):

@@ -236,3 +236,15 @@ def test_a_model_retrained_at_the_same_path_reruns_the_steps_that_read_it(tmp_pa
     assert new_student[:2] == retrained[:2] and new_student[2] != retrained[2]
     prompts.write_text('{"problem": "2+2?", "answer": "4"}\n')
     assert fingerprints()[0] != new_student[0]
+
+
+def test_speed_only_engine_args_leave_a_steps_fingerprint_alone(tmp_path):
+    """Resubmitting a half-done generate step with more sequences in flight resumes it; an
+    argument that changes the numbers (kv_cache_dtype) is a new config."""
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"problem": "1+1?", "answer": "2"}\n')
+    data = {"out": str(tmp_path / "run"), "steps": [{"name": "traces", "stage": "generate", "with": {
+        "prompts": str(prompts), "teacher": "org/teacher", "engine_args": {"max_num_seqs": 64}}}]}
+    base = validate(parse_recipe(data, "r.yaml"))[0].fingerprint
+    assert validate(parse_recipe(data, "r.yaml", ["traces.engine_args.max_num_seqs=256"]))[0].fingerprint == base
+    assert validate(parse_recipe(data, "r.yaml", ["traces.engine_args.kv_cache_dtype=fp8"]))[0].fingerprint != base
