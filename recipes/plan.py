@@ -202,9 +202,10 @@ def _resources(step: StepPlan, config: Any, size_of) -> None:
         step.memory = _engine_memory(size, name, get("dtype"), per_engine, get("gpu_memory_utilization", 0.9))
     elif step.stage == "train":
         launcher = get("launcher") if get("launcher") not in (None, "", "none") else None
-        processes = int(get("num_processes", 1) or 1) if launcher else 1
-        step.gpus = processes
+        processes = (get("num_processes") or "every visible GPU") if launcher else 1
+        step.gpus = processes if isinstance(processes, int) else 0
         step.layout = f"{processes} training process(es) under {launcher}" if launcher else "1 training process"
+        processes = processes if isinstance(processes, int) else 1  # per GPU: unsharded at worst
         step.memory = _train_memory(config, processes, *size_of("student"))
 
 

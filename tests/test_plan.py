@@ -65,10 +65,12 @@ def test_training_memory_is_the_lints_estimate(tmp_path):
     recipe = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
     step = [p for p in validate(parse_recipe(load_yaml(recipe), str(recipe), out=str(tmp_path))) if p.step.name == "sft"][0]
     tokens = step.config.batch_size * step.config.max_length
-    e = estimate(PUBLISHED_SHAPES["Qwen/Qwen2.5-Math-1.5B"], tokens=tokens, bf16=True, full=step.config.full,
-                 checkpointing=True, lora_r=step.config.lora_r, liger=step.config.use_liger_kernel)
+    shape = PUBLISHED_SHAPES["Qwen/Qwen2.5-Math-1.5B"]  # the prepared student keeps the base's shape
+    e = estimate(shape, tokens=tokens, bf16=True, full=step.config.full, checkpointing=True,
+                 lora_r=step.config.lora_r, liger=step.config.use_liger_kernel, shards=step.config.num_processes)
     assert planned(recipe, tmp_path)["sft"].memory.startswith(f"{e.total / 1e9:.1f} GB (")
-    assert round(tokens * 151_936 * 4 / 1e9, 1) == round(e.logits / 1e9, 1)
+    # Liger's fused loss: no whole logits (they would be tokens x 151,936 x 4 bytes = 39.8 GB)
+    assert e.logits == 0 and round(tokens * 151_936 * 4 / 1e9, 1) == 39.8
 
 
 def test_unknown_models_say_how_to_size_them(tmp_path):
@@ -101,3 +103,20 @@ def test_cli_plan_loads_no_model_code_and_writes_nothing(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert "HEAVY []" in out.stdout and "eval_student_dpo" in out.stdout, out.stdout + out.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_gpu_recipes_use_the_published_settings(tmp_path):
+    """The R1 recipe's student is prepared for 32k traces and trained with open-r1's OpenR1-Distill-7B
+    values; no recipe asks a model for more tokens than its context holds."""
+    root = Path(__file__).resolve().parent.parent / "recipes"
+    r1 = {p.step.name: p.config for p in validate(parse_recipe(load_yaml(root / "r1-distill-qwen-1.5b.yaml"),
+                                                                "r1", out=str(tmp_path)))}
+    assert r1["student"].max_positions >= 32768 + 1024 and r1["student"].rope_theta == 300000
+    sft = r1["sft"]
+    assert (sft.lr, sft.epochs, sft.max_grad_norm, sft.lr_scheduler, sft.lr_scheduler_kwargs, sft.max_length) == (
+        4e-5, 5, 0.2, "cosine_with_min_lr", {"min_lr_rate": 0.1}, 32768)
+    assert sft.full and sft.launcher == "accelerate" and sft.batch_size * sft.num_processes * sft.grad_accum == 128
+    assert r1["eval_aime24"].max_tokens == 32768 and r1["eval_aime24"].k == 64
+    pairs = {p.step.name: p.config for p in validate(parse_recipe(load_yaml(root / "dpo-verifier-pairs.yaml"),
+                                                                   "dpo", out=str(tmp_path)))}
+    assert pairs["samples"].max_tokens < 4096 and pairs["dpo"].max_length <= 4096  # a 4,096-position model
