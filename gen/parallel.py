@@ -42,9 +42,14 @@ def _build(kind: str, model: str, options: dict):
     return VllmBackend(model, **options)
 
 
-def _worker(rank: int, devices: str, kind: str, model: str, options: dict, inbox, outbox) -> None:
+def _worker(rank: int, devices: str, kind: str, model: str, options: dict, inbox, outbox, replicas: int) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = devices
     try:
+        if kind == "hf":
+            import torch
+
+            if not torch.cuda.is_available():  # replicas on the CPU share its cores instead of each taking all
+                torch.set_num_threads(max(1, (os.cpu_count() or 1) // replicas))
         backend = _build(kind, model, options)
         outbox.put(("ready", rank, backend.describe()))
         while inbox.get() == "round":  # one round per generate() call; "close" ends the replica
@@ -77,7 +82,7 @@ class DataParallel:
         for rank in range(replicas):
             devices = _visible_devices(rank, per_replica, replicas)
             proc = ctx.Process(target=_worker, args=(rank, devices, backend, model, options, self.inboxes[rank],
-                                                     self.outbox),
+                                                     self.outbox, replicas),
                                name=f"reasonkit-dp{rank}", daemon=False)
             proc.start()
             self.procs.append(proc)

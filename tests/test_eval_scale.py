@@ -21,8 +21,8 @@ def test_set(tmp_path_factory):
 
 
 def config(model, data, out, **kw):
-    base = dict(model=model, data=data, out=str(out), backend="hf", k=2, max_tokens=96, dtype="float32",
-                verifier="int", batch_size=2, limit=6)
+    base = dict(model=model, data=data, out=str(out), backend="hf", k=2, max_tokens=64, dtype="float32",
+                verifier="int", batch_size=2, limit=4)
     return EvalConfig(**{**base, **kw})
 
 
