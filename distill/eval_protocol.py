@@ -21,7 +21,6 @@ only comparable to another made the same way:
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -77,23 +76,25 @@ def protocol(config, identities: dict, adapter_mode: str | None, gen_manifest: d
     }
 
 
-_HUB_REPO = re.compile(r"^([\w.-]+/[\w.-]+)")
-
-
 def hub_revision_of(reference: str | None, repo_type: str) -> str | None:
-    """The commit SHA a Hub ``reference`` resolves to (a split or config after the ``org/name`` is
-    ignored), or None for a local path, an unknown id or one neither the Hub nor the cache knows.
+    """The commit SHA a Hub ``reference`` resolves to, or None for a local path or an id that
+    neither the Hub nor the cache knows. A dataset reference (hub_data.py) may name its config,
+    split and ``@REVISION``: the SHA is the revision's (``main`` when none is named).
 
-    Offline (``HF_HUB_OFFLINE=1``) it is the snapshot ``refs/main`` names in the local cache: what
+    Offline (``HF_HUB_OFFLINE=1``) it is the snapshot the local cache's refs name: what
     ``huggingface-cli download`` left there is what was read."""
-    from reasonkit.identity import hub_revision
+    from reasonkit.identity import hub_revision, looks_like_hub_id
 
-    if not reference or os.path.exists(os.path.expanduser(reference)):
+    if not reference:
         return None
-    match = _HUB_REPO.match(reference)
-    if match is None or reference.startswith((".", "/", "~")):
-        return None
-    return hub_revision(match.group(1), repo_type)
+    if repo_type == "dataset":
+        from reasonkit.hub_data import is_hub_id, parse
+
+        ref = parse(reference)
+        if ref is None or not is_hub_id(ref.source):
+            return None
+        return hub_revision(ref.source, "dataset", ref.revision)
+    return hub_revision(reference, "model") if looks_like_hub_id(reference) else None
 
 
 def resolve_data_parallel(config) -> int:

@@ -59,6 +59,24 @@ def counts_text(summary: dict) -> str:
     return text
 
 
+def engine_text(p: dict) -> str:
+    """Where and how the samples were made (eval_protocol.py); empty for an older summary."""
+    if "hardware" not in p:
+        return ""
+    hw = p["hardware"] or {}
+    where = hw.get("where") or (f"{hw.get('gpu_count')} x {hw.get('gpu')}" if hw.get("gpu_count") else
+                                f"CPU ({hw.get('cpu') or 'unknown model'})")
+    text = (f"Engine: {p.get('data_parallel')} replica(s) x tensor parallel {p.get('tensor_parallel')} on {where}; "
+            f"max_model_len {p.get('max_model_len')}; batch-invariant {p.get('batch_invariant')} "
+            f"({p.get('batch_invariant_how')}).\n")
+    clamp = p.get("max_tokens_clamp") or {}
+    if clamp.get("clamped_problems"):
+        text += (f"max_tokens {p.get('max_tokens')} was cut to {clamp['min_budget']}-{clamp['max_budget']} for "
+                 f"{clamp['clamped_problems']} of {clamp['problems']} problems to fit max_model_len "
+                 f"{clamp['max_model_len']}.\n")
+    return text
+
+
 def markdown_table(runs: list[tuple[str, dict]]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(_row(label, s)) + " |" for label, s in runs]
@@ -75,6 +93,7 @@ def write_markdown(summary: dict, path: Path, title: str) -> None:
         f"temperature {p.get('temperature')}, top-p {p.get('top_p')}, max tokens {p.get('max_tokens')}, "
         f"k={p.get('k')}, seed {p.get('seed')}, dataset fingerprint {p.get('dataset_fingerprint')}.\n"
     )
+    text += engine_text(p)
     text += counts_text(summary)
     if "decontamination" in summary:
         d = summary["decontamination"]

@@ -86,6 +86,7 @@ def test_a_clamped_max_tokens_is_recorded(teacher_dir, test_set, tmp_path, capfd
     cut = [r for r in traces if r["finish_reason"] == "length"]
     assert all(r["completion_tokens"] == budgets[r["id"]] for r in cut), "the recorded budget is the one applied"
     assert "max_tokens 80 was cut to" in capfd.readouterr().err
+    assert "max_tokens 80 was cut to 58-58 for 4 of 4 problems" in (tmp_path / "e" / "summary.md").read_text()
     unclamped = run_eval(config(teacher_dir, test_set, tmp_path / "f", k=1, limit=2, max_tokens=80))
     assert unclamped["protocol"]["max_tokens_clamp"]["clamped_problems"] == 0
 
@@ -127,7 +128,8 @@ def test_the_protocol_records_resolved_values(offline_hub, test_set, tmp_path, m
     assert p["hardware"]["gpu"] == "cpu" and p["hardware"]["gpu_count"] == 0
     assert p["batch_invariant"] is False and p["data_parallel"] == 1
     # a dataset named with its split is the Hub repo at the revision its cache's refs/main names
-    assert hub_revision_of("org/aime", "dataset") == hub_revision_of("org/aime:train", "dataset") == SHA
+    assert hub_revision_of("org/aime", "dataset") == hub_revision_of("org/aime:default:train", "dataset") == SHA
+    assert hub_revision_of(f"org/aime@{SHA}:train", "dataset") == SHA
     assert hub_revision_of("org/unknown", "dataset") is None
     # vLLM's batch-invariant kernels are its GPU worker's; on CPU the flag changes nothing
     monkeypatch.setenv("VLLM_BATCH_INVARIANT", "1")
