@@ -51,6 +51,7 @@ def protocol(config, identities: dict, adapter_mode: str | None, gen_manifest: d
         "max_model_len": max_model_len,
         "tensor_parallel": config.tensor_parallel,
         "data_parallel": replicas,
+        "engine_args": config.engine_args,
         **batch_invariance(config.backend),
         "hardware": hardware(config, replicas),
         "temperature": config.temperature,
@@ -99,8 +100,13 @@ def hub_revision_of(reference: str | None, repo_type: str) -> str | None:
 
 def resolve_data_parallel(config) -> int:
     """How many replicas the eval's generation runs on this node: the config's number, or for
-    ``auto`` every visible GPU in groups of ``tensor_parallel`` (1 without CUDA, on Ray, or for a
-    server, which has its own)."""
+    ``auto`` every visible GPU in groups of one engine's GPUs (tensor x pipeline parallel; 1 without
+    CUDA, on Ray, or for a server, which has its own).
+
+    >>> from types import SimpleNamespace as C
+    >>> resolve_data_parallel(C(data_parallel=3, backend="vllm", engine="local"))
+    3
+    """
     from reasonkit.errors import UserError
 
     wanted = config.data_parallel
@@ -112,8 +118,7 @@ def resolve_data_parallel(config) -> int:
     if config.backend == "openai" or config.engine == "ray":
         return 1
     gpus = _visible_gpus()
-    per_replica = config.tensor_parallel if config.backend == "vllm" else 1
-    return max(1, gpus // per_replica)
+    return max(1, gpus // _gpus_per_replica(config))
 
 
 def _visible_gpus() -> int:
@@ -127,14 +132,20 @@ def hardware(config, replicas: int) -> dict:
     if config.backend == "openai":
         return {"gpu": None, "gpu_count": None, "where": f"the server at {config.base_url}"}
     if config.engine == "ray":
-        per = config.tensor_parallel if config.backend == "vllm" else 1
+        per = _gpus_per_replica(config)
         return {"gpu": None, "gpu_count": None, "where": f"ray: {config.replicas} replicas x {per} GPUs requested"}
     import torch
 
     if not torch.cuda.is_available():
         return {"gpu": "cpu", "gpu_count": 0, "cpu": _cpu_model()}
-    per = config.tensor_parallel if config.backend == "vllm" else 1
-    return {"gpu": torch.cuda.get_device_name(0), "gpu_count": replicas * per}
+    return {"gpu": torch.cuda.get_device_name(0), "gpu_count": replicas * _gpus_per_replica(config)}
+
+
+def _gpus_per_replica(config) -> int:
+    """GPUs one engine spans: tensor x pipeline parallel for vLLM, one for transformers."""
+    from reasonkit.gen.engine_args import replica_world_size
+
+    return replica_world_size(config.tensor_parallel, config.engine_args) if config.backend == "vllm" else 1
 
 
 def _cpu_model() -> str | None:

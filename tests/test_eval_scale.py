@@ -135,3 +135,17 @@ def test_the_protocol_records_resolved_values(offline_hub, test_set, tmp_path, m
     monkeypatch.setenv("VLLM_BATCH_INVARIANT", "1")
     assert batch_invariance("vllm")["batch_invariant"] is False
     assert "CPU" in batch_invariance("vllm")["batch_invariant_how"]
+
+
+def test_auto_replicas_fill_the_visible_gpus_one_engine_each(monkeypatch, tmp_path):
+    from reasonkit.distill import eval_protocol
+    from reasonkit.errors import UserError
+
+    monkeypatch.setattr(eval_protocol, "_visible_gpus", lambda: 8)  # an 8-GPU node, seen from this CPU one
+    auto = lambda **kw: eval_protocol.resolve_data_parallel(EvalConfig(model="m", data="d", out=str(tmp_path), data_parallel="auto", **kw))  # noqa: E731
+    assert auto() == 8 and auto(tensor_parallel=2) == 4
+    assert auto(tensor_parallel=2, engine_args={"pipeline_parallel_size": 2}) == 2
+    assert auto(backend="hf") == 8 and auto(engine="ray", replicas=2) == 1
+    with pytest.raises(UserError, match="openai backend's parallelism is the server's"):
+        eval_protocol.resolve_data_parallel(EvalConfig(model="m", data="d", out="o", backend="openai",
+                                                       base_url="http://x/v1", data_parallel=2))
