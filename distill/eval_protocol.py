@@ -25,6 +25,11 @@ import sys
 from pathlib import Path
 
 
+#: Protocol fields that say where the samples were made, not what was asked: two summaries that
+#: differ only there reproduce each other (evaluate.summary_equal).
+HOW_IT_RAN = ("data_parallel", "hardware")
+
+
 def protocol(config, identities: dict, adapter_mode: str | None, gen_manifest: dict, data_fp: str,
              traces, replicas: int) -> dict:
     """Everything needed to reproduce the numbers, and nothing that changes between reruns.
@@ -133,7 +138,8 @@ def hardware(config, replicas: int) -> dict:
         return {"gpu": None, "gpu_count": None, "where": f"the server at {config.base_url}"}
     if config.engine == "ray":
         per = _gpus_per_replica(config)
-        return {"gpu": None, "gpu_count": None, "where": f"ray: {config.replicas} replicas x {per} GPUs requested"}
+        return {"gpu": None, "gpu_count": None,
+                "where": f"ray: {config.replicas} replica(s), {per} GPU(s) each where the cluster has GPUs"}
     import torch
 
     if not torch.cuda.is_available():

@@ -227,7 +227,15 @@ def _write_problems(problems: list[dict], path: Path) -> None:
 
 
 def summary_equal(a: dict, b: dict) -> bool:
-    """Two summaries agree on everything but timing (what "reproduces" means here)."""
-    strip = lambda s: {k: v for k, v in s.items() if k != "timing"}  # noqa: E731
+    """Two summaries agree on everything but timing and where the samples were made (the protocol's
+    replicas and hardware): what "reproduces" means here."""
+    from reasonkit.distill.eval_protocol import HOW_IT_RAN
+
+    def strip(s: dict) -> dict:
+        kept = {k: v for k, v in s.items() if k != "timing"}
+        if isinstance(kept.get("protocol"), dict):
+            kept["protocol"] = {k: v for k, v in kept["protocol"].items() if k not in HOW_IT_RAN}
+        return kept
+
     return strip(a) == strip(b)
 
