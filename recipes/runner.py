@@ -38,7 +38,7 @@ STATE = "_recipe_state.json"
 # ``--set sft.resume=true`` would look like a new config and delete the checkpoints it asks to keep.
 # A train step's launch (launcher, num_processes, accelerate_config) is not fingerprinted either:
 # resuming it on fewer GPUs is a train-stage question (its global batch must match), not a new run.
-_NOT_FINGERPRINTED = {"overwrite", "resume", "allow_incomplete", "workers", "concurrency", "progress", "threads",
+_NOT_FINGERPRINTED = {"overwrite", "resume", "allow_incomplete", "workers", "concurrency", "progress", "threads", "data_parallel",
                       *ENGINE_FIELDS, *LAUNCH_FIELDS}
 
 

@@ -247,4 +247,5 @@ def test_speed_only_engine_args_leave_a_steps_fingerprint_alone(tmp_path):
         "prompts": str(prompts), "teacher": "org/teacher", "engine_args": {"max_num_seqs": 64}}}]}
     base = validate(parse_recipe(data, "r.yaml"))[0].fingerprint
     assert validate(parse_recipe(data, "r.yaml", ["traces.engine_args.max_num_seqs=256"]))[0].fingerprint == base
+    assert validate(parse_recipe(data, "r.yaml", ["traces.data_parallel=2"]))[0].fingerprint == base
     assert validate(parse_recipe(data, "r.yaml", ["traces.engine_args.kv_cache_dtype=fp8"]))[0].fingerprint != base
