@@ -35,3 +35,16 @@ def test_each_replica_runs_in_a_placement_group_of_the_bundles_asked_for(ray_clu
     run_shards([{"shard": 0}], {0: 1}, WhereAmI, {}, replicas=1, num_cpus=1, bundles=({"CPU": 1.0},),
                strategy="STRICT_PACK", on_shard=lambda shard, rows: seen.update(json.loads(rows.column("seen")[0].as_py())))
     assert seen == {"bundles": [{"CPU": 1.0}], "child_in_group": True}
+    _remove_placement_groups()
+
+
+def _remove_placement_groups() -> None:
+    """Free the groups this test made: the session's 2-CPU cluster outlives it, and a CPU bundle
+    left reserved starves the Ray tests that follow (they waited forever in the full suite)."""
+    import ray
+    from ray.util import placement_group_table, remove_placement_group
+    from ray.util.placement_group import PlacementGroup
+
+    for group_id, info in placement_group_table().items():
+        if info.get("state") != "REMOVED":
+            remove_placement_group(PlacementGroup(ray.PlacementGroupID(bytes.fromhex(group_id))))
