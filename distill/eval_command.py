@@ -13,7 +13,7 @@ Defaults follow DeepSeek-R1's protocol: temperature 0.6, top-p 0.95, the boxed-a
 instruction; the paper used k=64 and 32768 tokens for AIME 2024.
   distill eval --model M --data aime.parquet --out runs/eval --k 64
   distill eval --model M --data aime.parquet --out runs/eval --k 64 --data-parallel auto   # every GPU
-  distill eval compare runs/eval-teacher runs/eval-student --out compare.md
+  distill eval compare runs/eval-sft runs/eval-grpo --out compare.md   # B - A, paired bootstrap CI
 """
 
 
@@ -91,9 +91,15 @@ def eval_(ctx: click.Context, overrides: tuple[str, ...], **options) -> None:
 @eval_.command("compare")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False))
 @click.option("--out", required=True, help="Markdown file to write (a PNG plot is written beside it).")
-def compare(runs: tuple[str, ...], out: str) -> None:
-    """Lay several eval runs side by side in one table and one pass@k plot."""
+@click.option("--paired/--no-paired", default=True, show_default=True,
+              help="Compare each later run with the first on the same problems (B - A in pass@1, paired "
+                   "bootstrap 95% CI); --no-paired: the table alone, for runs on other problems or protocols.")
+@click.option("--rounds", default=10_000, show_default=True, type=click.IntRange(min=1), help="Bootstrap rounds.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap's resampling.")
+def compare(runs: tuple[str, ...], out: str, paired: bool, rounds: int, seed: int) -> None:
+    """Lay several eval runs side by side in one table and one pass@k plot; with two runs or more,
+    the pass@1 difference of each later run from the first, paired over the same problems."""
     from reasonkit.distill.eval_report import compare as compare_runs
 
-    path = compare_runs(list(runs), out)
+    path = compare_runs(list(runs), out, paired=paired, rounds=rounds, seed=seed)
     click.echo(path.read_text())
