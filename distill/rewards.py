@@ -1,0 +1,407 @@
+r"""Reward functions for GRPO: the filter's verdicts, as numbers.
+
+Each reward runs the code the filter runs on the same text, so a reward and a filter verdict can
+never disagree: the same think split (gen/think.py), the same answer extractor (filters/extract.py),
+the same :class:`~reasonkit.filters.verify.Verifier` (integer fast path, then math-verify in the
+killable pool), the same format checks (filters/format.py) and the same language ratio
+(filters/language.py). They have TRL's reward signature,
+``(prompts, completions, completion_ids=None, **columns)`` (every dataset column but ``prompt``
+arrives as a list), and return one float or ``None`` ("no reward": the sample cannot be judged)
+per completion.
+
+=============  ====================================================================================
+``accuracy``   1.0 right, 0.0 wrong or no answer, None when the verifier cannot tell or the row has
+               no gold ``answer`` (the filter's ``correct``: True / False or ``no_answer`` / None).
+               The answer is read from the response (after ``</think>``), never from the reasoning;
+               a truncated completion has no answer (0.0), as in evaluation (R1's protocol).
+``format``     1.0 when the filter's format checks pass with a think block required and a boxed
+               answer required (closed ``<think>``, not truncated, a response, not repetitive) *and*
+               the response holds exactly one box, which the extractor reads; else 0.0.
+``language``   R1's language-consistency reward: the language filter's ``lang_ratio`` of the chain of
+               thought (share of target-language words); None when it has no words to judge.
+``length``     DAPO's soft overlong punishment (TRL's): 0 up to ``max_len - cache`` tokens, then
+               linear down to -1 at ``max_len``.
+``cosine``     open-r1's cosine-scaled reward: a right answer earns 1.0 short down to 0.5 at
+               ``max_len``, a wrong one -1.0 short up to -0.5 long; None where accuracy is None.
+``arithmetic`` share of the chain of thought's integer arithmetic claims that are true
+               (:mod:`reasonkit.distill.arithmetic`); None when it makes none.
+=============  ====================================================================================
+
+The chain of thought is the reasoning inside the think block, or the whole completion when there is
+none (as the language filter reads it). A completion arrives as a string or, for conversational
+prompts, as a list of messages (the last assistant message is the completion; a
+``reasoning_content`` field is joined back as a think block). When the prompt opened the think block
+(a chat template that ends the generation prompt with ``<think>``, R1's and QwQ's), the completion
+holds only ``</think>``: a rendered string prompt says so itself (:func:`~reasonkit.gen.think.opens_think`),
+an assistant prefill in a conversational prompt too, otherwise pass ``prefilled=True`` to
+:func:`make_rewards`.
+
+``length`` and ``cosine`` need the generation limit, and ``accuracy``/``format`` need it to know a
+truncated completion (one that used all ``max_completion_length`` tokens without ending): build
+them with :func:`make_rewards`. The module-level functions know no limit (a truncated completion is
+judged on its text) and ``length``/``cosine`` refuse to run without one.
+
+>>> from reasonkit.distill.rewards import accuracy_reward
+>>> completions = [r"<think>17 * 23 = 391</think>The answer is \boxed{391}.",
+...                r"<think>17 * 23 = 381</think>The answer is \boxed{381}.",
+...                r"<think>17 * 23 = \boxed{391}</think>I give up.",  # a box in the reasoning is no answer
+...                r"<think>17 * 23 = 391</think>\boxed{391}"]
+>>> accuracy_reward(["Compute 17 x 23"] * 4, completions, answer=["391", "391", "391", None])
+[1.0, 0.0, 0.0, None]
+>>> format_reward(["Compute 17 x 23"] * 2, [r"<think>ok</think>\boxed{391}", r"<think>ok</think>\boxed{3} or \boxed{4}"])
+[1.0, 0.0]
+>>> arithmetic_reward(["Compute 17 x 23"], ["<think>17 * 3 = 51\n170 + 51 = 231</think>\\boxed{231}"])
+[0.5]
+>>> fns, weights = make_rewards({"accuracy": 1.0, "format": 0.2}, max_completion_length=512)
+>>> [f.__name__ for f in fns], weights
+(['accuracy', 'format'], [1.0, 0.2])
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+
+from reasonkit.errors import UserError
+
+#: The reward names :func:`make_rewards` knows, in the order the docs list them.
+NAMES = ("accuracy", "format", "language", "length", "cosine", "arithmetic")
+#: open-r1's cosine-scaled reward bounds (min_value_wrong, max_value_wrong, min_value_correct, max_value_correct).
+COSINE_BOUNDS = (-1.0, -0.5, 0.5, 1.0)
+#: DAPO's overlong cache when none is given: its 4,096 of 20,480 tokens, a fifth of the limit.
+OVERLONG_CACHE_SHARE = 0.2
+#: Verdicts remembered per (verifier, prediction, gold): GRPO samples the same answers again and again.
+MEMO_SIZE = 65_536
+
+
+@dataclass(frozen=True)
+class RewardSetup:
+    """What every reward of one run shares (plain data: a reward pickles with it)."""
+
+    verifier: str = "math"
+    verify_timeout: float = 5.0
+    lang: str = "en"
+    lang_candidates: tuple[str, ...] | None = None  # None: the language filter's defaults
+    max_completion_length: int | None = None
+    overlong_cache: int | None = None
+    prefilled: bool = False
+    eos_token_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One completion as the filter would see it in a traces row."""
+
+    text: str  # the raw completion
+    reasoning: str | None  # inside the think block; None when there is none
+    response: str  # after it
+    truncated: bool  # used every token of the limit without ending
+    tokens: int
+
+    @property
+    def chain_of_thought(self) -> str:
+        """What the language filter reads: the reasoning, or the whole completion without one."""
+        return self.reasoning if self.reasoning is not None else self.text
+
+
+class Reward:
+    """One reward function: a callable object (not a closure) so TRL can pickle it to a rollout worker.
+
+    ``__name__`` is the reward's name, so TRL logs ``rewards/<name>/mean``.
+    """
+
+    def __init__(self, name: str, setup: RewardSetup = RewardSetup()):
+        if name not in NAMES:
+            raise _unknown(name)
+        self.__name__, self.setup = name, setup
+
+    def __call__(self, prompts: Sequence, completions: Sequence, completion_ids: Sequence | None = None,
+                 **columns) -> list[float | None]:
+        if len(prompts) != len(completions):
+            raise ValueError(f"{len(prompts)} prompts but {len(completions)} completions")
+        parsed = samples(prompts, completions, completion_ids, self.setup)
+        return _SCORERS[self.__name__](self.setup, parsed, completion_ids, columns)
+
+    def __repr__(self) -> str:
+        return f"Reward({self.__name__!r}, {self.setup!r})"
+
+
+def completion_text(completion) -> str:
+    """The raw text of a completion: a string, or the last assistant message of a conversational one.
+
+    >>> completion_text([{"role": "assistant", "content": "4", "reasoning_content": "2 + 2 = 4"}])
+    '<think>\\n2 + 2 = 4\\n</think>\\n\\n4'
+    """
+    if isinstance(completion, str):
+        return completion
+    messages = [m for m in completion if m.get("role", "assistant") == "assistant"] or list(completion)
+    if not messages:
+        return ""
+    message = messages[-1]
+    content = message.get("content") or ""
+    if not isinstance(content, str):  # content blocks: [{"type": "text", "text": ...}]
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    reasoning = message.get("reasoning_content") or message.get("reasoning") or message.get("thinking")
+    if reasoning:  # a response parser split the think block off: put it back as the model wrote it
+        from reasonkit.gen.think import join
+
+        return join(reasoning.strip(), content.strip())
+    return content
+
+
+def prompt_opens_think(prompt) -> bool:
+    """Whether a prompt leaves a think block open: a rendered string whose generation prompt ends in
+    ``<think>``, or a conversational prompt ending with an assistant prefill that opens one."""
+    from reasonkit.gen.think import opens_think
+
+    if isinstance(prompt, str):
+        return opens_think(prompt)
+    if prompt and isinstance(prompt[-1], dict) and prompt[-1].get("role") == "assistant":
+        content = prompt[-1].get("content")
+        return isinstance(content, str) and opens_think(content)
+    return False
+
+
+def samples(prompts: Sequence, completions: Sequence, completion_ids: Sequence | None,
+            setup: RewardSetup = RewardSetup()) -> list[Sample]:
+    """Each completion split as generation splits a trace (gen/think.py), with its truncation."""
+    from reasonkit.gen.think import split
+
+    out = []
+    limit, eos = setup.max_completion_length, set(setup.eos_token_ids)
+    for i, (prompt, completion) in enumerate(zip(prompts, completions)):
+        text = completion_text(completion)
+        reasoning, response = split(text, prefilled=setup.prefilled or prompt_opens_think(prompt))
+        ids = completion_ids[i] if completion_ids is not None else None
+        tokens = len(ids) if ids is not None else len(text.split())
+        # As TRL tells a truncated completion (no EOS at the end), knowing only the limit: an
+        # EOS that falls exactly on the limit is read as a cut unless the EOS ids are given.
+        truncated = (ids is not None and limit is not None and len(ids) >= limit
+                     and not (eos and len(ids) and int(ids[-1]) in eos))
+        out.append(Sample(text, reasoning, response, truncated, tokens))
+    return out
+
+
+# -- accuracy ------------------------------------------------------------------------------------
+
+_VERIFIERS: dict = {}
+_MEMO: dict = {}
+
+
+def _verifier(kind: str, timeout: float):
+    """The process-wide Verifier of ``kind`` (its math-verify pool starts on the first answer that
+    needs it and is closed at exit)."""
+    key = (kind, timeout)
+    if key not in _VERIFIERS:
+        from reasonkit.filters.verify import Verifier
+
+        if not _VERIFIERS:
+            atexit.register(close)
+        _VERIFIERS[key] = Verifier(kind, timeout=timeout)
+    return _VERIFIERS[key]
+
+
+def close() -> None:
+    """Stop the verifiers' pools (run at exit; safe to call any time: they restart when needed)."""
+    for verifier in _VERIFIERS.values():
+        verifier.close()
+    _VERIFIERS.clear()
+
+
+def _gold(value) -> str | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def correctness(setup: RewardSetup, parsed: Sequence[Sample], answers: Sequence | None) -> list[bool | None]:
+    """The verify filter's ``correct`` for each sample, except that no answer (none extracted, or
+    truncated) is False here: a reward has no ``drop_reason`` to say ``no_answer`` with."""
+    from reasonkit.filters.extract import extract_answer
+
+    if answers is None:
+        raise UserError("the accuracy reward needs an 'answer' column (the gold answer of each prompt) "
+                        "in the prompts table; it has none")
+    if len(answers) != len(parsed):
+        raise ValueError(f"{len(answers)} answers for {len(parsed)} completions")
+    golds = [_gold(a) for a in answers]
+    preds = [None if s.truncated else extract_answer(s.response)[0] for s in parsed]
+    out: list[bool | None] = [None] * len(parsed)
+    todo = []
+    for i, (pred, gold) in enumerate(zip(preds, golds)):
+        if gold is None or not gold.strip():
+            continue  # no gold: None, whatever the completion says
+        if pred is None:
+            out[i] = False
+        elif (setup.verifier, pred, gold) in _MEMO:
+            out[i] = _MEMO[(setup.verifier, pred, gold)]
+        else:
+            todo.append(i)
+    if todo:
+        checked = _verifier(setup.verifier, setup.verify_timeout).check([(preds[i], golds[i]) for i in todo])
+        if len(_MEMO) > MEMO_SIZE:
+            _MEMO.clear()
+        for i, (ok, why) in zip(todo, checked):
+            out[i] = ok
+            if why not in ("timeout", "worker_died"):  # a verdict, not an accident of load
+                _MEMO[(setup.verifier, preds[i], golds[i])] = ok
+    return out
+
+
+def _accuracy(setup, parsed, completion_ids, columns):
+    return [None if ok is None else float(ok) for ok in correctness(setup, parsed, columns.get("answer"))]
+
+
+# -- format, language, arithmetic -----------------------------------------------------------------
+
+def format_options() -> dict:
+    """format_reason's keywords for the format reward: a think block and a box required, the rest
+    as ``distill filter`` defaults (truncated dropped, repetition limit)."""
+    from reasonkit.filters.config import FilterConfig
+
+    fields = FilterConfig.__dataclass_fields__
+    return {"drop_truncated": True, "require_boxed": True, "think": "required",
+            "max_repetition": fields["max_repetition"].default, "repetition_ngram": fields["repetition_ngram"].default}
+
+
+def _format(setup, parsed, completion_ids, columns):
+    from reasonkit.filters.extract import _BOX, final_boxes  # the extractor's own box pattern
+    from reasonkit.filters.format import format_reason
+
+    options = format_options()
+    rewards = []
+    for s in parsed:
+        reason = format_reason(s.text, s.response, "length" if s.truncated else "stop", s.tokens,
+                               opened=s.reasoning is not None, **options)
+        one_box = reason is None and len(_BOX.findall(s.response)) == 1 and final_boxes(s.response)[0] is not None
+        rewards.append(1.0 if one_box else 0.0)
+    return rewards
+
+
+_LANG_CACHES: dict = {}
+
+
+def _language(setup, parsed, completion_ids, columns):
+    from reasonkit.filters.language import DEFAULT_CANDIDATES, lang_ratios
+
+    candidates = setup.lang_candidates or DEFAULT_CANDIDATES
+    cache = _LANG_CACHES.setdefault((setup.lang, candidates), {})
+    return lang_ratios([s.chain_of_thought for s in parsed], setup.lang, candidates, cache)
+
+
+def _arithmetic(setup, parsed, completion_ids, columns):
+    from reasonkit.distill.arithmetic import score
+
+    rewards = []
+    for s in parsed:
+        true, total = score(s.chain_of_thought)
+        rewards.append(true / total if total else None)
+    return rewards
+
+
+# -- length ---------------------------------------------------------------------------------------
+
+def _limit(setup: RewardSetup, name: str, completion_ids) -> int:
+    if setup.max_completion_length is None:
+        raise UserError(f"the {name} reward needs the generation limit: build it with "
+                        f"make_rewards({{{name!r}: 1.0}}, max_completion_length=N)")
+    if completion_ids is None:
+        raise UserError(f"the {name} reward needs completion_ids (TRL's GRPOTrainer passes them)")
+    return setup.max_completion_length
+
+
+def overlong_cache(setup: RewardSetup) -> int:
+    limit = setup.max_completion_length or 0
+    return setup.overlong_cache if setup.overlong_cache is not None else max(1, round(limit * OVERLONG_CACHE_SHARE))
+
+
+def _length(setup, parsed, completion_ids, columns):
+    from trl.rewards import get_soft_overlong_punishment
+
+    limit = _limit(setup, "length", completion_ids)
+    return get_soft_overlong_punishment(limit, overlong_cache(setup))(completion_ids)
+
+
+def _cosine(setup, parsed, completion_ids, columns):
+    # TRL's get_cosine_scaled_reward computes the same curve, but judges correctness with its own
+    # math-verify call (no extractor, no killable pool, no None for "cannot tell"): only the curve is
+    # repeated here, with the accuracy above.
+    limit = _limit(setup, "cosine", completion_ids)
+    wrong_short, wrong_long, right_long, right_short = COSINE_BOUNDS
+    rewards: list[float | None] = []
+    for ok, ids in zip(correctness(setup, parsed, columns.get("answer")), completion_ids):
+        if ok is None:
+            rewards.append(None)
+            continue
+        cosine = math.cos(min(len(ids) / limit, 1.0) * math.pi)  # 1 when short, -1 at the limit
+        lo, hi = (right_long, right_short) if ok else (wrong_long, wrong_short)
+        rewards.append(lo + 0.5 * (hi - lo) * (1.0 + cosine))
+    return rewards
+
+
+_SCORERS = {"accuracy": _accuracy, "format": _format, "language": _language, "length": _length,
+            "cosine": _cosine, "arithmetic": _arithmetic}
+
+accuracy_reward = Reward("accuracy")
+format_reward = Reward("format")
+language_reward = Reward("language")
+soft_overlong_reward = Reward("length")
+cosine_length_reward = Reward("cosine")
+arithmetic_reward = Reward("arithmetic")
+
+#: name -> the module-level reward (no generation limit, English, the math verifier).
+REWARDS: dict[str, Reward] = {"accuracy": accuracy_reward, "format": format_reward, "language": language_reward,
+                              "length": soft_overlong_reward, "cosine": cosine_length_reward,
+                              "arithmetic": arithmetic_reward}
+
+
+def _unknown(name: str) -> UserError:
+    return UserError(f"unknown reward {name!r}; expected one of {', '.join(NAMES)}")
+
+
+def make_rewards(weights: dict[str, float], *, max_completion_length: int, lang: str = "en", verifier: str = "math",
+                 overlong_cache: int | None = None, verify_timeout: float = 5.0, prefilled: bool = False,
+                 eos_token_ids: Collection[int] = (), lang_candidates: Sequence[str] | None = None,
+                 ) -> tuple[list[Callable], list[float]]:
+    """The reward functions named in ``weights`` and their weights, in that order, for
+    ``GRPOTrainer(reward_funcs=...)`` and ``GRPOConfig(reward_weights=...)``.
+
+    ``prefilled``: the chat template opens the think block in the generation prompt (the completion
+    starts inside it); ``eos_token_ids`` tell a completion that ended on the very last token from a
+    cut one. A UserError for an unknown name, a bad weight or limit, an unknown verifier or language.
+
+    >>> make_rewards({"accuracy": 1.0, "speed": 1.0}, max_completion_length=64)
+    Traceback (most recent call last):
+    ...
+    reasonkit.errors.UserError: unknown reward 'speed'; expected one of accuracy, format, language, length, cosine, arithmetic
+    """
+    from reasonkit.filters.verify import VERIFIERS
+
+    if not weights:
+        raise UserError(f"no reward asked for; expected one or more of {', '.join(NAMES)}")
+    for name, weight in weights.items():
+        if name not in NAMES:
+            raise _unknown(name)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+            raise UserError(f"reward {name}: the weight must be a finite number, got {weight!r}")
+    if isinstance(max_completion_length, bool) or not isinstance(max_completion_length, int) or max_completion_length < 1:
+        raise UserError(f"max_completion_length must be a positive integer, got {max_completion_length!r}")
+    if verifier not in VERIFIERS:
+        raise UserError(f"unknown verifier {verifier!r}; expected one of {', '.join(VERIFIERS)}")
+    if not verify_timeout > 0:
+        raise UserError(f"verify_timeout must be > 0 seconds, got {verify_timeout}")
+    if overlong_cache is not None and not 1 <= overlong_cache <= max_completion_length:
+        raise UserError(f"overlong_cache must be within [1, max_completion_length={max_completion_length}], "
+                        f"got {overlong_cache}")
+    setup = RewardSetup(verifier=verifier, verify_timeout=float(verify_timeout), lang=lang,
+                    max_completion_length=max_completion_length, overlong_cache=overlong_cache, prefilled=prefilled,
+                    eos_token_ids=tuple(int(i) for i in eos_token_ids),
+                    lang_candidates=None if lang_candidates is None else tuple(lang_candidates))
+    if "language" in weights:
+        from reasonkit.filters.language import language_scripts
+
+        for code in (lang, *(lang_candidates or ())):
+            language_scripts(code)  # an unknown code fails now, not at the first step
+    return [Reward(name, setup) for name in weights], [float(w) for w in weights.values()]
