@@ -23,9 +23,11 @@ def _d(name: str) -> str:
 
 
 @click.command(name="train", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--method", type=click.Choice(["sft", "dpo"]), required=True, help="SFT on sft rows, or DPO on prefs rows.")
+@click.option("--method", type=click.Choice(["sft", "dpo", "grpo"]), required=True,
+              help="SFT on sft rows, DPO on prefs rows, or GRPO on prompts with verifiable answers.")
 @click.option("--student", required=True, help="Student model directory or Hub id.")
-@click.option("--data", required=True, help="An sft (SFT) or prefs (DPO) stage directory, or Parquet/JSONL in that format.")
+@click.option("--data", required=True, help="An sft (SFT) or prefs (DPO) stage directory, or Parquet/JSONL in that format; "
+              "GRPO: prompts as `distill generate` reads them (Parquet/JSONL/CSV, a stage directory, a Hub id) with an answer column.")
 @click.option("--out", required=True, help="Output directory: adapter/, checkpoints/, report.json, loss.png.")
 @click.option("--lora-r", type=int, help=f"LoRA rank [{_d('lora_r')}].")
 @click.option("--lora-alpha", type=int, help=f"LoRA alpha [{_d('lora_alpha')}].")
@@ -34,34 +36,68 @@ def _d(name: str) -> str:
 @click.option("--full", is_flag=True, default=None, help="Full fine-tuning instead of LoRA.")
 @click.option("--epochs", type=float, help=f"Passes over the data [{_d('epochs')}].")
 @click.option("--max-steps", type=int, help="Optimizer steps (overrides --epochs).")
-@click.option("--lr", type=float, help="Peak learning rate [sft 2e-4 / dpo 2e-5 with LoRA; 2e-5 / 1e-6 full].")
-@click.option("--batch-size", type=int, help=f"Examples (DPO: pairs) per device per step [{_d('batch_size')}].")
+@click.option("--lr", type=float, help="Peak learning rate [sft 2e-4 / dpo 2e-5 / grpo 1e-5 with LoRA; 2e-5 / 1e-6 / 1e-6 full].")
+@click.option("--batch-size", type=int, help=f"Examples (DPO: pairs; GRPO: completions) per device per step [{_d('batch_size')}].")
 @click.option("--grad-accum", type=int, help=f"Gradient accumulation steps [{_d('grad_accum')}].")
 @click.option("--max-length", type=int, help="Token limit per example [min(4096, the student's context)].")
 @click.option("--packing/--no-packing", default=None, help="SFT: pack examples best-fit decreasing [no-packing].")
-@click.option("--beta", type=float, help=f"DPO beta [{_d('beta')}].")
+@click.option("--beta", type=float, help="DPO beta [0.1]; GRPO: KL weight to the reference [0: no reference model].")
 @click.option("--loss", type=click.Choice(["sigmoid", "ipo"]), help="DPO loss [sigmoid].")
 @click.option("--precompute-ref", is_flag=True, default=None, help="DPO: score pairs with the reference once, before training.")
+@click.option("--num-generations", type=int, help=f"GRPO: completions sampled per prompt, G [{_d('num_generations')}].")
+@click.option("--reward", "rewards", multiple=True, metavar="NAME=WEIGHT",
+              help="GRPO: a reward function and its weight, repeatable (accuracy, format, language, length...) [accuracy=1.0 format=0.2].")
+@click.option("--loss-type", type=click.Choice(["grpo", "dr_grpo", "dapo", "bnpo"]), help=f"GRPO loss [{_d('loss_type')}].")
+@click.option("--scale-rewards", type=click.Choice(["group", "batch", "none"]),
+              help=f"GRPO: divide advantages by the group's reward std, the batch's, or nothing [{_d('scale_rewards')}].")
+@click.option("--epsilon", type=float, help=f"GRPO: clip range of the probability ratio [{_d('epsilon')}].")
+@click.option("--max-completion-length", type=int, help=f"GRPO: tokens per sampled completion [{_d('max_completion_length')}].")
+@click.option("--temperature", type=float, help=f"GRPO: sampling temperature [{_d('temperature')}].")
 @click.option("--merge", is_flag=True, default=None, help="Also write OUT/merged: the adapter folded into the weights.")
 @click.option("--resume", is_flag=True, default=None, help="Continue the run in OUT from its last complete checkpoint.")
 @click.option("--overwrite", is_flag=True, default=None, help="Delete the run in OUT and start over.")
 @click.option("--seed", type=int, help=f"Seed for data order and initialisation [{_d('seed')}].")
 @click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE", help="Any other setting, e.g. save_steps=50, threads=1, lint=warn.")
 def train(assignments: tuple[str, ...], **flags) -> None:
-    """SFT or DPO a student with LoRA (or --full) on TRL and peft: linted, checkpointed, resumable.
+    """SFT, DPO or GRPO a student with LoRA (or --full) on TRL and peft: linted, checkpointed, resumable.
 
     \b
     distill train --method sft --student Qwen/Qwen2.5-1.5B-Instruct --data runs/sft --out runs/student
     distill train --method dpo --student runs/student/merged --data runs/pairs --out runs/dpo --merge
+    distill train --method grpo --student runs/student/merged --data problems.parquet --out runs/grpo \\
+        --num-generations 8 --reward accuracy=1.0 --reward format=0.2
     distill train ... --set launcher=accelerate --set num_processes=8 --set accelerate_config=zero3
     """
     from reasonkit.config import from_dict, override
     from reasonkit.distill.launch import is_main
     from reasonkit.distill.train import train as run
 
-    cfg = override(from_dict(TrainConfig, {k: v for k, v in flags.items() if v is not None}, "train"), list(assignments), "train")
+    values = {k: v for k, v in flags.items() if v is not None and v != ()}
+    if "rewards" in values:
+        values["rewards"] = parse_rewards(values["rewards"])
+    cfg = override(from_dict(TrainConfig, values, "train"), list(assignments), "train")
     main = is_main()  # under accelerate launch by hand, one process speaks for all
     run(cfg, progress=main, log=(lambda msg: click.echo(msg, err=True)) if main else None)
+
+
+def parse_rewards(items: tuple[str, ...]) -> dict[str, float]:
+    """``("accuracy=1.0", "format=0.2")`` -> ``{"accuracy": 1.0, "format": 0.2}``; a bare name weighs 1.0.
+
+    >>> parse_rewards(("accuracy=1", "format=0.2"))
+    {'accuracy': 1.0, 'format': 0.2}
+    >>> parse_rewards(("accuracy=high",))
+    Traceback (most recent call last):
+    ...
+    click.exceptions.BadParameter: --reward accuracy=high: the weight must be a number
+    """
+    weights = {}
+    for item in items:
+        name, sep, weight = item.partition("=")
+        try:
+            weights[name.strip()] = float(weight) if sep else 1.0
+        except ValueError:
+            raise click.BadParameter(f"--reward {item}: the weight must be a number") from None
+    return weights
 
 
 if __name__ == "__main__":  # accelerate launch -m reasonkit.distill.command ...

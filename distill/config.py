@@ -12,22 +12,47 @@ and a recipe builds it from YAML with :func:`reasonkit.config.from_dict`, both b
 Traceback (most recent call last):
 ...
 ValueError: batch_size must be >= 1, found 0
+>>> g = TrainConfig(method="grpo", student="m", data="d", out="o")
+>>> g.learning_rate, g.kl_beta, g.rewards, g.generation_batch_size()
+(1e-05, 0.0, {'accuracy': 1.0, 'format': 0.2}, 8)
+>>> TrainConfig(method="grpo", student="m", data="d", out="o", batch_size=4, num_generations=8)
+Traceback (most recent call last):
+...
+ValueError: num_generations 8 must divide the generation batch (batch_size 4 x steps_per_generation 1 x 1 processes = 4 completions): every prompt's group of 8 completions must fit in it
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+from reasonkit.gen.render import R1_INSTRUCTION
 
 #: Learning rates when ``lr`` is not given, by (method, full fine-tuning). LoRA wants roughly 10x the
 #: full-parameter rate (its update is low-rank and starts at zero); DPO wants far less than SFT,
 #: since it pushes log-ratios that grow without bound (TRL's DPO default is 1e-6 for full weights).
-DEFAULT_LR = {("sft", False): 2e-4, ("sft", True): 2e-5, ("dpo", False): 2e-5, ("dpo", True): 1e-6}
+#: GRPO: TRL's default for full weights (1e-6, open-r1's and DeepSeek-R1's RL rate, whose policy-gradient
+#: steps are noisy and compound over thousands of steps), and the usual 10x for LoRA ("LoRA Without
+#: Regret" measured the best LoRA rate at ~10x the full one for RL as for SFT).
+DEFAULT_LR = {("sft", False): 2e-4, ("sft", True): 2e-5, ("dpo", False): 2e-5, ("dpo", True): 1e-6,
+              ("grpo", False): 1e-5, ("grpo", True): 1e-6}
+#: beta when not given: DPO's temperature (TRL's 0.1); GRPO's KL weight, 0 = no reference model (TRL's default,
+#: DAPO and Dr. GRPO drop the KL term; R1 used 0.001).
+DEFAULT_BETA = {"sft": 0.1, "dpo": 0.1, "grpo": 0.0}
+#: GRPO rewards when none are named (reasonkit.distill.rewards): R1-Zero's rule-based pair. Format weighs
+#: 0.2 so a well-formed wrong answer never outscores a correct one, whatever its form.
+DEFAULT_REWARDS = {"accuracy": 1.0, "format": 0.2}
 
 #: Keys that do not change what a run computes; a resumed run may differ from its start in these.
 NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit",
-                     "dataset_num_proc", "gpu_memory_gb")
+                     "dataset_num_proc", "gpu_memory_gb", "use_vllm", "vllm_mode", "vllm_gpu_memory_utilization",
+                     "max_prompt_length", "rollouts_every")
+#: GRPO's own settings: left out of the fingerprint of SFT and DPO runs (which they do not touch), so the
+#: runs started before GRPO existed still resume.
+GRPO_FIELDS = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsilon_high", "max_completion_length",
+               "temperature", "top_p", "rewards", "lang", "verifier", "steps_per_generation", "num_iterations",
+               "mask_truncated_completions", "instruction", "system")
 #: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
 #: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
 LAUNCH_FIELDS = ("launcher", "num_processes", "accelerate_config")
@@ -39,9 +64,11 @@ BATCH_SPLIT = ("batch_size", "grad_accum")
 
 @dataclass(frozen=True)
 class TrainConfig:
-    method: Literal["sft", "dpo"]
+    method: Literal["sft", "dpo", "grpo"]
     student: str  # a model directory or Hub id (not a LoRA adapter: merge it first)
-    data: str  # an sft (method sft) or prefs (method dpo) stage directory, or Parquet/JSONL in that format
+    # sft: an sft table; dpo: a prefs table (a stage directory, or Parquet/JSONL in that format); grpo: prompts
+    # read as `distill generate` reads them (Parquet/JSONL/CSV, a stage directory, a Hub dataset id)
+    data: str
     out: str
 
     # LoRA through peft; ignored with full=True.
@@ -64,14 +91,38 @@ class TrainConfig:
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
 
-    # DPO
-    beta: float = 0.1
+    # DPO (and beta for GRPO)
+    beta: float | None = None  # None: DEFAULT_BETA[method]; DPO's temperature, GRPO's KL weight
     loss: Literal["sigmoid", "ipo"] = "sigmoid"
     precompute_ref: bool = False  # reference log-probs computed once before training
     # RPO (Pang et al. 2024, arXiv 2404.19733): add rpo_alpha x the NLL of the chosen completion.
     # Plain DPO can lower the chosen answer's likelihood while the margin grows; on near-identical
     # pairs (a slip in one digit) that erodes the shared procedure. The NLL term anchors it.
     rpo_alpha: float = 0.0
+
+    # GRPO (TRL's GRPOTrainer; distill/grpo.py). batch_size counts completions, as TRL's does: a step of
+    # batch_size 8 x grad_accum 8 trains on 64 completions, i.e. 8 prompts of num_generations 8.
+    num_generations: int = 8  # G, completions per prompt: the group whose rewards are compared
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = "dapo"
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+    epsilon: float = 0.2  # the clip range of the probability ratio
+    epsilon_high: float | None = None  # None: epsilon; DAPO's clip-higher uses 0.28
+    max_completion_length: int = 256
+    max_prompt_length: int | None = None  # None: the longest prompt (the lint measures it); sizes vLLM's context
+    temperature: float = 1.0
+    top_p: float = 1.0
+    rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (distill/rewards.py)
+    lang: str = "en"  # the language reward's target
+    verifier: Literal["math", "int"] = "math"  # the accuracy reward's Verifier, as `distill filter --verifier`
+    steps_per_generation: int | None = None  # None: grad_accum (TRL's); one generation feeds this many steps
+    num_iterations: int = 1  # optimizer passes over each generation (mu in the GRPO paper)
+    mask_truncated_completions: bool = False  # DAPO: completions cut at max_completion_length train nothing
+    instruction: str | None = R1_INSTRUCTION  # appended to a prompt's problem text, as `distill generate` does
+    system: str | None = None
+    use_vllm: bool | None = None  # None: on when CUDA is there and vllm imports
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_gpu_memory_utilization: float = 0.3
+    rollouts_every: int | None = None  # commit OUT/rollouts every N steps (None: at every checkpoint and the end)
 
     # Output, checkpoints, resume
     merge: bool = False  # also write OUT/merged: the adapter folded into the base weights
@@ -126,8 +177,10 @@ class TrainConfig:
             raise ValueError(f"lr must be > 0, found {self.lr}")
         if not 0 <= self.lora_dropout < 1:
             raise ValueError(f"lora_dropout must be in [0, 1), found {self.lora_dropout}")
-        if self.beta <= 0:
-            raise ValueError(f"beta must be > 0, found {self.beta}")
+        if self.method == "dpo" and self.kl_beta <= 0:
+            raise ValueError(f"beta must be > 0 for DPO, found {self.kl_beta}")
+        if self.kl_beta < 0:
+            raise ValueError(f"beta must be >= 0, found {self.kl_beta}")
         if self.rpo_alpha < 0:
             raise ValueError(f"rpo_alpha must be >= 0, found {self.rpo_alpha}")
         if not 0 <= self.max_truncated_share <= 1:
@@ -137,6 +190,8 @@ class TrainConfig:
         if self.packing and self.method != "sft":
             raise ValueError("packing applies to --method sft only (DPO pairs are scored whole)")
         self._check_levers()
+        if self.method == "grpo":
+            self._check_grpo()
         if self.launcher == "none" and (self.num_processes or self.accelerate_config):
             raise ValueError("num_processes and accelerate_config apply with launcher: accelerate only")
 
@@ -159,6 +214,50 @@ class TrainConfig:
                                  f"kernels-community/flash-attn3, ...), found {self.attn_implementation!r}: under it a "
                                  "flattened batch is one B*L x B*L attention mask")
 
+    def _check_grpo(self) -> None:
+        from reasonkit.distill.rewards import REWARDS
+
+        if self.num_generations < 2:
+            raise ValueError(f"num_generations must be >= 2 (GRPO compares each completion with the others of its group), "
+                             f"found {self.num_generations}")
+        for name in ("max_completion_length", "num_iterations"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, found {getattr(self, name)}")
+        for name in ("max_prompt_length", "steps_per_generation", "rollouts_every"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 when given, found {value}")
+        if self.epsilon <= 0 or (self.epsilon_high is not None and self.epsilon_high < self.epsilon):
+            raise ValueError(f"epsilon must be > 0 and epsilon_high >= epsilon, found {self.epsilon} and {self.epsilon_high}")
+        if self.temperature <= 0 or not 0 < self.top_p <= 1:
+            raise ValueError(f"temperature must be > 0 and top_p in (0, 1], found {self.temperature} and {self.top_p}")
+        if not 0 < self.vllm_gpu_memory_utilization <= 1:
+            raise ValueError(f"vllm_gpu_memory_utilization must be in (0, 1], found {self.vllm_gpu_memory_utilization}")
+        if not self.rewards:
+            raise ValueError(f"rewards: name at least one reward ({', '.join(sorted(REWARDS))})")
+        for name, weight in self.rewards.items():
+            if name not in REWARDS:
+                raise ValueError(f"rewards: unknown reward {name!r}; expected one of {', '.join(sorted(REWARDS))}")
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+                raise ValueError(f"rewards.{name}: the weight must be a number, found {weight!r}")
+        processes = self.num_processes or 1  # under accelerate without num_processes, train() checks once it knows
+        if self.launcher == "none" or self.num_processes:
+            batch = self.generation_batch_size(processes)
+            if batch % self.num_generations:
+                raise ValueError(
+                    f"num_generations {self.num_generations} must divide the generation batch (batch_size {self.batch_size} x "
+                    f"steps_per_generation {self.steps_per_generation or self.grad_accum} x {processes} processes = {batch} "
+                    f"completions): every prompt's group of {self.num_generations} completions must fit in it")
+
+    def generation_batch_size(self, world_size: int = 1) -> int:
+        """Completions sampled at once (TRL's generation_batch_size): per device x processes x steps per generation."""
+        return self.batch_size * world_size * (self.steps_per_generation or self.grad_accum)
+
+    @property
+    def kl_beta(self) -> float:
+        """beta as the run uses it: the given value, else the method's default (DEFAULT_BETA)."""
+        return self.beta if self.beta is not None else DEFAULT_BETA[self.method]
+
     @property
     def is_lora(self) -> bool:
         return not self.full
@@ -179,7 +278,8 @@ class TrainConfig:
         (True, 16)
         """
         data = dataclasses.asdict(self)
-        for key in (*NOT_FINGERPRINTED, *LAUNCH_FIELDS, *BATCH_SPLIT):
+        for key in (*NOT_FINGERPRINTED, *LAUNCH_FIELDS, *BATCH_SPLIT, *(GRPO_FIELDS if self.method != "grpo" else ())):
             data.pop(key)
+        data["beta"] = self.kl_beta  # resolved: a run started with the default resumes when it is written out
         data["global_batch_size"] = self.batch_size * self.grad_accum * world_size
         return data

@@ -1,8 +1,10 @@
-"""Training inputs: the sft/prefs table, the student's tokenizer, and the chat template trained on.
+"""Training inputs: the sft/prefs/prompts table, the student's tokenizer, and the chat template trained on.
 
 The tables already are TRL's formats (schema.py): ``sft`` rows carry ``messages`` (conversational
 language modeling) and ``prefs`` rows carry ``prompt``/``chosen``/``rejected`` (conversational
-preference), so loading is validation plus column selection, never conversion.
+preference), so loading is validation plus column selection, never conversion. GRPO reads a
+``prompts`` table as ``distill generate`` does and renders each prompt as generation does
+(:func:`read_prompt_rows`), into TRL's conversational ``prompt`` column.
 
 >>> import pyarrow as pa
 >>> t = pa.table({"id": ["a"], "messages": [[{"role": "user", "content": "1+1?"}, {"role": "assistant", "content": "2"}]]})
@@ -24,8 +26,8 @@ import pyarrow as pa
 from reasonkit.errors import UserError
 from reasonkit.schema import validate
 
-KIND = {"sft": "sft", "dpo": "prefs"}
-_NEEDS = {"sft": ("messages",), "dpo": ("prompt", "chosen", "rejected")}
+KIND = {"sft": "sft", "dpo": "prefs", "grpo": "prompts"}
+_NEEDS = {"sft": ("messages",), "dpo": ("prompt", "chosen", "rejected"), "grpo": ("prompt", "id", "answer", "source")}
 
 
 def read_rows(path: str | os.PathLike, method: str, *, allow_incomplete: bool = False) -> pa.Table:
@@ -85,6 +87,45 @@ def load_rows(table: pa.Table, method: str, source: str) -> pa.Table:
     if table.num_rows == 0:
         raise UserError(f"{source}: 0 rows to train on")
     return table
+
+
+def read_prompt_rows(cfg) -> pa.Table:
+    """GRPO's prompts: ``id``, ``prompt`` (the messages generation sends), ``answer`` (the gold, for the rewards), ``source``.
+
+    Read by :func:`reasonkit.readers.read_prompts` (Parquet/JSONL/CSV, a stage directory, a Hub dataset
+    id); each prompt rendered by :func:`reasonkit.gen.render.build_messages` with ``cfg.instruction`` and
+    ``cfg.system``, so the student is trained on exactly the prompts a teacher was sampled on: a user
+    turn ``problem + "\\n\\n" + instruction``, never an assistant turn last.
+
+    >>> import json, tempfile, os
+    >>> from reasonkit.distill.config import TrainConfig
+    >>> p = os.path.join(tempfile.mkdtemp(), "p.jsonl")
+    >>> _ = open(p, "w").write(json.dumps({"problem": "Compute 17 x 23", "answer": "391"}) + "\\n")
+    >>> row = read_prompt_rows(TrainConfig(method="grpo", student="m", data=p, out="o", instruction="Think.")).to_pylist()[0]
+    >>> row["prompt"], row["answer"]
+    ([{'role': 'user', 'content': 'Compute 17 x 23\\n\\nThink.'}], '391')
+    >>> read_prompt_rows(TrainConfig(method="grpo", student="m", data=p.replace("p.jsonl", "q.jsonl"), out="o"))
+    Traceback (most recent call last):
+    ...
+    reasonkit.errors.UserError: ...q.jsonl: no such file
+    """
+    from reasonkit.gen.render import build_messages
+    from reasonkit.readers import read_prompts
+    from reasonkit.schema import MESSAGES
+
+    prompts = read_prompts(cfg.data)
+    name = str(cfg.data)
+    answers = prompts.column("answer")
+    if "accuracy" in cfg.rewards and answers.null_count == prompts.num_rows:
+        extra = [c for c in prompts.column_names if c not in ("id", "messages", "answer", "source", "problem")]
+        raise UserError(f"{name}: the accuracy reward needs each prompt's gold answer in an 'answer' column; there is none "
+                        f"(other columns: {extra or 'none'}); rename the column holding it to 'answer', or train without "
+                        f"accuracy (--reward format=1.0 ...)")
+    problems = prompts.column("problem").to_pylist() if "problem" in prompts.column_names else [None] * prompts.num_rows
+    rendered = [build_messages(m, problem=p, instruction=cfg.instruction, system=cfg.system)
+                for m, p in zip(prompts.column("messages").to_pylist(), problems)]
+    return pa.table({"id": prompts.column("id"), "prompt": pa.array(rendered, MESSAGES), "answer": answers,
+                     "source": prompts.column("source")})
 
 
 def to_dataset(table: pa.Table, method: str):

@@ -16,6 +16,8 @@ training crash, they make it learn the wrong thing while the loss curve looks fi
 - the student's own problems (``context``, ``eos_turn_end``, ``generation_markers``: distill/lint_student.py)
   and ``memory``: the estimated peak per GPU exceeds the GPU (distill/memory.py).
 
+GRPO's prompts have checks of their own (distill/lint_grpo.py: the turn must stop, prompts fit, G divides the batch).
+
 The lint tokenizes with the tokenizer only (no weights), on at most ``lint_rows`` evenly spaced rows.
 """
 
@@ -50,8 +52,14 @@ class _Tally:
 
 
 def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_positions: int | None) -> tuple[list[Finding], dict]:
-    """All findings on ``table`` (validated sft or prefs rows) and the length statistics."""
+    """All findings on ``table`` (validated sft or prefs rows; GRPO's prompts: distill/lint_grpo.py) and the length statistics."""
     from reasonkit.distill.lint_student import student_findings
+
+    if cfg.method == "grpo":
+        from reasonkit.distill.launch import world_size
+        from reasonkit.distill.lint_grpo import lint_prompts
+
+        return lint_prompts(tok, table, cfg, stops=stops, max_positions=max_positions, world_size=world_size())
 
     findings = student_findings(tok, cfg, max_length=max_length, max_positions=max_positions, stops=stops)
     unready = {f.check for f in findings}  # the per-row checks would repeat these on every row

@@ -32,6 +32,21 @@ _STEP_KEYS = {
     "log_ratio_chosen": "log_ratio_chosen",
     "log_ratio_rejected": "log_ratio_rejected",
     "log_ratio_pairs": "log_ratio_pairs",
+    # GRPO (TRL's GRPOTrainer; per-function rewards "rewards/<name>/mean|std" become reward_<name>[_std])
+    "reward": "reward",
+    "reward_std": "reward_std",
+    "frac_reward_zero_std": "frac_reward_zero_std",  # groups whose G rewards are all equal: zero advantage
+    "kl": "kl",
+    "entropy": "entropy",
+    "clip_ratio/region_mean": "clip_ratio",
+    "clip_ratio/low_mean": "clip_ratio_low",
+    "clip_ratio/high_mean": "clip_ratio_high",
+    "completions/mean_length": "completion_length",
+    "completions/clipped_ratio": "truncated_share",  # completions cut at max_completion_length
+    "step_time": "step_s",
+    "time/generate": "generate_s",  # distill/grpo.py: seconds in generation, the reward functions, the scoring pass
+    "time/reward": "reward_s",
+    "time/score": "score_s",
 }
 
 
@@ -73,6 +88,8 @@ class Monitor(TrainerCallback):
             stats = f"loss {float(logs['loss']):.4f}  {self.tokens_per_s:,.0f} tok/s"
             if "rewards/accuracies" in logs:
                 stats += f"  acc {float(logs['rewards/accuracies']):.2f}"
+            if logs.get("reward") is not None:  # GRPO
+                stats += f"  reward {float(logs['reward']):.3f}"
             self._bar.update(self._task, completed=state.global_step, stats=stats)
 
     def on_train_end(self, args, state, control, **kwargs):
@@ -98,8 +115,12 @@ def history(log_history: list[dict]) -> list[dict]:
             continue
         record = {"step": int(entry["step"])}
         for key, name in _STEP_KEYS.items():
-            if key in entry:
+            if key in entry and entry[key] is not None:  # TRL logs None for a metric with no value this step
                 record[name] = float(entry[key])
+        for key, value in entry.items():  # GRPO's per-function rewards
+            parts = key.split("/")
+            if len(parts) == 3 and parts[0] == "rewards" and parts[2] in ("mean", "std") and value is not None:
+                record[f"reward_{parts[1]}" + ("_std" if parts[2] == "std" else "")] = float(value)
         steps[record["step"]] = record  # a step logged again after a resume: keep the latest
     return [steps[s] for s in sorted(steps)]
 
@@ -176,6 +197,10 @@ def summary(report: dict) -> list[str]:
         lines.append(f"reward accuracy {report['reward_accuracy']:.3f}, margin {report['reward_margin']:.4f} (last steps)")
     if report["method"] == "dpo" and (line := movement_line(report)):  # distill/dpo_movement.py
         lines.append(line)
+    if report.get("grpo"):
+        from reasonkit.distill.grpo_report import summary_lines
+
+        lines += summary_lines(report["grpo"])
     for key in ("adapter", "model", "merged"):
         if report.get(key):
             lines.append(f"{key}: {report[key]}")

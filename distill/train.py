@@ -1,4 +1,4 @@
-"""``train(config) -> report``: SFT or DPO a student on a stage directory, linted, checkpointed, resumable.
+"""``train(config) -> report``: SFT, DPO or GRPO a student, linted, checkpointed, resumable.
 
 The recipe, in order: check the output directory (a finished run, a run to resume, or a clash);
 read and validate the table; load the student's tokenizer and the chat template to train with;
@@ -18,13 +18,15 @@ OUT/
   adapter/               the LoRA adapter + tokenizer (peft, transformers, vLLM load it)   [LoRA]
   model/                 the full fine-tuned model + tokenizer                             [--full]
   merged/                base + adapter folded into plain weights                          [--merge]
-  report.json, loss.png
+  rollouts/              GRPO: every sampled completion, its rewards and advantage (distill/rollouts.py)
+  report.json, loss.png  (GRPO: also report.md, rewards.png: distill/grpo_report.py)
   launch.log             launcher accelerate: every process's output
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import shutil
 from collections.abc import Callable
@@ -38,7 +40,8 @@ from reasonkit.store import fingerprint, fingerprint_path
 RUN_FILE = "train_config.json"
 CHECKPOINTS = "checkpoints"
 #: Everything a run writes into OUT (and all that --overwrite removes; nothing else in OUT is touched).
-OUTPUTS = (CHECKPOINTS, "adapter", "model", "merged", "report.json", "loss.png", "lint.json", RUN_FILE)
+OUTPUTS = (CHECKPOINTS, "adapter", "model", "merged", "rollouts", "report.json", "report.md", "loss.png", "rewards.png",
+           "lint.json", RUN_FILE)
 #: max_length when neither the user nor a shorter model context sets it.
 DEFAULT_MAX_LENGTH = 4096
 
@@ -65,7 +68,10 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     from reasonkit.distill import data, lint
 
     _quiet_libraries()
-    table = data.read_rows(cfg.data, cfg.method, allow_incomplete=cfg.allow_incomplete)
+    if cfg.method == "grpo":  # prompts, read and rendered as `distill generate` does
+        table = data.read_prompt_rows(cfg)
+    else:
+        table = data.read_rows(cfg.data, cfg.method, allow_incomplete=cfg.allow_incomplete)
     tok = data.load_tokenizer(cfg)
     note = data.resolve_template(tok, cfg)
     if note:
@@ -81,6 +87,8 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     lint.enforce(findings, cfg.lint, str(out / "lint.json"))
     for f in findings:
         say(f"warning: lint ({f.check}): {f.message}")
+    if cfg.method == "grpo":  # what a step reads: the longest prompt and the completion
+        max_length = (cfg.max_prompt_length or lengths.get("prompt_longest") or 0) + cfg.max_completion_length
     if main and not (out / RUN_FILE).exists():
         (out / RUN_FILE).write_text(json.dumps({"fingerprint": run_fp, "data_fingerprint": data_fp, "student_identity": student_id,
                                                 "config": cfg.fingerprinted(launch.world_size())}, indent=2) + "\n")
@@ -108,12 +116,19 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
 
     device = resolve_device(cfg)
     monitor = Monitor(cfg.method, progress)
+    rollouts = None
     if cfg.method == "sft":
         from reasonkit.distill.sft import build_sft_trainer as build
         from reasonkit.distill.sft import sft_arguments as arguments
-    else:
+    elif cfg.method == "dpo":
         from reasonkit.distill.dpo import build_dpo_trainer as build
         from reasonkit.distill.dpo import dpo_arguments as arguments
+    else:
+        from reasonkit.distill.grpo import build_grpo_trainer, grpo_arguments
+
+        arguments = functools.partial(grpo_arguments, longest_prompt=extra["lengths"].get("prompt_longest"))
+        rollouts = _open_rollouts(cfg, out, checkpoint, extra, say) if launch.is_main() else None
+        build = functools.partial(build_grpo_trainer, rollouts=rollouts, stamp=_rollout_stamp(cfg, extra))
     # Before the model: under accelerate's DeepSpeed ZeRO-3 the training arguments register the
     # DeepSpeed config that makes from_pretrained load each weight already partitioned
     # (transformers' is_deepspeed_zero3_enabled); loaded first, every process would hold it whole.
@@ -175,10 +190,38 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     }
     png = plot(out, records, cfg.method, f"{cfg.method} {Path(cfg.student).name} on {Path(cfg.data).name}")
     report["plot"] = str(png) if png else None
+    if rollouts is not None:
+        from reasonkit.distill.grpo_report import add_grpo
+
+        add_grpo(report, records, cfg, rollouts, out)
     write_report(out, report)
     for line in summary(report):
         say(line)
     return report
+
+
+def _open_rollouts(cfg, out: Path, checkpoint: Path | None, extra: dict, say):
+    """OUT/rollouts, opened to append; a resumed run first drops the rows of the steps it retrains."""
+    from reasonkit.distill.rollouts import DIRNAME, RolloutLog
+
+    log = RolloutLog(out / DIRNAME, names=list(cfg.rewards), run={"fingerprint": extra["fingerprint"]},
+                     input_fingerprint=extra["data_fingerprint"], data=cfg.data)
+    step = int(checkpoint.name.split("-")[1]) if checkpoint else 0
+    dropped = log.drop_after(step)
+    if dropped:
+        say(f"rollouts: dropped {dropped} rows of steps after {step}, which this run trains again")
+    return log
+
+
+def _rollout_stamp(cfg, extra: dict) -> dict:
+    """The ``teacher`` (the student that sampled, named as generate names a teacher) and ``gen_config``
+    (the sampling settings' fingerprint) columns of every rollout row."""
+    from reasonkit.hub_public import public_model
+
+    sampling = {k: getattr(cfg, k) for k in ("num_generations", "temperature", "top_p", "max_completion_length",
+                                             "instruction", "system")}
+    return {"teacher": public_model(cfg.student, extra["student_identity"]),
+            "gen_config": fingerprint({"student": extra["student_identity"], **sampling})}
 
 
 # -- the output directory ------------------------------------------------------------------------
@@ -195,7 +238,7 @@ def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, stude
             _clear(out)
         return None
     if not run_file.exists():
-        if any((out / name).exists() for name in (CHECKPOINTS, "adapter", "model")):
+        if any((out / name).exists() for name in (CHECKPOINTS, "adapter", "model", "rollouts")):
             raise UserError(f"{out}: holds training outputs but no {RUN_FILE}; pass --overwrite to replace them")
         return None
     if not cfg.resume:

@@ -1,0 +1,216 @@
+"""GRPO with verifiable rewards on TRL's GRPOTrainer: the student samples, the verifiers score, the group compares.
+
+For each prompt the policy samples ``num_generations`` (G) completions; each is scored by the reward
+functions of reasonkit.distill.rewards (the filter's own extractor, Verifier and language ratio, so a
+reward and a ``distill filter`` verdict never disagree), weighted and summed; a completion's advantage
+is its reward against its group's, ``A_i = (r_i - mean(r)) / (std(r) + 1e-4)`` with TRL's unbiased
+std (``scale_rewards group``; ``batch`` divides by the whole batch's std, ``none`` by nothing), and the
+clipped policy-gradient loss of ``loss_type`` is applied to every completion token. A group whose
+rewards are all equal has zero advantage and teaches nothing; the report counts those groups.
+
+Everything above is TRL's (tests/test_train_grpo_advantages.py checks the advantages it computes);
+reasonkit adds, by subclassing without changing a number:
+
+- rollouts as data: every sampled completion, its per-function rewards and advantage, written to
+  OUT/rollouts/ as a traces stage directory (distill/rollouts.py);
+- where the time goes: seconds in generation, in the reward functions and in the whole scoring pass
+  (generation, rewards, log-prob passes) per step, logged beside TRL's ``step_time``;
+- reward names as the user gave them (``rewards/accuracy/mean``, not the function's ``__name__``).
+
+Device-aware defaults: on CPU TRL's transformers generation, fp32, no gradient checkpointing (TRL turns
+bf16 and checkpointing on by default; student.trainer_args sets both explicitly); on CUDA, vLLM in
+colocate mode when it is installed (``use_vllm``: None = auto), in bf16 with checkpointing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+
+from transformers import TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+
+from reasonkit.distill.levers import trl_levers
+
+
+def resolve_vllm(cfg, cuda: bool) -> bool:
+    """``use_vllm`` as given, else on exactly when there is a GPU and vLLM imports (TRL's colocate mode)."""
+    if cfg.use_vllm is not None:
+        return cfg.use_vllm
+    return cuda and importlib.util.find_spec("vllm") is not None
+
+
+def grpo_arguments(cfg, args: dict, *, longest_prompt: int | None = None) -> GRPOConfig:
+    """The GRPOConfig, built before the model loads (ZeRO-3: see sft.sft_arguments).
+
+    ``args``: student.trainer_args (device-aware precision and checkpointing, schedule, checkpoints).
+    ``longest_prompt``: the lint's measure, sizing vLLM's context when ``max_prompt_length`` is not given.
+    """
+    args = {k: v for k, v in args.items() if k != "max_length"}  # GRPO has no max_length: prompts + max_completion_length
+    levers = {k: v for k, v in trl_levers(cfg).items() if k in GRPOConfig.__dataclass_fields__}
+    vllm = resolve_vllm(cfg, cuda=not args["use_cpu"])
+    extra = {}
+    if vllm:
+        prompt = cfg.max_prompt_length or longest_prompt
+        extra = dict(vllm_mode=cfg.vllm_mode, vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+                     vllm_max_model_length=prompt + cfg.max_completion_length if prompt else None)
+    return GRPOConfig(
+        **args, **levers, **extra,
+        num_generations=cfg.num_generations,
+        beta=cfg.kl_beta,
+        loss_type=cfg.loss_type,
+        scale_rewards=cfg.scale_rewards,
+        epsilon=cfg.epsilon,
+        epsilon_high=cfg.epsilon_high,
+        max_completion_length=cfg.max_completion_length,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        steps_per_generation=cfg.steps_per_generation,
+        num_iterations=cfg.num_iterations,
+        mask_truncated_completions=cfg.mask_truncated_completions,
+        reward_weights=[float(w) for w in cfg.rewards.values()],
+        use_vllm=vllm,
+    )
+
+
+def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_config, callbacks, *, rollouts=None,
+                       stamp: dict | None = None, record: bool = True) -> RolloutGRPOTrainer:
+    """The trainer, its reward functions built from ``cfg.rewards``.
+
+    ``record``: gather every generation's rollouts (all processes must agree); ``rollouts``: the
+    :class:`reasonkit.distill.rollouts.RolloutLog` the main process writes them to (None on the others);
+    ``stamp``: the ``teacher`` and ``gen_config`` values its rows carry.
+    """
+    from reasonkit.distill.rewards import make_rewards
+    from reasonkit.gen.think import opens_think
+
+    config = args if isinstance(args, GRPOConfig) else grpo_arguments(cfg, args)
+    # the rewards see what the trainer sees: whether the template opens <think> in the generation prompt
+    # (completions then start inside it) and which tokens end a completion (TRL's eos_token_ids)
+    probe = tok.apply_chat_template([{"role": "user", "content": "1 + 1?"}], tokenize=False, add_generation_prompt=True)
+    eos = model.generation_config.eos_token_id
+    eos_ids = {tok.eos_token_id, *(eos if isinstance(eos, list) else [eos])} - {None}
+    funcs, weights = make_rewards(dict(cfg.rewards), max_completion_length=cfg.max_completion_length, lang=cfg.lang,
+                                  verifier=cfg.verifier, prefilled=opens_think(probe), eos_token_ids=eos_ids)
+    if weights != list(config.reward_weights):
+        raise ValueError(f"reward weights {weights} differ from the config's {config.reward_weights}")
+    trainer = RolloutGRPOTrainer(
+        model=model,
+        reward_funcs=list(funcs),
+        args=config,
+        train_dataset=dataset,
+        processing_class=tok,
+        peft_config=peft_config,
+        callbacks=callbacks,
+    )
+    # TRL names a reward by its function's __name__; the user named it in --reward, and the report,
+    # the logs (rewards/<name>/mean) and the rollouts' reward_<name> columns all use that name
+    trainer.reward_func_names = list(cfg.rewards)
+    trainer.keep_rollouts = record
+    trainer.rollout_log = rollouts
+    trainer.rollout_stamp = dict(stamp or {})
+    trainer.add_callback(CommitRollouts(trainer, cfg.rollouts_every))
+    return trainer
+
+
+class RolloutGRPOTrainer(GRPOTrainer):
+    """TRL's GRPOTrainer that keeps its rollouts and times generation and rewards; the numbers are TRL's.
+
+    Each override calls TRL's method and only reads what it returns, so the samples, rewards,
+    advantages and loss are exactly a plain GRPOTrainer's.
+    """
+
+    rollout_log = None
+    keep_rollouts = False
+    rollout_stamp: dict = {}
+
+    def _generate(self, prompts):
+        start = time.perf_counter()
+        result = super()._generate(prompts)
+        self._timed("generate", start)
+        self._sampled = result  # prompt_ids, completion_ids, tool_mask, completions, ...
+        return result
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        start = time.perf_counter()
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._timed("reward", start)
+        self._rewards_per_func = rewards  # (completions of every process, functions); NaN where a function said None
+        return rewards
+
+    def _generate_and_score_completions(self, inputs):
+        start = time.perf_counter()
+        output = super()._generate_and_score_completions(inputs)
+        self._timed("score", start)
+        if self.model.training and self.keep_rollouts:
+            self._record(inputs, output)
+        return output
+
+    def _timed(self, what: str, start: float) -> None:
+        mode = "train" if self.model.training else "eval"
+        self._metrics[mode][f"time/{what}"].append(time.perf_counter() - start)
+
+    def _record(self, inputs: list[dict], output: dict) -> None:
+        """Rows for OUT/rollouts from this generation; every process takes part in the gathers."""
+        from accelerate.utils import gather_object
+
+        prompt_ids, completion_ids, _tool_mask, completions = self._sampled[:4]
+        stops = {*self.eos_token_ids, self._tokenizer.pad_token_id}
+        local = [
+            {"id": x["id"], "messages": x["prompt"], "answer": x.get("answer"), "source": x.get("source"),
+             "completion": c[0]["content"] if isinstance(c, list) else c,
+             "prompt_tokens": len(p), "completion_tokens": len(ids),
+             "finish_reason": "stop" if ids and ids[-1] in stops else "length"}
+            for x, c, p, ids in zip(inputs, completions, prompt_ids, completion_ids, strict=True)
+        ]
+        rows = gather_object(local)  # every process's completions, in the order TRL gathered the rewards
+        advantages = self.accelerator.gather(output["advantages"]).tolist()
+        rewards = self._rewards_per_func.tolist()
+        if self.rollout_log is None:
+            return
+        from reasonkit.gen.think import split
+
+        weights = self.reward_weights.tolist()
+        step = self.state.global_step + 1  # the optimizer step this generation first trains
+        for i, row in enumerate(rows):
+            scores = [None if math.isnan(v) else v for v in rewards[i]]
+            reasoning, response = split(row["completion"], prefilled=self._prefilled(row["messages"]))
+            row.update(
+                sample=i % self.num_generations, reasoning=reasoning, response=response, step=step,
+                advantage=advantages[i], **self.rollout_stamp,
+                # TRL's sum: weighted, None rewards left out, None when every function said None
+                reward=None if all(s is None for s in scores) else sum(w * s for w, s in zip(weights, scores) if s is not None),
+                **{f"reward_{name}": s for name, s in zip(self.reward_func_names, scores, strict=True)},
+            )
+        self.rollout_log.add(rows)
+
+    def _prefilled(self, prompt: list[dict]) -> bool:
+        """Whether the chat template opens ``<think>`` in the generation prompt (R1's, QwQ's): the completion then
+        starts inside the block, as gen/think.py's split needs to know. The template decides, so once a run."""
+        if not hasattr(self, "_opens_think"):
+            from reasonkit.gen.think import opens_think
+
+            text = self._tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+            self._opens_think = opens_think(text)
+        return self._opens_think
+
+
+class CommitRollouts(TrainerCallback):
+    """Commits the buffered rollouts before each checkpoint is written (and every ``every`` steps, and at
+    the end): a kill loses only rows of steps after the last checkpoint, which the resumed run samples again."""
+
+    def __init__(self, trainer: RolloutGRPOTrainer, every: int | None):
+        self.trainer, self.every = trainer, every
+
+    def on_step_end(self, args, state, control, **kwargs):
+        log = self.trainer.rollout_log
+        if log is not None and (control.should_save or (self.every and state.global_step % self.every == 0)):
+            log.commit()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        from reasonkit.distill import rewards
+
+        if self.trainer.rollout_log is not None:
+            self.trainer.rollout_log.commit()
+        rewards.close()  # the verifier's process pool (it restarts if another run needs it)

@@ -1,0 +1,109 @@
+"""The pre-training lint for GRPO: what would make a run sample, score and learn nothing, caught before it starts.
+
+GRPO trains on the student's own samples, so the checks are about sampling, not about a dataset's
+assistant turns:
+
+- ``eos_stop``: the chat template must end an assistant turn with a token generation stops at, or a
+  completion can never end on its own: every sample runs to ``max_completion_length`` and is cut
+  (the student's ``eos_turn_end`` finding names the template's end-of-turn token when it knows it);
+- ``context``: the longest prompt plus ``max_completion_length`` must fit the student's positions;
+- ``prompt_length``: prompts longer than ``max_prompt_length`` (when given: it sizes vLLM's context);
+- ``group``: ``num_generations`` must divide the generation batch on this many processes, and the
+  table must hold the prompts of one generation batch (TRL's sampler drops an incomplete batch, so a
+  smaller table would train zero steps);
+- ``no_gold``: prompts without an answer, when the accuracy reward is asked for (it cannot score them);
+- the student's ``eos_turn_end`` and the ``memory`` estimate, as for SFT.
+
+>>> from types import SimpleNamespace
+>>> cfg = SimpleNamespace(num_generations=8, batch_size=4, grad_accum=1, steps_per_generation=None)
+>>> group_finding(cfg, world_size=1, prompts=100).message
+'num_generations 8 must divide the generation batch (batch_size 4 x 1 processes x steps_per_generation 1 = 4 completions); choose a batch_size (or grad_accum) that is a multiple of 8'
+>>> group_finding(SimpleNamespace(num_generations=4, batch_size=16, grad_accum=1, steps_per_generation=None), world_size=1, prompts=3).check
+'group'
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from reasonkit.distill.lint import Finding, _ids, _sample, _stop_at_end
+
+
+def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: int | None, world_size: int = 1) -> tuple[list[Finding], dict]:
+    """All findings on ``table`` (data.read_prompt_rows: id, prompt, answer) and the prompt-length statistics."""
+    from reasonkit.distill.lint_student import student_findings
+    from reasonkit.distill.memory import memory_finding
+
+    findings = student_findings(tok, cfg, max_length=0, max_positions=None, stops=stops)  # context: checked below
+    rows = list(_sample(table, cfg.lint_rows))
+    lengths = prompt_lengths(tok, table.column("prompt").to_pylist())
+    ordered = sorted(lengths) or [0]
+    longest = ordered[-1]
+    stats = {"prompts": len(lengths), "prompt_median": ordered[len(ordered) // 2],
+             "prompt_p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], "prompt_longest": longest,
+             "max_completion_length": cfg.max_completion_length}
+    if rows and "eos_turn_end" not in {f.check for f in findings}:
+        stop = _turn_stop(tok, rows[0][1]["prompt"], stops)
+        if stop is not None:
+            findings.append(stop)
+    if cfg.max_prompt_length is not None:
+        over = [i for i, n in enumerate(lengths) if n > cfg.max_prompt_length]
+        if over:
+            findings.append(Finding("prompt_length", (
+                f"{len(over)} of {len(lengths)} prompts are longer than max_prompt_length {cfg.max_prompt_length} tokens "
+                f"(longest {longest}); raise it or drop them; first: row {over[0]} (id {table.column('id')[over[0]].as_py()!r})")))
+    if max_positions is not None and longest + cfg.max_completion_length > max_positions:
+        findings.append(Finding("context", (
+            f"the longest prompt ({longest} tokens) plus max_completion_length {cfg.max_completion_length} exceeds the "
+            f"student's context ({max_positions} positions); lower --max-completion-length to "
+            f"{max(1, max_positions - longest)} or extend the context (distill prepare-student --max-positions)")))
+    group = group_finding(cfg, world_size=world_size, prompts=table.num_rows)
+    findings += [group] if group else []
+    if "accuracy" in cfg.rewards:
+        missing = [(i, row["id"]) for i, row in rows if not (row["answer"] or "").strip()]
+        if missing:
+            findings.append(Finding("no_gold", (
+                f"{len(missing)} of {len(rows)} prompts have no answer, so the accuracy reward cannot score their "
+                f"completions (None: no signal); first: row {missing[0][0]} (id {missing[0][1]!r})")))
+    memory = memory_finding(cfg, max_length=longest + cfg.max_completion_length, longest=longest + cfg.max_completion_length)
+    findings += [memory] if memory else []
+    return findings, stats
+
+
+def prompt_lengths(tok, prompts: list[list[dict]]) -> list[int]:
+    """Tokens of every prompt as TRL renders it (chat template, generation prompt): all of them, not a sample,
+    since the longest sizes vLLM's context. Rendered one by one, tokenized in one batch (the fast path)."""
+    texts = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    return [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
+
+
+def group_finding(cfg, *, world_size: int, prompts: int) -> Finding | None:
+    """TRL's rule, checked with the real process count: a generation batch holds whole groups of G."""
+    steps = cfg.steps_per_generation or cfg.grad_accum
+    batch = cfg.batch_size * world_size * steps
+    if batch % cfg.num_generations:
+        return Finding("group", (
+            f"num_generations {cfg.num_generations} must divide the generation batch (batch_size {cfg.batch_size} x "
+            f"{world_size} processes x steps_per_generation {steps} = {batch} completions); choose a batch_size "
+            f"(or grad_accum) that is a multiple of {cfg.num_generations}"))
+    needed = batch // cfg.num_generations
+    if prompts < needed:
+        return Finding("group", (
+            f"{prompts} prompts, but one generation batch samples {needed} distinct prompts ({batch} completions / "
+            f"num_generations {cfg.num_generations}): TRL would train zero steps; add prompts or lower batch_size"))
+    return None
+
+
+def _turn_stop(tok, prompt: list[dict], stops: set[int]) -> Finding | None:
+    """An ``eos_stop`` finding when the tokens the template puts after an assistant turn hold no stop token."""
+    before = _ids(tok, prompt, add_generation_prompt=True)
+    whole = _ids(tok, [*prompt, {"role": "assistant", "content": "42"}])
+    if whole[: len(before)] != before:
+        return None  # the template renders the prompt differently once answered: the SFT lint's territory
+    if _stop_at_end(tok, whole[len(before):], stops) is not None:
+        return None
+    names = ", ".join(repr(tok.convert_ids_to_tokens(i)) for i in sorted(stops)) or "none"
+    return Finding("eos_stop", (
+        f"the chat template ends an assistant turn with {tok.decode(whole[len(before):][-3:])!r}, which holds no stop "
+        f"token (generation stops at {names}): no completion could end before max_completion_length; make the turn "
+        "end with EOS (distill prepare-student --template ...) or pass --set chat_template=FILE.jinja"))
