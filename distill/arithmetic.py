@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 #: Longest operand read (longer ones make their expression unjudged, never a huge int() parse).
 MAX_DIGITS = 50
@@ -50,6 +51,8 @@ MAX_DEPTH = 16
 MAX_RUN = 4000
 #: Most claims read from one text.
 MAX_CLAIMS = 1000
+#: Runs whose claims are remembered.
+CACHE_SIZE = 65_536
 
 # A run of characters arithmetic is written with. Commas only as thousands separators, newlines only
 # before a continuing "=": anything else ends the run.
@@ -57,6 +60,7 @@ _RUN = re.compile(
     r"(?:[0-9()=+*×·⋅−\-]|[ \t]|\\[()\[\]]|,(?=[0-9]{3}(?![0-9]))|\n(?=[ \t]*=)"
     r"|(?<![A-Za-z\\])mod(?![A-Za-z])|\\bmod(?![A-Za-z])|\\times(?![A-Za-z])|\\cdot(?![A-Za-z]))+"
 )
+_DIGIT = re.compile("[0-9]")
 _TOKEN = re.compile(
     r"(\s*)(?:(?P<delim>\\[()\[\]])|(?P<num>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)|(?P<add>[+\-−])|(?P<mul>[*×·⋅]|\\times|\\cdot)"
     r"|(?P<mod>mod|\\bmod)|(?P<lp>\()|(?P<rp>\))|(?P<eq>=)|(?P<other>\S))"
@@ -216,20 +220,28 @@ def claims(text: str) -> Iterator[tuple[str, str, bool]]:
     found = 0
     for m in _RUN.finditer(text):
         run = m.group()
-        if "=" not in run or len(run) > MAX_RUN or not any(c.isdigit() for c in run):
+        if "=" not in run or len(run) > MAX_RUN or _DIGIT.search(run) is None:
             continue
         # (a run that starts with a backslash starts with \( or an operator, cut below either way)
         start_cut = run[0] not in " \t\n\\" and _glued_left(text, m.start())
         end_cut = not run[-1].isspace() and _glued_right(text, m.end())
-        segments = list(_segments(run))
-        for k, (tokens, left_cut, right_cut) in enumerate(segments):
-            left_cut = left_cut or (k == 0 and start_cut)
-            right_cut = right_cut or (k == len(segments) - 1 and end_cut)
-            for left, right, ok in _links(tokens, left_cut, right_cut):
-                yield left, right, ok
-                found += 1
-                if found >= MAX_CLAIMS:
-                    return
+        for claim in _run_claims(run, start_cut, end_cut):
+            yield claim
+            found += 1
+            if found >= MAX_CLAIMS:
+                return
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def _run_claims(run: str, start_cut: bool, end_cut: bool) -> tuple[tuple[str, str, bool], ...]:
+    """The claims of one run (remembered: the samples of a GRPO group repeat each other's lines)."""
+    segments = list(_segments(run))
+    out = []
+    for k, (tokens, left_cut, right_cut) in enumerate(segments):
+        left_cut = left_cut or (k == 0 and start_cut)
+        right_cut = right_cut or (k == len(segments) - 1 and end_cut)
+        out += _links(tokens, left_cut, right_cut)
+    return tuple(out)
 
 
 def _links(tokens: list, left_cut: bool, right_cut: bool) -> Iterator[tuple[str, str, bool]]:

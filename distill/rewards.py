@@ -39,7 +39,13 @@ an assistant prefill in a conversational prompt too, otherwise pass ``prefilled=
 ``length`` and ``cosine`` need the generation limit, and ``accuracy``/``format`` need it to know a
 truncated completion (one that used all ``max_completion_length`` tokens without ending): build
 them with :func:`make_rewards`. The module-level functions know no limit (a truncated completion is
-judged on its text) and ``length``/``cosine`` refuse to run without one.
+judged on its text) and ``length``/``cosine`` refuse to run without one. In a TRL script::
+
+    funcs, weights = make_rewards({"accuracy": 1.0, "format": 0.2}, max_completion_length=1024)
+    GRPOTrainer(model, reward_funcs=funcs, args=GRPOConfig(reward_weights=weights, max_completion_length=1024), ...)
+
+TRL sums the weighted rewards leaving out the ``None`` ones (an unverifiable answer adds nothing,
+the other rewards still count); a completion every function says ``None`` to gets no advantage.
 
 >>> from reasonkit.distill.rewards import accuracy_reward
 >>> completions = [r"<think>17 * 23 = 391</think>The answer is \boxed{391}.",

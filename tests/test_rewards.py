@@ -9,6 +9,8 @@ reward is the filter's verdict.
 import doctest
 import importlib
 import pickle
+import subprocess
+import sys
 import time
 
 import pytest
@@ -225,6 +227,7 @@ HOSTILE = {
     "latex_tower": "9^{9^{9}}",
     "megabyte_arithmetic": "1+1=2 " * 170_000,
     "deep_parens": "(" * 10_000 + "1" + ")" * 10_000 + " = 1 + 0",
+    "lone_surrogate": "\ud800" + "1 + 1 = 2",
 }
 
 
@@ -351,6 +354,12 @@ def test_make_rewards_refuses_bad_input_in_one_line(kwargs, message):
     assert "\n" not in str(e.value)
 
 
+def test_importing_the_rewards_imports_nothing_heavy():
+    heavy = ("numpy", "pyarrow", "lingua", "math_verify", "sympy", "torch", "trl")
+    code = f"import sys, reasonkit.distill.rewards; print([m for m in {heavy!r} if m in sys.modules])"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize("name", ["reasonkit.distill.rewards", "reasonkit.distill.arithmetic"])
 def test_doctests(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
@@ -359,7 +368,7 @@ def test_doctests(name):
 
 def test_cost_of_a_grpo_step_of_the_synthetic_task(fns):
     """64 completions (8 prompts x G 8) of the synthetic task through all six rewards, warm: the issue
-    wants rewards under 2% of a ~1.9 s GRPO step (38 ms); measured here ~12 ms on 2 busy cores."""
+    wants rewards under 2% of a ~1.9 s GRPO step (38 ms); measured ~8 ms (bench/rewards.py)."""
     problems = task.make_problems(8, seed=0, variant="aime")
     prompts, completions, answers = [], [], []
     for p in problems:
