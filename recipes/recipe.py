@@ -34,7 +34,7 @@ REF = re.compile(r"\$\{([A-Za-z0-9_\-]+)\}")
 #: ``${reasonkit}`` is the installed package's directory, so a shipped recipe can name shipped
 #: assets (``${reasonkit}/recipes/assets/teacher``) wherever it is run from.
 BUILTINS = {"reasonkit": str(Path(__file__).resolve().parent.parent)}
-_RECIPE_KEYS = ("name", "description", "out", "steps", "report")
+_RECIPE_KEYS = ("name", "description", "out", "steps", "report", "compare")
 _STEP_KEYS = ("name", "stage", "with")
 
 
@@ -53,6 +53,9 @@ class Recipe:
     name: str = ""
     description: str = ""
     report: bool = True
+    #: Pairs of eval steps ``(A, B)`` that report.md compares problem by problem (B - A in pass@1,
+    #: paired bootstrap 95% interval: distill/eval_compare.py).
+    compare: tuple[tuple[str, str], ...] = ()
 
     def step(self, name: str) -> Step:
         for s in self.steps:
@@ -115,6 +118,7 @@ def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | No
         steps[index] = Step(steps[index].name, steps[index].stage, config)
     if out is not None:
         recipe_out = out
+    compare = _compare_pairs(data.get("compare"), steps, path)
     return Recipe(
         path=path,
         out=str(recipe_out),
@@ -122,7 +126,35 @@ def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | No
         name=str(data.get("name") or Path(path).stem),
         description=str(data.get("description") or ""),
         report=bool(data.get("report", True)),
+        compare=compare,
     )
+
+
+def _compare_pairs(raw: Any, steps: list[Step], path: str) -> tuple[tuple[str, str], ...]:
+    """``compare: [[eval_a, eval_b], ...]``: each a pair of eval step names of this recipe.
+
+    >>> s = [Step("e1", "eval"), Step("e2", "eval")]
+    >>> _compare_pairs([["e1", "e2"]], s, "r.yaml")
+    (('e1', 'e2'),)
+    >>> _compare_pairs([["e1", "e3"]], s, "r.yaml")
+    Traceback (most recent call last):
+    ...
+    reasonkit.errors.UserError: r.yaml: compare[0]: e3 is not an eval step of this recipe (eval steps: e1, e2)
+    """
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise UserError(f"{path}: compare: expected a list of [eval step A, eval step B] pairs")
+    evals = [s.name for s in steps if s.stage == "eval"]
+    pairs = []
+    for i, pair in enumerate(raw):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise UserError(f"{path}: compare[{i}]: expected [eval step A, eval step B], found {pair!r}")
+        for name in pair:
+            if name not in evals:
+                raise UserError(f"{path}: compare[{i}]: {name} is not an eval step of this recipe (eval steps: {', '.join(evals)})")
+        pairs.append((pair[0], pair[1]))
+    return tuple(pairs)
 
 
 def references(value: Any) -> list[str]:

@@ -43,6 +43,8 @@ def write_report(recipe: Recipe) -> Path:
                 evals.append((step.name, summary))
     if evals:
         sections.append(_eval_section(evals, out))
+    if recipe.compare:
+        sections.append(_compare_section(recipe))
     path = out / "report.md"
     path.write_text("\n".join(s for s in sections if s))
     return path
@@ -166,3 +168,23 @@ def _eval_section(evals: list[tuple[str, dict]], out: Path) -> str:
     )
     text += f"\n![pass@k]({png.name})\n"
     return text
+
+
+def _compare_section(recipe: Recipe) -> str:
+    """The recipe's ``compare`` pairs, problem by problem: B - A in pass@1 with a paired bootstrap
+    interval (distill/eval_compare.py). A pair not evaluated yet, or not comparable, says why."""
+    from reasonkit.distill.eval_compare import paired_difference, paired_text
+    from reasonkit.errors import UserError
+
+    lines = ["## Paired comparisons\n"]
+    for a, b in recipe.compare:
+        da, db = Path(step_dir(recipe, a)), Path(step_dir(recipe, b))
+        if not ((da / "summary.json").is_file() and (db / "summary.json").is_file()):
+            lines.append(f"- {b} vs {a}: not evaluated yet\n")
+            continue
+        try:
+            text = paired_text(paired_difference(da, db)).rstrip()
+        except UserError as e:
+            text = f"{b} vs {a}: not comparable: {e}"
+        lines.append("- " + text.replace("\n", "\n  ") + "\n")
+    return "\n".join(lines)
