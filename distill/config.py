@@ -278,6 +278,9 @@ class TrainConfig:
         (True, 16)
         """
         data = dataclasses.asdict(self)
+        for f in dataclasses.fields(self):  # warmup=0 from Python and warmup: 0.0 from YAML/--set are one setting
+            if f.type in ("float", "float | None") and isinstance(data[f.name], int) and not isinstance(data[f.name], bool):
+                data[f.name] = float(data[f.name])
         for key in (*NOT_FINGERPRINTED, *LAUNCH_FIELDS, *BATCH_SPLIT, *(GRPO_FIELDS if self.method != "grpo" else ())):
             data.pop(key)
         data["beta"] = self.kl_beta  # resolved: a run started with the default resumes when it is written out

@@ -176,8 +176,8 @@ class RolloutGRPOTrainer(GRPOTrainer):
         for i, row in enumerate(rows):
             scores = [None if math.isnan(v) else v for v in rewards[i]]
             reasoning, response = split(row["completion"], prefilled=self._prefilled(row["messages"]))
-            row.update(
-                sample=i % self.num_generations, reasoning=reasoning, response=response, step=step,
+            row.update(  # sample: numbered by the log, per prompt over the run (rollouts.py)
+                reasoning=reasoning, response=response, step=step,
                 advantage=advantages[i], **self.rollout_stamp,
                 # TRL's sum: weighted, None rewards left out, None when every function said None
                 reward=None if all(s is None for s in scores) else sum(w * s for w, s in zip(weights, scores) if s is not None),

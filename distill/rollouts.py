@@ -12,8 +12,10 @@ it, ``gen_config``, ``answer``, ``source``) plus:
 - ``reward_<name>``: each reward function's value (null: it could not score the completion);
 - ``advantage``: the advantage the policy gradient used.
 
-Rows are keyed ``(step, id, sample)``, ``sample`` the completion's place in its group of G. Rows are
-buffered in memory and committed as one shard at every checkpoint (before the checkpoint is written)
+``sample`` counts a prompt's completions over the whole run (its first group is 0..G-1, the next time
+the prompt is drawn G..2G-1), so ``(id, sample)`` is unique, as the traces contract keys a row, and a
+multi-epoch run filters, pairs and resumes like any traces; a group is ``(step, id)``, and a
+completion's place in it is ``sample % G``. Rows are buffered in memory and committed as one shard at every checkpoint (before the checkpoint is written)
 and at the end, so a SIGKILL loses only rows the resumed run samples again. A resumed run first drops
 the committed rows of steps after the checkpoint it resumes from: those steps are retrained, and their
 rollouts written anew, so no ``(step, id, sample)`` appears twice.
@@ -58,6 +60,8 @@ class RolloutLog:
     2
     >>> log.drop_after(1), log.rows   # a resume from step 1 retrains step 2
     (1, 1)
+    >>> log.add([{**row, "step": 2}]); [r["sample"] for r in log.buffer]   # the prompt's second completion
+    [1]
     """
 
     def __init__(self, directory: str | os.PathLike, *, names: list[str], run: dict, input_fingerprint: str, data: str):
@@ -70,13 +74,30 @@ class RolloutLog:
         self.writer = StageWriter(self.dir, stage="grpo", kind="traces", config=run, keys=KEYS,
                                   input_fingerprint=input_fingerprint, input_path=data)
         self.buffer: list[dict] = []
+        self._next: dict[str, int] | None = None  # per prompt id: the next sample number (from committed rows)
 
     @property
     def rows(self) -> int:
         return int(self.writer.manifest["rows"])
 
     def add(self, rows: list[dict]) -> None:
+        """Buffer ``rows`` (one generation, each group's completions in order), numbering their ``sample``."""
+        if self._next is None:
+            self._next = self._committed_counts()
+        for row in rows:
+            row["sample"] = self._next.get(row["id"], 0)
+            self._next[row["id"]] = row["sample"] + 1
         self.buffer.extend(rows)
+
+    def _committed_counts(self) -> dict[str, int]:
+        from reasonkit.store import read_shard
+
+        counts: dict[str, int] = {}
+        for entry in self.writer.manifest["shards"]:
+            table = read_shard(self.dir / entry["file"], columns=["id", "sample"])
+            for key, sample in zip(table.column("id").to_pylist(), table.column("sample").to_pylist()):
+                counts[key] = max(counts.get(key, 0), sample + 1)
+        return counts
 
     def commit(self) -> None:
         """Write the buffered rows as one shard (atomically: store.StageWriter.commit)."""
@@ -117,6 +138,7 @@ class RolloutLog:
                 kept_shards.append({**entry, "rows": left.num_rows, "tokens": tokens})
             else:
                 empty.append(path)
+        self._next = None  # recounted from what is left
         if dropped or empty:
             manifest["shards"] = kept_shards
             manifest["rows"] = sum(s["rows"] for s in kept_shards)
