@@ -1,8 +1,10 @@
 r"""Answer verification: ``correct`` is True, False, or None ("cannot tell", with a reason).
 
-Three paths. A prediction written exactly as its gold (up to ``\dfrac``/``\tfrac`` for ``\frac``
+Four paths. A prediction written exactly as its gold (up to ``\dfrac``/``\tfrac`` for ``\frac``
 and ``\left``/``\right``) is correct without parsing. Integer answers (AIME-style: ``042``, ``1,000``, ``42.0``) are compared as Python ints
-in this process, in microseconds, never touching sympy. Everything else goes to math-verify in a
+in this process, in microseconds, never touching sympy. Fractions, radicals, decimals and intervals
+or tuples of them are read exactly (:mod:`~reasonkit.filters.exact`) where math-verify's verdict is
+certain, also in this process. Everything else goes to math-verify in a
 :class:`~reasonkit.filters.pool.TimeoutPool`, whose deadline turns a hang into ``None`` with
 reason ``timeout``. ``None`` is never "wrong": the ``unverifiable`` policy decides whether such a
 row is dropped (reason ``unverifiable``; the detail is in the ``verify_reason`` column). A row with
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from reasonkit.filters.base import RowFilter, update_rows
+from reasonkit.filters.exact import exact_verdict
 from reasonkit.filters.extract import MAX_ANSWER, extract_answer
 
 VERIFIERS = ("math", "int", "none")
@@ -90,7 +93,8 @@ def default_workers() -> int:
 
 
 class Verifier:
-    """Verifies ``(pred, gold)`` pairs: integer fast path here, the rest in a lazily started pool."""
+    """Verifies ``(pred, gold)`` pairs: fast paths here (``fast`` counts them), the rest in a lazily
+    started pool (``pooled`` counts its distinct pairs)."""
 
     def __init__(self, kind: str = "math", *, timeout: float = 5.0, workers: int | None = None):
         if kind not in VERIFIERS:
@@ -118,6 +122,9 @@ class Verifier:
                 self.fast += 1
             elif self.kind == "math" and same_as_written(pred, gold):
                 out[i] = (True, None)
+                self.fast += 1
+            elif self.kind == "math" and (verdict := exact_verdict(pred, gold)) is not None:
+                out[i] = (verdict, None)
                 self.fast += 1
             elif self.kind == "int":
                 out[i] = (None, "gold_not_integer" if g is None else "pred_not_integer")
