@@ -46,7 +46,8 @@ def _d(name: str) -> str:
 @click.option("--precompute-ref", is_flag=True, default=None, help="DPO: score pairs with the reference once, before training.")
 @click.option("--num-generations", type=int, help=f"GRPO: completions sampled per prompt, G [{_d('num_generations')}].")
 @click.option("--reward", "rewards", multiple=True, metavar="NAME=WEIGHT",
-              help="GRPO: a reward function and its weight, repeatable (accuracy, format, language, length...) [accuracy=1.0 format=0.2].")
+              help="GRPO: a reward function and its weight, repeatable; the ones named replace the default pair "
+                   "(accuracy, format, language, length, cosine, arithmetic) [accuracy=1.0 format=0.2].")
 @click.option("--loss-type", type=click.Choice(["grpo", "dr_grpo", "dapo", "bnpo"]), help=f"GRPO loss [{_d('loss_type')}].")
 @click.option("--scale-rewards", type=click.Choice(["group", "batch", "none"]),
               help=f"GRPO: divide advantages by the group's reward std, the batch's, or nothing [{_d('scale_rewards')}].")

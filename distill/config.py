@@ -122,7 +122,9 @@ class TrainConfig:
     use_vllm: bool | None = None  # None: on when CUDA is there and vllm imports
     vllm_mode: Literal["colocate", "server"] = "colocate"
     vllm_gpu_memory_utilization: float = 0.3
-    rollouts_every: int | None = None  # commit OUT/rollouts every N steps (None: at every checkpoint and the end)
+    # commit OUT/rollouts every N steps, at every checkpoint and at the end (None: checkpoints and end only); a
+    # step of 512 R1-length completions holds ~16 MB of text, so waiting for a checkpoint would hold gigabytes
+    rollouts_every: int | None = 10
 
     # Output, checkpoints, resume
     merge: bool = False  # also write OUT/merged: the adapter folded into the base weights

@@ -15,8 +15,11 @@ it, ``gen_config``, ``answer``, ``source``) plus:
 ``sample`` counts a prompt's completions over the whole run (its first group is 0..G-1, the next time
 the prompt is drawn G..2G-1), so ``(id, sample)`` is unique, as the traces contract keys a row, and a
 multi-epoch run filters, pairs and resumes like any traces; a group is ``(step, id)``, and a
-completion's place in it is ``sample % G``. Rows are buffered in memory and committed as one shard at every checkpoint (before the checkpoint is written)
-and at the end, so a SIGKILL loses only rows the resumed run samples again. A resumed run first drops
+completion's place in it is ``sample % G``.
+
+Rows are buffered in memory and committed as one shard every ``rollouts_every`` steps, at every
+checkpoint (before the checkpoint is written) and at the end, so a SIGKILL loses only rows the resumed
+run samples again. A resumed run first drops
 the committed rows of steps after the checkpoint it resumes from: those steps are retrained, and their
 rollouts written anew, so no ``(step, id, sample)`` appears twice.
 """

@@ -106,6 +106,15 @@ def test_rollouts_are_traces_whose_rewards_the_filter_confirms(run, tmp_path):
     assert seen[True] and seen[False], seen  # both verdicts occurred, so the comparison compared something
 
 
+def test_beta_measures_the_kl_to_the_reference(teacher_dir, tmp_path):
+    """beta > 0: TRL scores each completion under the reference (LoRA: the adapters disabled) and logs the KL."""
+    s = settings(teacher_dir, write_prompts(tmp_path / "prompts.jsonl", n=8), tmp_path / "run") | {"max_steps": 2, "beta": 0.04}
+    report = train(TrainConfig(**s))
+    kl = [r["kl"] for r in report["history"]]
+    assert kl[0] == pytest.approx(0, abs=1e-6)  # step 1: lora_B is zero, the policy is the reference
+    assert kl[1] > 0 and report["grpo"]["kl_final"] == pytest.approx(kl[-1]) and report["grpo"]["beta"] == 0.04
+
+
 def cli_train(*args):
     return CliRunner().invoke(cli, ["train", "--method", "grpo", *args])
 
@@ -134,3 +143,11 @@ def test_accuracy_without_an_answer_column_is_one_line_exit_2_nothing_written(te
                        "--batch-size", "64")
     assert result.exit_code == 2, result.output
     assert "lint (group): 4 prompts, but one generation batch samples 8 distinct prompts" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("module", ["rollouts", "grpo_report", "lint_grpo", "config", "data", "command"])
+def test_doctests(module):
+    import doctest
+    import importlib
+
+    assert doctest.testmod(importlib.import_module(f"reasonkit.distill.{module}"), optionflags=doctest.ELLIPSIS).failed == 0
