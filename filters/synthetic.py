@@ -69,7 +69,7 @@ def _latex_case(rng: random.Random) -> tuple[str, list[str], list[str]]:
         return rf"\frac{{{p}}}{{{q}}}", right, [rf"\frac{{{p + 1}}}{{{q}}}", rf"\frac{{{q}}}{{{p}}}"]
     if kind == 1:
         a, b = rng.randrange(2, 9), rng.choice([2, 3, 5, 6, 7, 10, 11])
-        right = [rf"{a}\sqrt{{{b}}}", rf"\sqrt{{{a * a * b}}}", rf"{a} \sqrt {b}"]
+        right = [rf"{a}\sqrt{{{b}}}", rf"\sqrt{{{a * a * b}}}", rf"{a} \sqrt {{{b}}}"]
         return rf"{a}\sqrt{{{b}}}", right, [rf"{a + 1}\sqrt{{{b}}}", rf"{a}\sqrt{{{b + 1}}}"]
     lo, hi = sorted(rng.sample(range(-20, 20), 2))
     left, rightb = rng.choice("(["), rng.choice(")]")

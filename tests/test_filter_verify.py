@@ -145,3 +145,17 @@ def test_none_only_extracts():
     assert out.column("keep").to_pylist() == [True] * 7
     assert out.column("correct").to_pylist() == [None] * 7
     assert out.column("pred").to_pylist() == ["4", "5", None, "4", "4.5", None, None]
+
+
+def test_synthetic_latex_answers_meant_right_are_right():
+    """The bench's LaTeX traces: every spelling made as an equivalent of the gold is one math-verify
+    accepts (``5 \\sqrt 10`` was not: unbraced, LaTeX reads it as sqrt(1) followed by 0)."""
+    import random
+
+    from reasonkit.filters.mathcheck import check_math
+    from reasonkit.filters.synthetic import _latex_case
+
+    rng = random.Random(0)
+    cases = [_latex_case(rng) for _ in range(60)]
+    assert {(pred, gold): check_math(pred, gold)[0] for gold, right, _ in cases for pred in right} == {
+        (pred, gold): True for gold, right, _ in cases for pred in right}
