@@ -34,6 +34,11 @@ from trl import GRPOConfig, GRPOTrainer
 from reasonkit.distill.levers import trl_levers
 
 
+#: TrainConfig fields passed to GRPOConfig under the same name and meaning.
+SAME_NAMES = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsilon_high", "max_completion_length",
+              "temperature", "top_p", "steps_per_generation", "num_iterations", "mask_truncated_completions")
+
+
 def resolve_vllm(cfg, cuda: bool) -> bool:
     """``use_vllm`` as given, else on exactly when there is a GPU and vLLM imports (TRL's colocate mode)."""
     if cfg.use_vllm is not None:
@@ -55,23 +60,9 @@ def grpo_arguments(cfg, args: dict, *, longest_prompt: int | None = None) -> GRP
         prompt = cfg.max_prompt_length or longest_prompt
         extra = dict(vllm_mode=cfg.vllm_mode, vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
                      vllm_max_model_length=prompt + cfg.max_completion_length if prompt else None)
-    return GRPOConfig(
-        **args, **levers, **extra,
-        num_generations=cfg.num_generations,
-        beta=cfg.kl_beta,
-        loss_type=cfg.loss_type,
-        scale_rewards=cfg.scale_rewards,
-        epsilon=cfg.epsilon,
-        epsilon_high=cfg.epsilon_high,
-        max_completion_length=cfg.max_completion_length,
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        steps_per_generation=cfg.steps_per_generation,
-        num_iterations=cfg.num_iterations,
-        mask_truncated_completions=cfg.mask_truncated_completions,
-        reward_weights=[float(w) for w in cfg.rewards.values()],
-        use_vllm=vllm,
-    )
+    same = {name: getattr(cfg, name) for name in SAME_NAMES}
+    return GRPOConfig(**args, **levers, **extra, **same, beta=cfg.kl_beta, use_vllm=vllm,
+                      reward_weights=[float(w) for w in cfg.rewards.values()])
 
 
 def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_config, callbacks, *, rollouts=None,

@@ -3,14 +3,12 @@ the same final step, its rollouts hold every step once (the killed run's rows af
 dropped and sampled again), and the report's history is whole."""
 
 import json
-import os
 import signal
-import subprocess
 import sys
-import time
 from collections import Counter
 
 from test_train_grpo import settings, write_prompts
+from test_train_resume import kill_after_first_checkpoint
 
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.train import train
@@ -19,26 +17,18 @@ from reasonkit.store import load_manifest, read_stage
 STEPS, SAVE, BATCH = 4, 2, 8
 
 
-def kill_past_the_checkpoint(cmd: list[str], out, log_path, timeout: float = 240.0) -> int:
-    """SIGKILL once checkpoint-SAVE is complete and the rollouts of step SAVE + 1 are committed too (the run
-    commits every step here), so the resumed run has rows of a step it retrains to drop."""
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                rows = json.loads((out / "rollouts" / "_manifest.json").read_text())["rows"]
-            except (OSError, ValueError):
-                rows = 0
-            if (out / "checkpoints" / f"checkpoint-{SAVE}" / "trainer_state.json").exists() and rows >= (SAVE + 1) * BATCH:
-                os.kill(proc.pid, signal.SIGKILL)
-                break
-            time.sleep(0.05)
-        return proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+def past_the_checkpoint(out):
+    """Once checkpoint-SAVE is complete and the rollouts of step SAVE + 1 are committed too (the killed run
+    commits every step), so the resumed run has rows of a step it retrains to drop."""
+
+    def ready() -> bool:
+        try:
+            rows = json.loads((out / "rollouts" / "_manifest.json").read_text())["rows"]
+        except (OSError, ValueError):
+            return False
+        return (out / "checkpoints" / f"checkpoint-{SAVE}" / "trainer_state.json").exists() and rows >= (SAVE + 1) * BATCH
+
+    return ready
 
 
 def test_sigkill_then_resume_continues_to_the_same_step_without_duplicate_rollouts(teacher_dir, tmp_path):
@@ -49,7 +39,7 @@ def test_sigkill_then_resume_continues_to_the_same_step_without_duplicate_rollou
            "--out", s["out"], "--max-steps", str(STEPS), "--num-generations", "4", "--batch-size", str(BATCH),
            "--max-completion-length", "192", "--lr", "1e-3", "--temperature", "1.6",
            *[f"--set={k}={s[k]}" for k in ("warmup", "threads", "verifier", "save_steps")], "--set=rollouts_every=1"]
-    code = kill_past_the_checkpoint(cmd, out, tmp_path / "killed.log")
+    code = kill_after_first_checkpoint(cmd, out, tmp_path / "killed.log", ready=past_the_checkpoint(out))
     assert code == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-2000:]
     assert not (out / "report.json").exists()
     before = load_manifest(out / "rollouts")

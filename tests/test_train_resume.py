@@ -21,13 +21,14 @@ def settings(student, data, out):
                 batch_size=8, save_steps=SAVE, threads=1)
 
 
-def kill_after_first_checkpoint(cmd: list[str], out, log_path, timeout: float = 240.0) -> int:
+def kill_after_first_checkpoint(cmd: list[str], out, log_path, timeout: float = 240.0, ready=None) -> int:
+    """SIGKILL the run once a checkpoint is complete (or once ``ready()`` says so); its exit status."""
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            if list((out / "checkpoints").glob("checkpoint-*/trainer_state.json")):
+            if ready() if ready else list((out / "checkpoints").glob("checkpoint-*/trainer_state.json")):
                 os.kill(proc.pid, signal.SIGKILL)
                 break
             time.sleep(0.05)
