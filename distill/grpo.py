@@ -24,7 +24,6 @@ colocate mode when it is installed (``use_vllm``: None = auto), in bf16 with che
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import time
 
@@ -40,10 +39,11 @@ SAME_NAMES = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsil
 
 
 def resolve_vllm(cfg, cuda: bool) -> bool:
-    """``use_vllm`` as given, else on exactly when there is a GPU and vLLM imports (TRL's colocate mode)."""
-    if cfg.use_vllm is not None:
-        return cfg.use_vllm
-    return cuda and importlib.util.find_spec("vllm") is not None
+    """``use_vllm`` as given (TrainConfig checked the vLLM it needs), else on exactly when there is a GPU and a
+    vLLM TRL supports (distill/vllm_support.py): generation then runs in TRL's colocate mode."""
+    from reasonkit.distill.vllm_support import supported_vllm
+
+    return cfg.use_vllm if cfg.use_vllm is not None else cuda and supported_vllm()
 
 
 def grpo_arguments(cfg, args: dict, *, longest_prompt: int | None = None) -> GRPOConfig:

@@ -132,6 +132,17 @@ def test_bad_settings_are_one_line_exit_2_nothing_written(flags, message, teache
     assert "Traceback" not in result.output and not (tmp_path / "out").exists()
 
 
+def test_use_vllm_with_a_vllm_trl_cannot_drive_is_refused_before_anything_loads(teacher_dir, tmp_path):
+    from reasonkit.distill.vllm_support import supported_vllm
+
+    if supported_vllm():
+        pytest.skip("this vLLM is one TRL supports")
+    data = write_prompts(tmp_path / "prompts.jsonl", n=4)
+    result = cli_train("--student", teacher_dir, "--data", str(data), "--out", str(tmp_path / "out"), "--set", "use_vllm=true")
+    assert result.exit_code == 2 and "use_vllm: TRL's GRPOTrainer generates with vLLM 0.22.0 to 0.31.0" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_accuracy_without_an_answer_column_is_one_line_exit_2_nothing_written(teacher_dir, tmp_path):
     data = write_prompts(tmp_path / "prompts.jsonl", n=4, answers=False)
     result = cli_train("--student", teacher_dir, "--data", str(data), "--out", str(tmp_path / "out"))
@@ -145,7 +156,7 @@ def test_accuracy_without_an_answer_column_is_one_line_exit_2_nothing_written(te
     assert "lint (group): 4 prompts, but one generation batch samples 8 distinct prompts" in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize("module", ["rollouts", "grpo_report", "lint_grpo", "config", "data", "command"])
+@pytest.mark.parametrize("module", ["rollouts", "grpo_report", "lint_grpo", "vllm_support", "config", "data", "command"])
 def test_doctests(module):
     import doctest
     import importlib
