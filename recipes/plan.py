@@ -39,6 +39,7 @@ PUBLISHED: dict[str, tuple[float, float, int, int, int]] = {
     "Qwen/Qwen2.5-Math-1.5B": (1.54e9, 2.0, 151_936, 1536, 28),
     "Qwen/Qwen2.5-Math-1.5B-Instruct": (1.54e9, 2.0, 151_936, 1536, 28),
     "Qwen/Qwen2.5-Math-7B": (7.62e9, 2.0, 152_064, 3584, 28),
+    "Qwen/Qwen2.5-7B": (7.62e9, 2.0, 152_064, 3584, 28),
     "Qwen/Qwen2.5-1.5B-Instruct": (1.54e9, 2.0, 151_936, 1536, 28),
     "Qwen/Qwen2.5-7B-Instruct": (7.62e9, 2.0, 152_064, 3584, 28),
     "Qwen/Qwen2.5-32B-Instruct": (32.8e9, 2.0, 152_064, 5120, 64),
@@ -54,9 +55,12 @@ _QWEN_7B = {"vocab_size": 152_064, "hidden_size": 3584, "num_hidden_layers": 28,
 PUBLISHED_SHAPES: dict[str, dict] = {
     "Qwen/Qwen2.5-Math-1.5B": _QWEN_1_5B, "Qwen/Qwen2.5-Math-1.5B-Instruct": _QWEN_1_5B,
     "Qwen/Qwen2.5-1.5B-Instruct": _QWEN_1_5B, "Qwen/Qwen2.5-7B-Instruct": _QWEN_7B, "Qwen/Qwen2.5-Math-7B": _QWEN_7B,
+    "Qwen/Qwen2.5-7B": _QWEN_7B,
 }
 _DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "float8": 1}
 GB = 1e9
+#: A GRPO prompt's tokens when max_prompt_length is not given (the lint measures the real ones; a plan reads no data).
+GRPO_PROMPT = 1024
 
 
 def _gb(n: float) -> str:
@@ -239,13 +243,22 @@ def _train_memory(config: Any, processes: int, size: ModelSize | None, name: str
     needed = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads")
     if not size.shape or not all(isinstance(size.shape.get(k), int) for k in needed):
         return f"unknown ({name}: its config.json lacks a dense decoder's shape)"
-    tokens = int(getattr(config, "batch_size", 1)) * int(getattr(config, "max_length", None) or 4096)
+    grpo = getattr(config, "method", None) == "grpo"
+    if grpo:  # a micro-step holds batch_size completions and their prompts (GRPO has no max_length)
+        sequence = int(getattr(config, "max_prompt_length", None) or GRPO_PROMPT) + int(config.max_completion_length)
+    else:
+        sequence = int(getattr(config, "max_length", None) or 4096)
+    tokens = int(getattr(config, "batch_size", 1)) * sequence
     e = estimate(size.shape, tokens=tokens, bf16=getattr(config, "bf16", None) is not False,
                  full=bool(getattr(config, "full", False)),
                  checkpointing=getattr(config, "gradient_checkpointing", None) is not False,
                  lora_r=getattr(config, "lora_r", 16), targets=getattr(config, "target_modules", "all-linear"),
-                 liger=bool(getattr(config, "use_liger_kernel", False)), shards=_shards(config))
-    return f"{e.describe()} at {tokens:,} tokens a micro-step, as on a GPU (bf16, checkpointing)"
+                 # TRL's GRPOTrainer takes log-probs through a chunked, fused LM head: no whole logits
+                 liger=grpo or bool(getattr(config, "use_liger_kernel", False)), shards=_shards(config))
+    text = f"{e.describe()} at {tokens:,} tokens a micro-step, as on a GPU (bf16, checkpointing)"
+    if grpo and getattr(config, "use_vllm", None) is not False and getattr(config, "vllm_mode", "") == "colocate":
+        text += f"; + vLLM colocated: {config.vllm_gpu_memory_utilization:.0%} of the GPU"
+    return text
 
 
 def render(plans: list[StepPlan]) -> str:
