@@ -81,7 +81,7 @@ def baseline(args) -> None:
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from reasonkit.distill.rewards import close, make_rewards
+    from reasonkit.filters.rewards import close, make_rewards
     from reasonkit.recipes import task
 
     torch.set_num_threads(args.threads)

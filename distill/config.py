@@ -40,7 +40,7 @@ DEFAULT_LR = {("sft", False): 2e-4, ("sft", True): 2e-5, ("dpo", False): 2e-5, (
 #: beta when not given: DPO's temperature (TRL's 0.1); GRPO's KL weight, 0 = no reference model (TRL's default,
 #: DAPO and Dr. GRPO drop the KL term; R1 used 0.001).
 DEFAULT_BETA = {"sft": 0.1, "dpo": 0.1, "grpo": 0.0}
-#: GRPO rewards when none are named (reasonkit.distill.rewards): R1-Zero's rule-based pair. Format weighs
+#: GRPO rewards when none are named (reasonkit.filters.rewards): R1-Zero's rule-based pair. Format weighs
 #: 0.2 so a well-formed wrong answer never outscores a correct one, whatever its form.
 DEFAULT_REWARDS = {"accuracy": 1.0, "format": 0.2}
 
@@ -111,7 +111,7 @@ class TrainConfig:
     max_prompt_length: int | None = None  # None: the longest prompt (the lint measures it); sizes vLLM's context
     temperature: float = 1.0
     top_p: float = 1.0
-    rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (distill/rewards.py)
+    rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (filters/rewards.py)
     lang: str = "en"  # the language reward's target
     verifier: Literal["math", "int"] = "math"  # the accuracy reward's Verifier, as `distill filter --verifier`
     steps_per_generation: int | None = None  # None: grad_accum (TRL's); one generation feeds this many steps
@@ -217,7 +217,7 @@ class TrainConfig:
                                  "flattened batch is one B*L x B*L attention mask")
 
     def _check_grpo(self) -> None:
-        from reasonkit.distill.rewards import REWARDS
+        from reasonkit.filters.rewards import REWARDS
 
         if self.num_generations < 2:
             raise ValueError(f"num_generations must be >= 2 (GRPO compares each completion with the others of its group), "

@@ -1,7 +1,7 @@
 """GRPO with verifiable rewards on TRL's GRPOTrainer: the student samples, the verifiers score, the group compares.
 
 For each prompt the policy samples ``num_generations`` (G) completions; each is scored by the reward
-functions of reasonkit.distill.rewards (the filter's own extractor, Verifier and language ratio, so a
+functions of reasonkit.filters.rewards (the filter's own extractor, Verifier and language ratio, so a
 reward and a ``distill filter`` verdict never disagree), weighted and summed; a completion's advantage
 is its reward against its group's, ``A_i = (r_i - mean(r)) / (std(r) + 1e-4)`` with TRL's unbiased
 std (``scale_rewards group``; ``batch`` divides by the whole batch's std, ``none`` by nothing), and the
@@ -73,7 +73,7 @@ def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_c
     :class:`reasonkit.distill.rollouts.RolloutLog` the main process writes them to (None on the others);
     ``stamp``: the ``teacher`` and ``gen_config`` values its rows carry.
     """
-    from reasonkit.distill.rewards import make_rewards
+    from reasonkit.filters.rewards import make_rewards
     from reasonkit.gen.think import opens_think
 
     config = args if isinstance(args, GRPOConfig) else grpo_arguments(cfg, args)
@@ -200,7 +200,7 @@ class CommitRollouts(TrainerCallback):
             log.commit()
 
     def on_train_end(self, args, state, control, **kwargs):
-        from reasonkit.distill import rewards
+        from reasonkit.filters import rewards
 
         if self.trainer.rollout_log is not None:
             self.trainer.rollout_log.commit()

@@ -73,7 +73,7 @@ def test_the_template_ends_turns_with_the_base_eos_and_earns_both_rewards(tmp_pa
     from transformers import AutoTokenizer
 
     from reasonkit.distill.prepare import PrepareConfig, prepare_student
-    from reasonkit.distill.rewards import make_rewards
+    from reasonkit.filters.rewards import make_rewards
     from reasonkit.distill.templates import turn_end_token
 
     eos = AutoTokenizer.from_pretrained(teacher_dir).eos_token

@@ -1,4 +1,4 @@
-r"""GRPO rewards (distill/rewards.py): literal strings, hostile inputs, and agreement with the real filter.
+r"""GRPO rewards (filters/rewards.py): literal strings, hostile inputs, and agreement with the real filter.
 
 The agreement tests run the filter's own VerifyFilter / FormatFilter / LanguageFilter over a traces
 table and ask the rewards about the same completions, passed as TRL passes them (rendered or
@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from reasonkit.distill import rewards as R
-from reasonkit.distill.arithmetic import claims, score
+from reasonkit.filters import rewards as R
+from reasonkit.filters.arithmetic import claims, score
 from reasonkit.errors import UserError
 from reasonkit.filters.base import apply
 from reasonkit.filters.format import FormatFilter
@@ -356,11 +356,11 @@ def test_make_rewards_refuses_bad_input_in_one_line(kwargs, message):
 
 def test_importing_the_rewards_imports_nothing_heavy():
     heavy = ("numpy", "pyarrow", "lingua", "math_verify", "sympy", "torch", "trl")
-    code = f"import sys, reasonkit.distill.rewards; print([m for m in {heavy!r} if m in sys.modules])"
+    code = f"import sys, reasonkit.filters.rewards; print([m for m in {heavy!r} if m in sys.modules])"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("name", ["reasonkit.distill.rewards", "reasonkit.distill.arithmetic"])
+@pytest.mark.parametrize("name", ["reasonkit.filters.rewards", "reasonkit.filters.arithmetic"])
 def test_doctests(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

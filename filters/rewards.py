@@ -24,7 +24,7 @@ per completion.
 ``cosine``     open-r1's cosine-scaled reward: a right answer earns 1.0 short down to 0.5 at
                ``max_len``, a wrong one -1.0 short up to -0.5 long; None where accuracy is None.
 ``arithmetic`` share of the chain of thought's integer arithmetic claims that are true
-               (:mod:`reasonkit.distill.arithmetic`); None when it makes none.
+               (:mod:`reasonkit.filters.arithmetic`); None when it makes none.
 =============  ====================================================================================
 
 The chain of thought is the reasoning inside the think block, or the whole completion when there is
@@ -47,7 +47,7 @@ judged on its text) and ``length``/``cosine`` refuse to run without one. In a TR
 TRL sums the weighted rewards leaving out the ``None`` ones (an unverifiable answer adds nothing,
 the other rewards still count); a completion every function says ``None`` to gets no advantage.
 
->>> from reasonkit.distill.rewards import accuracy_reward
+>>> from reasonkit.filters.rewards import accuracy_reward
 >>> completions = [r"<think>17 * 23 = 391</think>The answer is \boxed{391}.",
 ...                r"<think>17 * 23 = 381</think>The answer is \boxed{381}.",
 ...                r"<think>17 * 23 = \boxed{391}</think>I give up.",  # a box in the reasoning is no answer
@@ -298,7 +298,7 @@ def _language(setup, parsed, completion_ids, columns):
 
 
 def _arithmetic(setup, parsed, completion_ids, columns):
-    from reasonkit.distill.arithmetic import score
+    from reasonkit.filters.arithmetic import score
 
     rewards = []
     for s in parsed:
