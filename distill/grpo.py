@@ -9,7 +9,11 @@ clipped policy-gradient loss of ``loss_type`` is applied to every completion tok
 rewards are all equal has zero advantage and teaches nothing; the report counts those groups.
 
 Everything above is TRL's (tests/test_train_grpo_advantages.py checks the advantages it computes);
-reasonkit adds, by subclassing without changing a number:
+reasonkit adds, by subclassing without changing the loss:
+
+- sampling from the policy itself: TRL's transformers generation runs inside the training step with
+  dropout on and the LoRA adapter unmerged; ours samples in eval mode with the adapter merged where that
+  is exact (fp32, unsharded; :func:`sampling_policy`), as TRL's vLLM path does, 1.6x faster on the teacher;
 
 - rollouts as data: every sampled completion, its per-function rewards and advantage, written to
   OUT/rollouts/ as a traces stage directory (distill/rollouts.py);
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
@@ -55,11 +60,14 @@ def grpo_arguments(cfg, args: dict, *, longest_prompt: int | None = None) -> GRP
     args = {k: v for k, v in args.items() if k != "max_length"}  # GRPO has no max_length: prompts + max_completion_length
     levers = {k: v for k, v in trl_levers(cfg).items() if k in GRPOConfig.__dataclass_fields__}
     vllm = resolve_vllm(cfg, cuda=not args["use_cpu"])
-    extra = {}
     if vllm:
         prompt = cfg.max_prompt_length or longest_prompt
         extra = dict(vllm_mode=cfg.vllm_mode, vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
                      vllm_max_model_length=prompt + cfg.max_completion_length if prompt else None)
+    else:
+        # transformers 5 fills what TRL's GenerationConfig leaves None from the model's generation_config, so a
+        # student saved with use_cache false would sample without a KV cache (14x slower on the teacher)
+        extra = dict(generation_kwargs={"use_cache": True})
     same = {name: getattr(cfg, name) for name in SAME_NAMES}
     return GRPOConfig(**args, **levers, **extra, **same, beta=cfg.kl_beta, use_vllm=vllm,
                       reward_weights=[float(w) for w in cfg.rewards.values()])
@@ -108,8 +116,9 @@ def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_c
 class RolloutGRPOTrainer(GRPOTrainer):
     """TRL's GRPOTrainer that keeps its rollouts and times generation and rewards; the numbers are TRL's.
 
-    Each override calls TRL's method and only reads what it returns, so the samples, rewards,
-    advantages and loss are exactly a plain GRPOTrainer's.
+    Each override calls TRL's method and only reads what it returns, so the rewards, advantages and loss
+    of given samples are exactly a plain GRPOTrainer's; the samples come from the policy in eval mode
+    (:func:`sampling_policy`), without the dropout noise TRL's transformers generation samples with.
     """
 
     rollout_log = None
@@ -122,6 +131,18 @@ class RolloutGRPOTrainer(GRPOTrainer):
         self._timed("generate", start)
         self._sampled = result  # prompt_ids, completion_ids, tool_mask, completions, ...
         return result
+
+    def _generate_single_turn(self, *args, **kwargs):
+        if self.use_vllm:  # vLLM samples from merged weights without dropout already (TRL merges at each sync)
+            return super()._generate_single_turn(*args, **kwargs)
+        with sampling_policy(self.accelerator.unwrap_model(self.model), merge=self._merge_for_sampling()):
+            return super()._generate_single_turn(*args, **kwargs)
+
+    def _merge_for_sampling(self) -> bool:
+        if not hasattr(self, "_merge_ok"):  # sharded weights (DeepSpeed, FSDP): TRL gathers them to merge; left alone
+            sharded = self.is_deepspeed_enabled or self.is_fsdp_enabled
+            self._merge_ok = not sharded and merges_exactly(self.accelerator.unwrap_model(self.model))
+        return self._merge_ok
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         start = time.perf_counter()
@@ -185,6 +206,44 @@ class RolloutGRPOTrainer(GRPOTrainer):
             text = self._tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
             self._opens_think = opens_think(text)
         return self._opens_think
+
+
+def merges_exactly(model) -> bool:
+    """Whether ``model`` is a PEFT model whose adapter merges and unmerges back to its weights within fp32
+    rounding (~1e-8 of a weight after 1,000 round trips): every frozen weight fp32. bf16 weights would
+    drift by up to half a bf16 ulp a round trip, and a quantized base cannot be merged losslessly."""
+    import torch
+
+    frozen = [p.dtype for p in model.parameters() if not p.requires_grad]
+    return hasattr(model, "merge_adapter") and bool(frozen) and all(d == torch.float32 for d in frozen)
+
+
+@contextmanager
+def sampling_policy(model, *, merge: bool):
+    """The policy as it samples in TRL's transformers generation: in eval mode (no dropout) and, with ``merge``,
+    the LoRA adapter merged into the base weights; train mode and the unmerged adapter restored after.
+
+    TRL samples inside the training step with the model in train mode, so LoRA's dropout perturbs every
+    sampled token and the unmerged adapter costs two extra matmuls a layer: on the 1.1M teacher one
+    ``generate`` of 8 x 135 tokens takes 0.74 CPU-s against 0.45 merged in eval mode (bench/grpo.py). TRL's
+    vLLM path samples the same way: it merges the adapter for every weight sync and vLLM has no dropout.
+    The loss's forward still runs in train mode; what is trained is unchanged, only the samples lose
+    dropout's noise.
+    """
+    import torch
+
+    training = model.training
+    model.eval()
+    if merge:
+        with torch.no_grad():
+            model.merge_adapter()
+    try:
+        yield model
+    finally:
+        if merge:
+            with torch.no_grad():
+                model.unmerge_adapter()
+        model.train(training)
 
 
 class CommitRollouts(TrainerCallback):

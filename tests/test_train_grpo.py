@@ -73,7 +73,9 @@ def test_rollouts_are_traces_whose_rewards_the_filter_confirms(run, tmp_path):
     assert len({(r["id"], r["sample"]) for r in rows}) == len(rows)  # the traces key, unique
     for r in rows:  # the prompt as generation renders it, the completion split as generation splits it
         assert r["messages"][-1]["content"].endswith("\n\n" + task.INSTRUCTION)
-        assert r["completion"].startswith("<think>") and r["response"] in r["completion"]
+        assert r["response"] in r["completion"]
+    # the template does not open <think>: the teacher does; at temperature 1.6 a first token now and then differs
+    assert sum(r["completion"].startswith("<think>") for r in rows) >= 0.75 * len(rows)
     groups = {}
     for r in rows:
         groups.setdefault((r["step"], r["id"]), []).append(r)
@@ -102,7 +104,8 @@ def test_rollouts_are_traces_whose_rewards_the_filter_confirms(run, tmp_path):
         assert r["reward_accuracy"] == expected, (r, v)
         if v["correct"] is not None:
             seen[v["correct"]] += 1
-        assert r["reward"] == pytest.approx(r["reward_accuracy"] + 0.2 * r["reward_format"])
+        # TRL's sum leaves a None reward out (accuracy is None where the verifier cannot decide)
+        assert r["reward"] == pytest.approx((r["reward_accuracy"] or 0.0) + 0.2 * r["reward_format"])
     assert seen[True] and seen[False], seen  # both verdicts occurred, so the comparison compared something
 
 
