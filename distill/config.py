@@ -235,11 +235,6 @@ class TrainConfig:
             raise ValueError(f"temperature must be > 0 and top_p in (0, 1], found {self.temperature} and {self.top_p}")
         if not 0 < self.vllm_gpu_memory_utilization <= 1:
             raise ValueError(f"vllm_gpu_memory_utilization must be in (0, 1], found {self.vllm_gpu_memory_utilization}")
-        if self.use_vllm:
-            from reasonkit.distill.vllm_support import unsupported_reason
-
-            if unsupported_reason():
-                raise ValueError(unsupported_reason())
         if not self.rewards:
             raise ValueError(f"rewards: name at least one reward ({', '.join(sorted(REWARDS))})")
         for name, weight in self.rewards.items():

@@ -44,7 +44,7 @@ SAME_NAMES = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsil
 
 
 def resolve_vllm(cfg, cuda: bool) -> bool:
-    """``use_vllm`` as given (TrainConfig checked the vLLM it needs), else on exactly when there is a GPU and a
+    """``use_vllm`` as given (train() checked the vLLM it needs: vllm_support.require_vllm), else on exactly when there is a GPU and a
     vLLM TRL supports (distill/vllm_support.py): generation then runs in TRL's colocate mode."""
     from reasonkit.distill.vllm_support import supported_vllm
 

