@@ -33,22 +33,25 @@ sampled (TRL's ``completions/mean_length`` x completions a step); rates are over
 each round (``--repeats``), so a busy machine slows both alike; the ratio ours/baseline of each round is
 printed, then the median and the spread.
 
-Measured here (2 cores shared with other helpers' jobs, load 1-5; teacher, G 8, 8 completions a step,
-12 steps, 1 thread; completions ~135 tokens; medians of 2 rounds, four runs of the default command):
+Measured 2026-12-04 (2 cores shared with other helpers' jobs; teacher, G 8, 8 completions a step, 12 steps,
+1 thread; completions ~135 tokens; ``--repeats 3``, two runs of the default command, medians of 3 rounds).
+Ours samples from the policy itself (distill/grpo.py ``sampling_policy``): in eval mode, the LoRA adapter
+merged into the fp32 weights and unmerged after, as TRL's vLLM path samples; TRL's transformers path
+samples in train mode, the adapter unmerged with its dropout on (0.74 against 0.45 CPU-s a ``generate``).
 
-- ``full``: ours/baseline 1.05x rollout tokens/s and steps/min in the last run (1.02-1.07; ours 0.64-0.66 s
-  a step), 0.87x-1.05x over the four runs: at par within this machine's noise, which moved identical
-  runs by 20% between minutes. Where a step goes (both alike): generation 66-72%, the loss's forward,
-  backward and optimizer 27-34%, log-prob passes 0 (num_iterations 1: TRL computes no old log-probs),
-  rewards 1.0-1.2 ms a step (median), 0.1-0.2% of a step against the 2% target (the first non-integer
-  answer starts math-verify's pool once, ~1 s); outside the steps 1-2% for ours (rollouts, callbacks),
-  0-1% for the baseline.
-- ``lora``: 0.89x-1.20x over the four runs (1.19x in the last): at par, the same noise.
-- ``defaults``: 0.46x-0.79x (0.64x in the last). On a 1.1M model LoRA costs more than it saves: TRL
-  samples inside the training step, with the model in train mode, so the unmerged adapter runs with its
-  dropout on; one ``generate`` of 8 x 135 tokens takes 0.92 CPU-s against the base's 0.50 (0.55 with
-  the adapter merged, as TRL merges it for every vLLM weight sync), and LoRA's backward saves nothing
-  at this size. So a tiny CPU student trains GRPO faster with ``--full``.
+- ``defaults`` (ours LoRA, the baseline every weight): 0.84x rollout tokens/s and steps/min on the quieter
+  run (0.80-0.85), 0.70x on the busier one (0.64-0.98); before the sampling change 0.46-0.79x. Below 1.0:
+  ours' generation is now within ~10% of the full model's (0.40 against 0.36 s a step; peft's wrappers
+  still cost ~0.04 CPU-s a generate when merged), but LoRA's training forward and backward cost more than
+  full fine-tuning's at this size (0.24 against 0.18 s a step: 28 extra dropout + two-matmul branches on
+  1.1M weights, and nothing saved). A tiny CPU student trains GRPO fastest with ``--full``.
+- ``full`` (the same training): 0.95x (0.89-1.01) and 0.88x (0.83-0.96): at par within this machine's
+  noise (it moved identical runs by 20% between minutes); ours 0.55-0.74 s a step.
+- ``lora`` (the same adapter): 1.23x (1.15-1.40): the same training, sampled merged and without dropout.
+- Where a step goes (both alike): generation 62-75%, the loss's forward, backward and optimizer 26-35%,
+  log-prob passes 0 (num_iterations 1: TRL computes no old log-probs), rewards 1.0-1.4 ms a step (median),
+  0.15-0.19% of a step against the 2% target (the first non-integer answer starts math-verify's pool
+  once, ~1 s); outside the steps ~1% (ours: rollouts, callbacks).
 """
 
 from __future__ import annotations
