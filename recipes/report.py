@@ -149,9 +149,13 @@ def _train_section(name: str, d: Path, out: Path) -> str:
 
         if line := movement_line(r):
             text += f"\n{line}.\n"
-    png = d / "loss.png"
-    if png.is_file():
-        text += f"\n![loss]({os.path.relpath(png, out)})\n"
+    if r.get("grpo"):  # the RL rung: rewards per function, groups without signal, where the time went
+        from reasonkit.distill.grpo_report import summary_lines
+
+        text += "\n" + "\n".join(f"- {line}" for line in summary_lines(r["grpo"])) + "\n"
+    for png in (d / "loss.png", d / "rewards.png"):
+        if png.is_file():
+            text += f"\n![{png.stem}]({os.path.relpath(png, out)})\n"
     return text
 
 

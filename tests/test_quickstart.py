@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-STEPS = 14
-EVALS = ("eval_teacher", "eval_student_before", "eval_student_sft", "eval_student_dpo")
+STEPS = 17
+EVALS = ("eval_teacher", "eval_student_before", "eval_student_sft", "eval_student_dpo", "eval_student_grpo")
 
 
 def pass_at_1(out: Path, step: str) -> float:
@@ -29,8 +29,10 @@ def test_the_student_learns_as_the_readme_says(quickstart):
     assert figures["eval_student_before"] <= 0.02, figures
     assert figures["eval_student_sft"] >= 0.85, figures
     assert figures["eval_student_dpo"] >= 0.85, figures
+    assert figures["eval_student_grpo"] >= 0.85, figures
     report = (out / "report.md").read_text()
-    for heading in ("## Steps", "filter funnel", "SFT training", "DPO training", "## Evaluation"):
+    for heading in ("## Steps", "filter funnel", "SFT training", "DPO training", "GRPO training", "## Evaluation",
+                    "## Paired comparisons", "eval_student_grpo - eval_student_sft: "):
         assert heading in report, heading
     for step in EVALS:
         assert f"| {step} |" in report
@@ -63,3 +65,18 @@ def test_a_rerun_skips_every_step(quickstart):
     again = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stdout.count("[skip]") == STEPS, again.stdout
+
+
+def test_grpo_keeps_its_rollouts_and_is_compared_with_sft(quickstart):
+    """30 GRPO steps of 8 prompts x 8 samples: every sampled completion is a row of grpo/rollouts
+    (a traces stage directory), and report.md holds the paired comparison GRPO - SFT."""
+    from reasonkit.store import read_stage
+
+    rollouts = read_stage(quickstart.out / "grpo" / "rollouts")
+    assert rollouts.num_rows == 30 * 64
+    assert sorted(set(rollouts.column("step").to_pylist())) == list(range(1, 31))
+    report = json.loads((quickstart.out / "grpo" / "report.json").read_text())
+    assert report["steps"] == 30 and report["method"] == "grpo"
+    assert "rewards (first step -> last steps): accuracy" in (quickstart.out / "report.md").read_text()
+    text = (quickstart.out / "report.md").read_text().split("## Paired comparisons")[1]
+    assert "paired bootstrap over 60 problems" in text
