@@ -155,6 +155,12 @@ class RolloutGRPOTrainer(GRPOTrainer):
         start = time.perf_counter()
         output = super()._generate_and_score_completions(inputs)
         self._timed("score", start)
+        mode = "train" if self.model.training else "eval"
+        logged = self._metrics[mode].get("frac_reward_zero_std")
+        if logged and getattr(self, "_rewards_per_func", None) is not None:
+            # TRL tests std == 0 with torch.isclose (atol 1e-8); the std of equal sums such as 1.0 + 0.2
+            # comes out ~1e-8, not 0, so its share read 0% for any non-dyadic weight: count it here
+            logged[-1] = zero_variance_share(self._rewards_per_func.tolist(), self.reward_weights.tolist(), self.num_generations)
         if self.model.training and self.keep_rollouts:
             self._record(inputs, output)
         return output
@@ -264,3 +270,21 @@ class CommitRollouts(TrainerCallback):
         if self.trainer.rollout_log is not None:
             self.trainer.rollout_log.commit()
         rewards.close()  # the verifier's process pool (it restarts if another run needs it)
+
+
+def zero_variance_share(rewards_per_func: list[list[float]], weights: list[float], group: int, tol: float = 1e-6) -> float:
+    """The share of groups (``group`` consecutive completions) whose weighted rewards are all equal
+    (within ``tol``): their advantages are zero. NaN (a function's None) is left out of a sum, as
+    TRL sums; a completion every function left unscored is left out of its group.
+
+    >>> zero_variance_share([[1.0, 1.0], [1.0, 1.0], [0.0, 1.0], [1.0, 1.0]], [1.0, 0.2], group=2)
+    0.5
+    """
+    sums = []
+    for scores in rewards_per_func:
+        kept = [w * v for w, v in zip(weights, scores) if not math.isnan(v)]
+        sums.append(sum(kept) if kept else None)
+    groups = [[v for v in sums[i:i + group] if v is not None] for i in range(0, len(sums), group)]
+    if not groups:
+        return 0.0
+    return sum(1 for g in groups if not g or max(g) - min(g) <= tol) / len(groups)

@@ -93,3 +93,18 @@ def test_scale_rewards_none_keeps_the_centred_reward(teacher_dir, tmp_path):
     trainer = trainer_for(teacher_dir, tmp_path, [RIGHT[0], WRONG[0], WRONG[1], WRONG[0]], scale_rewards="none")
     rewards, advantages = score(trainer, 4)
     assert advantages == pytest.approx([r - mean(rewards) for r in rewards], abs=1e-6) == [0.75, -0.25, -0.25, -0.25]
+
+
+def test_groups_of_equal_weighted_rewards_count_as_teaching_nothing():
+    """TRL checks its group std with torch.isclose(std, 0): equal sums 1.0 + 0.2 give a std of ~1e-8
+    in float32, so the logged share of signal-less groups read 0 for the quickstart's weights."""
+    import torch
+    from trl.trainer.utils import nanstd
+
+    from reasonkit.distill.grpo import zero_variance_share
+
+    scores = [[1.0, 1.0]] * 8 + [[1.0, 1.0]] * 4 + [[0.0, 1.0]] * 4  # two groups of 8: all right; half right
+    sums = torch.tensor([1.0 * a + 0.2 * f for a, f in scores], dtype=torch.float32)
+    trl_share = torch.isclose(nanstd(sums.view(-1, 8), dim=1), torch.zeros(2)).float().mean().item()
+    assert zero_variance_share(scores, [1.0, 0.2], group=8) == 0.5
+    assert trl_share == 0.0  # TRL: the all-right group (std 1.3e-7) counted as having signal
