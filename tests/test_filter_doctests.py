@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-MODULES = ["base", "config", "decontam", "dedup", "extract", "format", "language", "mathcheck", "pool", "report",
+MODULES = ["base", "completions", "config", "decontam", "dedup", "extract", "format", "language", "mathcheck", "pool", "report",
            "select", "synthetic", "text", "verify", "words"]
 
 
