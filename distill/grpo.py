@@ -175,13 +175,7 @@ class RolloutGRPOTrainer(GRPOTrainer):
 
         prompt_ids, completion_ids, _tool_mask, completions = self._sampled[:4]
         stops = {*self.eos_token_ids, self._tokenizer.pad_token_id}
-        local = [
-            {"id": x["id"], "messages": x["prompt"], "answer": x.get("answer"), "source": x.get("source"),
-             "completion": c[0]["content"] if isinstance(c, list) else c,
-             "prompt_tokens": len(p), "completion_tokens": len(ids),
-             "finish_reason": "stop" if ids and ids[-1] in stops else "length"}
-            for x, c, p, ids in zip(inputs, completions, prompt_ids, completion_ids, strict=True)
-        ]
+        local = [rollout_row(x, c, p, ids, stops) for x, c, p, ids in zip(inputs, completions, prompt_ids, completion_ids, strict=True)]
         rows = gather_object(local)  # every process's completions, in the order TRL gathered the rewards
         advantages = self.accelerator.gather(output["advantages"]).tolist()
         rewards = self._rewards_per_func.tolist()
@@ -288,3 +282,18 @@ def zero_variance_share(rewards_per_func: list[list[float]], weights: list[float
     if not groups:
         return 0.0
     return sum(1 for g in groups if not g or max(g) - min(g) <= tol) / len(groups)
+
+
+def rollout_row(example: dict, completion, prompt_ids, completion_ids, stops: set) -> dict:
+    """A rollout's row before its rewards: the completion's text read as the rewards read it
+    (filters/completions.py: a split-off ``reasoning_content`` is put back as a think block).
+
+    >>> r = rollout_row({"id": "p", "prompt": []}, [{"role": "assistant", "content": "4", "reasoning_content": "2+2"}], [1], [5, 2], {2})
+    >>> r["completion"], r["finish_reason"]
+    ('<think>\\n2+2\\n</think>\\n\\n4', 'stop')
+    """
+    from reasonkit.filters.completions import completion_text
+
+    return {"id": example["id"], "messages": example["prompt"], "answer": example.get("answer"), "source": example.get("source"),
+            "completion": completion_text(completion), "prompt_tokens": len(prompt_ids), "completion_tokens": len(completion_ids),
+            "finish_reason": "stop" if completion_ids and completion_ids[-1] in stops else "length"}

@@ -108,3 +108,15 @@ def test_groups_of_equal_weighted_rewards_count_as_teaching_nothing():
     trl_share = torch.isclose(nanstd(sums.view(-1, 8), dim=1), torch.zeros(2)).float().mean().item()
     assert zero_variance_share(scores, [1.0, 0.2], group=8) == 0.5
     assert trl_share == 0.0  # TRL: the all-right group (std 1.3e-7) counted as having signal
+
+
+def test_a_rollout_keeps_the_reasoning_the_rewards_saw():
+    """A completion whose parser split the think block into reasoning_content: the rollout's text is
+    what the rewards scored (was: the content alone, the reasoning lost)."""
+    from reasonkit.distill.grpo import rollout_row
+    from reasonkit.filters.completions import completion_text
+
+    completion = [{"role": "assistant", "content": "\\boxed{391}", "reasoning_content": "17 * 23 = 391"}]
+    row = rollout_row({"id": "p", "prompt": [], "answer": "391"}, completion, [1, 2], [7, 8, 9], {9})
+    assert row["completion"] == completion_text(completion) and "17 * 23 = 391" in row["completion"]
+    assert row["finish_reason"] == "stop" and row["completion_tokens"] == 3
