@@ -88,6 +88,27 @@ _PREFS = (
     Column("strategy", pa.string()),
 )
 
+#: TRL's stepwise-supervision format (judges/steps.py writes it): one step per ``completions`` item,
+#: ``labels`` the hard estimate (a rollout from after the step reached the gold answer), ``soft`` the
+#: share of rollouts that did (Math-Shepherd's two estimates).
+_STEPS = (
+    Column("id", pa.string()),
+    Column("prompt", pa.string()),
+    Column("completions", pa.list_(pa.string())),
+    Column("labels", pa.list_(pa.bool_())),
+    Column("soft", pa.list_(pa.float32())),
+)
+
+#: TRL's standard (string) preference format, for pairs whose prompt ends inside an assistant turn
+#: (Step-DPO: the prompt plus the correct steps), which the conversational format cannot express.
+_PREFS_TEXT = (
+    Column("id", pa.string()),
+    Column("prompt", pa.string()),
+    Column("chosen", pa.string()),
+    Column("rejected", pa.string()),
+    Column("strategy", pa.string()),
+)
+
 _EVAL_SAMPLES = (
     Column("id", pa.string()),
     Column("sample", pa.int32()),
@@ -103,6 +124,8 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "sft": _SFT,
     "prefs": _PREFS,
     "eval_samples": _EVAL_SAMPLES,
+    "steps": _STEPS,
+    "prefs_text": _PREFS_TEXT,
 }
 
 #: The columns that identify a row of each table (resume keys in store.py).
@@ -113,6 +136,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "sft": ("id", "sample"),  # `sample` optional: several samples of one prompt may each give a row
     "prefs": ("id",),
     "eval_samples": ("id", "sample"),
+    "steps": ("id", "sample"),  # `sample`: which solution of the prompt was labelled
+    "prefs_text": ("id", "sample"),
 }
 
 
