@@ -88,6 +88,13 @@ _PREFS = (
     Column("strategy", pa.string()),
 )
 
+#: ``distill score``: a traces or verdicts table + the reward model's score (null: no text to score) and, for a
+#: process reward model, P(good) at the end of each step.
+_SCORES = _TRACES + (
+    Column("reward", pa.float32(), nullable=True),
+    _opt("step_rewards", pa.list_(pa.float32())),
+)
+
 #: TRL's stepwise-supervision format (judges/steps.py writes it): one step per ``completions`` item,
 #: ``labels`` the hard estimate (a rollout from after the step reached the gold answer), ``soft`` the
 #: share of rollouts that did (Math-Shepherd's two estimates).
@@ -126,6 +133,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "eval_samples": _EVAL_SAMPLES,
     "steps": _STEPS,
     "prefs_text": _PREFS_TEXT,
+    "scores": _SCORES,
 }
 
 #: The columns that identify a row of each table (resume keys in store.py).
@@ -138,6 +146,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "eval_samples": ("id", "sample"),
     "steps": ("id", "sample"),  # `sample`: which solution of the prompt was labelled
     "prefs_text": ("id", "sample"),
+    "scores": ("id", "sample"),
 }
 
 

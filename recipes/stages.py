@@ -46,6 +46,8 @@ STAGES: dict[str, StageSpec] = {
     "pairs": StageSpec("reasonkit.judges.config:PairsConfig", "reasonkit.judges.pairs:run_pairs", inputs=("verdicts",)),
     "judge": StageSpec("reasonkit.judges.config:JudgeConfig", "reasonkit.judges.judge:run_judge", inputs=("input",),
                        models=("judge",)),
+    "score": StageSpec("reasonkit.judges.score:ScoreConfig", "reasonkit.judges.score:run_score", inputs=("input",),
+                       models=("model",)),
     "critique": StageSpec("reasonkit.judges.config:CritiqueConfig", "reasonkit.judges.critique:run_critique", inputs=("input",),
                           models=("judge",)),
 }
