@@ -45,8 +45,12 @@ def _split(values: tuple[str, ...]) -> list[str]:
               help="Eval set (Parquet/JSONL/CSV with a problem column), as PATH or NAME=PATH; repeatable.")
 @click.option("--ngram", type=int, default=8, show_default=True, help="Word n-gram size of decontamination.")
 @click.option("--keep-per-prompt", type=int, default=None, help="Keep at most M samples per prompt.")
-@click.option("--select", "select_", type=click.Choice(["shortest", "random", "all"]), default="shortest",
-              show_default=True, help="Which samples --keep-per-prompt keeps.")
+@click.option("--select", "select_", type=click.Choice(["shortest", "random", "reward", "all"]), default="shortest",
+              show_default=True, help="Which samples --keep-per-prompt keeps; reward: the highest `reward` of a "
+                                      "`distill score` output (verified-correct samples first), one per prompt unless "
+                                      "--keep-per-prompt says more.")
+@click.option("--step-aggregate", type=click.Choice(["min", "prod"]), default="min", show_default=True,
+              help="--select reward on a PRM's step_rewards: the weakest step (Math-Shepherd) or the product (Lightman et al.).")
 @click.option("--workers", type=int, default=None,
               help="Verification processes [default: all cores; with --engine ray, per replica: 1].")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Any FilterConfig field, e.g. seed=3.")
@@ -56,7 +60,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @engine_options
 def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_lang_ratio, drop_truncated,
            think, require_boxed, min_tokens, max_tokens, max_repetition, dedup, minhash_threshold, decontam, ngram,
-           keep_per_prompt, select_, workers, overrides, allow_incomplete, overwrite, quiet,
+           keep_per_prompt, select_, step_aggregate, workers, overrides, allow_incomplete, overwrite, quiet,
            engine, replicas, ray_address) -> None:
     """Verify, language-check, dedup and decontaminate traces; every dropped row says why.
 
@@ -75,7 +79,7 @@ def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_la
         lang=lang, min_lang_ratio=min_lang_ratio, drop_truncated=drop_truncated, think=think,
         require_boxed=require_boxed, min_tokens=min_tokens, max_tokens=max_tokens, max_repetition=max_repetition, dedup=dedup,
         minhash_threshold=minhash_threshold, decontam=_split(decontam), ngram=ngram,
-        keep_per_prompt=keep_per_prompt, select=select_, workers=workers,
+        keep_per_prompt=keep_per_prompt, select=select_, step_aggregate=step_aggregate, workers=workers,
         allow_incomplete=allow_incomplete, overwrite=overwrite,
     )
     data.update({k: v for k, v in (("engine", engine), ("replicas", replicas), ("ray_address", ray_address))

@@ -10,7 +10,7 @@ field can be set with ``--set key=value`` or from a recipe's ``filter:`` section
 >>> from_dict(FilterConfig, {"traces": "t", "out": "o", "select": "all", "keep_per_prompt": 2}, "filter")
 Traceback (most recent call last):
 ...
-reasonkit.errors.UserError: --keep-per-prompt 2 needs --select shortest or random (--select all keeps every sample)
+reasonkit.errors.UserError: --keep-per-prompt 2 needs --select shortest, random or reward (--select all keeps every sample)
 """
 
 from __future__ import annotations
@@ -59,9 +59,10 @@ class FilterConfig:
     decontam: tuple[str, ...] = ()
     decontam_column: str = "problem"
     ngram: int = 8
-    # selection
+    # selection (reward: best-of-N by a `distill score` output's reward; keep_per_prompt then defaults to 1)
     keep_per_prompt: int | None = None
-    select: Literal["shortest", "random", "all"] = "shortest"
+    select: Literal["shortest", "random", "reward", "all"] = "shortest"
+    step_aggregate: Literal["min", "prod"] = "min"  # select reward on a PRM's step_rewards: the weakest step or the product
     seed: int = 0
     # running
     workers: int | None = None
@@ -78,6 +79,8 @@ class FilterConfig:
             object.__setattr__(self, "lang", None)
         object.__setattr__(self, "decontam", tuple(self.decontam))
         object.__setattr__(self, "lang_candidates", tuple(self.lang_candidates))
+        if self.select == "reward" and self.keep_per_prompt is None:
+            object.__setattr__(self, "keep_per_prompt", 1)  # best-of-N keeps the best one unless told more
         _check(self)
 
     def fingerprinted(self) -> dict:
@@ -85,6 +88,8 @@ class FilterConfig:
         data = dataclasses.asdict(self)
         for key in RUN_ONLY:
             data.pop(key)
+        if self.select != "reward":  # it changes nothing else: outputs written before it existed still resume
+            data.pop("step_aggregate")
         return data
 
 
@@ -110,7 +115,7 @@ def _check(c: FilterConfig) -> None:
         need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
     need(c.keep_per_prompt is None or c.keep_per_prompt >= 1, f"--keep-per-prompt must be >= 1, got {c.keep_per_prompt}")
     need(not (c.select == "all" and c.keep_per_prompt is not None),
-         f"--keep-per-prompt {c.keep_per_prompt} needs --select shortest or random (--select all keeps every sample)")
+         f"--keep-per-prompt {c.keep_per_prompt} needs --select shortest, random or reward (--select all keeps every sample)")
     check_engine(c.engine, c.replicas, c.ray_address)
     need(c.workers is None or c.workers >= 1, f"--workers must be >= 1, got {c.workers}")
     need(bool(c.decontam_column), "decontam_column must name a column")

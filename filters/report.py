@@ -1,5 +1,7 @@
 """The filter report: the funnel (rows in, dropped per reason in filter order, rows out), per-source
-counts, per-benchmark contamination and why rows could not be verified; as JSON and as a table.
+counts, per-benchmark contamination and why rows could not be verified; for a scored input
+(``distill score``), ``reward_pick``: how often the reward model's own pick per prompt (its highest
+reward, whatever the verifier said) was verified correct; as JSON and as a table.
 
 >>> import pyarrow as pa
 >>> t = Tally()
@@ -93,4 +95,10 @@ def render(report: dict):
     for source, n in report["per_source"].items():
         share = f"{100 * n['out'] / max(n['in'], 1):.1f}%"
         table.add_row("source", source, str(n["in"] - n["out"]), str(n["out"]), share)
+    pick = report.get("reward_pick")
+    if pick:  # best-of-N by the reward model alone: how often its pick was right
+        share = "" if pick["correct_share"] is None else f"{100 * pick['correct_share']:.1f}%"
+        table.add_section()
+        table.add_row("reward pick", f"verified correct (of {pick['verified_correct'] + pick['wrong']} checked)",
+                      "", str(pick["verified_correct"]), share)
     return table

@@ -36,7 +36,7 @@ from reasonkit.filters.dedup import Deduper
 from reasonkit.filters.format import FormatFilter, assistant_turn
 from reasonkit.filters.language import LanguageFilter
 from reasonkit.filters.report import Tally
-from reasonkit.filters.select import select
+from reasonkit.filters.select import reward_pick, reward_scores, select, select_by_reward
 from reasonkit.filters.verify import VerifyFilter, default_workers
 from reasonkit.schema import MESSAGES, TABLES, validate
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
@@ -54,19 +54,22 @@ def input_shards(config: FilterConfig) -> list[Path]:
     if not path.is_dir():
         raise UserError(f"{path}: expected a traces stage directory (written by `distill generate`), found a file")
     manifest = load_manifest(path)
-    if manifest.get("kind") != "traces":
+    if manifest.get("kind") not in ("traces", "scores"):  # scores: traces a reward model scored (distill score)
         raise UserError(
             f"{path}: holds a {manifest.get('kind')!r} table (stage {manifest.get('stage')!r}); "
-            "`distill filter` reads a traces directory written by `distill generate`"
+            "`distill filter` reads a traces directory written by `distill generate` (or scored by `distill score`)"
         )
     shards = shard_paths(path, allow_incomplete=config.allow_incomplete)
-    required = [c.name for c in TABLES["traces"] if c.required]
+    required = [c.name for c in TABLES["traces"] if c.required] + (["reward"] if config.select == "reward" else [])
     for shard in shards:
         try:
             names = pq.read_schema(shard).names
         except (OSError, pa.ArrowException) as e:
             raise UserError(f"{shard}: unreadable Parquet shard ({str(e).splitlines()[0]})") from None
         missing = [c for c in required if c not in names]
+        if missing == ["reward"]:
+            raise UserError(f"{path}: --select reward needs a 'reward' column (score the traces first: distill score "
+                            f"{path} --model RM --out SCORED); found columns {names}")
         if missing:
             raise UserError(f"{shard}: missing required column {missing[0]!r} of a traces table; found columns {names}")
     return shards
@@ -155,7 +158,7 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     _pass3(work, decisions, deduper.columns, config.batch_rows, (kept_w, rejected_w, sft_w), tally, log)
     report = tally.report(funnel_order(config, filters, deduper), sft_rows=tally.rows_out,
                           input=str(config.traces), seconds=round(time.time() - started, 3),
-                          config=config.fingerprinted())
+                          config=config.fingerprinted(), **reward_report(work, config))
     _write_json(out / REPORT, report)
     rejected_w.finish()
     sft_w.finish()
@@ -265,11 +268,35 @@ def _pass2(work: list[Path], config: FilterConfig, deduper: Deduper, log: Log) -
     reasons = deduper.decide(_Columns(work, deduper.columns), alive)
     if config.keep_per_prompt is not None and config.select != "all":
         alive &= np.array([r is None for r in reasons], dtype=bool)
-        chosen = select(column("id").to_pylist(), column("sample").to_numpy(), column("completion_tokens").to_numpy(),
-                        alive, config.keep_per_prompt, config.select, config.seed)
+        if config.select == "reward":
+            chosen = select_by_reward(column("id").to_pylist(), column("sample").to_numpy(), reward_column(work, config),
+                                      column("correct").to_pylist(), alive, config.keep_per_prompt)
+        else:
+            chosen = select(column("id").to_pylist(), column("sample").to_numpy(), column("completion_tokens").to_numpy(),
+                            alive, config.keep_per_prompt, config.select, config.seed)
         reasons = [a or b for a, b in zip(reasons, chosen)]
     log(f"pass 2: {sum(r is not None for r in reasons)} rows dropped by dedup and selection")
     return reasons
+
+
+def reward_column(work: list[Path], config: FilterConfig) -> list[float | None] | None:
+    """The score each row competes with under ``--select reward`` (None: the input carries no reward)."""
+    if not work or "reward" not in pq.read_schema(work[0]).names:
+        return None
+    names = ["reward"] + (["step_rewards"] if "step_rewards" in pq.read_schema(work[0]).names else [])
+    parts = [pq.read_table(p, columns=names) for p in work]
+    rewards = [v for t in parts for v in t.column("reward").to_pylist()]
+    steps = [v for t in parts for v in t.column("step_rewards").to_pylist()] if "step_rewards" in names else None
+    return reward_scores(rewards, steps, config.step_aggregate)
+
+
+def reward_report(work: list[Path], config: FilterConfig) -> dict:
+    """The report's ``reward_pick``: how often the reward model's own pick per prompt was verified correct."""
+    scores = reward_column(work, config)
+    if scores is None:
+        return {}
+    cols = {n: [v for p in work for v in pq.read_table(p, columns=[n]).column(n).to_pylist()] for n in ("id", "sample", "correct")}
+    return {"reward_pick": reward_pick(cols["id"], cols["sample"], scores, cols["correct"])}
 
 
 def sft_rows(kept: pa.Table) -> pa.Table:
