@@ -47,7 +47,8 @@ def _d(name: str) -> str:
 @click.option("--num-generations", type=int, help=f"GRPO: completions sampled per prompt, G [{_d('num_generations')}].")
 @click.option("--reward", "rewards", multiple=True, metavar="NAME=WEIGHT",
               help="GRPO: a reward function and its weight, repeatable; the ones named replace the default pair "
-                   "(accuracy, format, language, length, cosine, arithmetic) [accuracy=1.0 format=0.2].")
+                   "(accuracy, format, language, length, cosine, arithmetic; rm=PATH or rm=PATH:WEIGHT, a reward model "
+                   "scoring as `distill score` does) [accuracy=1.0 format=0.2].")
 @click.option("--loss-type", type=click.Choice(["grpo", "dr_grpo", "dapo", "bnpo"]), help=f"GRPO loss [{_d('loss_type')}].")
 @click.option("--scale-rewards", type=click.Choice(["group", "batch", "none"]),
               help=f"GRPO: divide advantages by the group's reward std, the batch's, or nothing [{_d('scale_rewards')}].")
@@ -75,7 +76,12 @@ def train(assignments: tuple[str, ...], **flags) -> None:
 
     values = {k: v for k, v in flags.items() if v is not None and v != ()}
     if "rewards" in values:
+        from reasonkit.filters.reward_model import parse_rm_flag
+
+        models = [parse_rm_flag(item)[0] for item in values["rewards"] if item.strip().startswith("rm=")]
         values["rewards"] = parse_rewards(values["rewards"])
+        if models:
+            values["reward_model"] = models[-1]
     cfg = override(from_dict(TrainConfig, values, "train"), list(assignments), "train")
     main = is_main()  # under accelerate launch by hand, one process speaks for all
     run(cfg, progress=main, log=(lambda msg: click.echo(msg, err=True)) if main else None)
@@ -86,6 +92,8 @@ def parse_rewards(items: tuple[str, ...]) -> dict[str, float]:
 
     >>> parse_rewards(("accuracy=1", "format=0.2"))
     {'accuracy': 1.0, 'format': 0.2}
+    >>> parse_rewards(("accuracy=1", "rm=runs/rm:0.5"))
+    {'accuracy': 1.0, 'rm': 0.5}
     >>> parse_rewards(("accuracy=high",))
     Traceback (most recent call last):
     ...
@@ -94,6 +102,11 @@ def parse_rewards(items: tuple[str, ...]) -> dict[str, float]:
     weights = {}
     for item in items:
         name, sep, weight = item.partition("=")
+        if name.strip() == "rm" and sep:  # rm=PATH[:WEIGHT]: a reward model (its path goes to reward_model)
+            from reasonkit.filters.reward_model import parse_rm_flag
+
+            weights["rm"] = parse_rm_flag(item)[1]
+            continue
         try:
             weights[name.strip()] = float(weight) if sep else 1.0
         except ValueError:

@@ -52,7 +52,7 @@ NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_ro
 #: runs started before GRPO existed still resume.
 GRPO_FIELDS = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsilon_high", "max_completion_length",
                "temperature", "top_p", "rewards", "lang", "verifier", "steps_per_generation", "num_iterations",
-               "mask_truncated_completions", "instruction", "system")
+               "mask_truncated_completions", "instruction", "system", "reward_model")
 #: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
 #: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
 LAUNCH_FIELDS = ("launcher", "num_processes", "accelerate_config")
@@ -112,6 +112,7 @@ class TrainConfig:
     temperature: float = 1.0
     top_p: float = 1.0
     rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (filters/rewards.py)
+    reward_model: str | None = None  # the rm reward's model (--reward rm=PATH[:WEIGHT]; filters/reward_model.py)
     lang: str = "en"  # the language reward's target
     verifier: Literal["math", "int"] = "math"  # the accuracy reward's Verifier, as `distill filter --verifier`
     steps_per_generation: int | None = None  # None: grad_accum (TRL's); one generation feeds this many steps
@@ -237,8 +238,10 @@ class TrainConfig:
             raise ValueError(f"vllm_gpu_memory_utilization must be in (0, 1], found {self.vllm_gpu_memory_utilization}")
         if not self.rewards:
             raise ValueError(f"rewards: name at least one reward ({', '.join(sorted(REWARDS))})")
+        if ("rm" in self.rewards) != (self.reward_model is not None):
+            raise ValueError("rewards: the rm reward and reward_model come together (--reward rm=PATH or rm=PATH:WEIGHT)")
         for name, weight in self.rewards.items():
-            if name not in REWARDS:
+            if name not in REWARDS and name != "rm":
                 raise ValueError(f"rewards: unknown reward {name!r}; expected one of {', '.join(sorted(REWARDS))}")
             if isinstance(weight, bool) or not isinstance(weight, (int, float)):
                 raise ValueError(f"rewards.{name}: the weight must be a number, found {weight!r}")
@@ -285,6 +288,8 @@ class TrainConfig:
                 data[f.name] = float(data[f.name])
         for key in (*NOT_FINGERPRINTED, *LAUNCH_FIELDS, *BATCH_SPLIT, *(GRPO_FIELDS if self.method != "grpo" else ())):
             data.pop(key)
+        if data.get("reward_model", 0) is None:  # no rm reward: runs started before it existed still resume
+            data.pop("reward_model")
         data["beta"] = self.kl_beta  # resolved: a run started with the default resumes when it is written out
         data["global_batch_size"] = self.batch_size * self.grad_accum * world_size
         return data

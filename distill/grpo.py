@@ -91,7 +91,8 @@ def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_c
     eos = model.generation_config.eos_token_id
     eos_ids = {tok.eos_token_id, *(eos if isinstance(eos, list) else [eos])} - {None}
     funcs, weights = make_rewards(dict(cfg.rewards), max_completion_length=cfg.max_completion_length, lang=cfg.lang,
-                                  verifier=cfg.verifier, prefilled=opens_think(probe), eos_token_ids=eos_ids)
+                                  verifier=cfg.verifier, prefilled=opens_think(probe), eos_token_ids=eos_ids,
+                                  reward_model=cfg.reward_model)
     if weights != list(config.reward_weights):
         raise ValueError(f"reward weights {weights} differ from the config's {config.reward_weights}")
     trainer = RolloutGRPOTrainer(

@@ -52,6 +52,10 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     from reasonkit.distill.vllm_support import require_vllm
 
     require_vllm(cfg)  # here, not in TrainConfig: a recipe for a GPU machine validates on any machine
+    if cfg.method == "grpo" and cfg.reward_model:  # --reward rm=PATH that is no reward model: one line, nothing written
+        from reasonkit.judges.scorer import inspect_model
+
+        inspect_model(cfg.reward_model)
     if cfg.launcher == "accelerate" and not launch.launched():
         return launch.run_launched(cfg, say)
     out = Path(cfg.out)

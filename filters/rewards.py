@@ -25,6 +25,8 @@ per completion.
                ``max_len``, a wrong one -1.0 short up to -0.5 long; None where accuracy is None.
 ``arithmetic`` share of the chain of thought's integer arithmetic claims that are true
                (:mod:`reasonkit.filters.arithmetic`); None when it makes none.
+``rm``         a trained reward model's score, the number ``distill score`` writes for the same
+               completion (:mod:`reasonkit.filters.reward_model`; ``make_rewards(reward_model=PATH)``).
 =============  ====================================================================================
 
 The chain of thought is the reasoning inside the think block, or the whole completion when there is
@@ -301,13 +303,14 @@ def _unknown(name: str) -> UserError:
 def make_rewards(weights: dict[str, float], *, max_completion_length: int, lang: str = "en", verifier: str = "math",
                  overlong_cache: int | None = None, verify_timeout: float = 5.0, prefilled: bool = False,
                  eos_token_ids: Collection[int] = (), lang_candidates: Sequence[str] | None = None,
-                 ) -> tuple[list[Callable], list[float]]:
+                 reward_model: str | None = None) -> tuple[list[Callable], list[float]]:
     """The reward functions named in ``weights`` and their weights, in that order, for
     ``GRPOTrainer(reward_funcs=...)`` and ``GRPOConfig(reward_weights=...)``.
 
     ``prefilled``: the chat template opens the think block in the generation prompt (the completion
     starts inside it); ``eos_token_ids`` tell a completion that ended on the very last token from a
-    cut one. A UserError for an unknown name, a bad weight or limit, an unknown verifier or language.
+    cut one. ``reward_model``: the model the ``rm`` reward scores with (filters/reward_model.py). A UserError
+    for an unknown name, a bad weight or limit, an unknown verifier or language, ``rm`` without a model.
 
     >>> make_rewards({"accuracy": 1.0, "speed": 1.0}, max_completion_length=64)
     Traceback (most recent call last):
@@ -319,7 +322,7 @@ def make_rewards(weights: dict[str, float], *, max_completion_length: int, lang:
     if not weights:
         raise UserError(f"no reward asked for; expected one or more of {', '.join(NAMES)}")
     for name, weight in weights.items():
-        if name not in NAMES:
+        if name not in NAMES and name != "rm":
             raise _unknown(name)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
             raise UserError(f"reward {name}: the weight must be a finite number, got {weight!r}")
@@ -341,4 +344,11 @@ def make_rewards(weights: dict[str, float], *, max_completion_length: int, lang:
 
         for code in (lang, *(lang_candidates or ())):
             language_scripts(code)  # an unknown code fails now, not at the first step
-    return [Reward(name, setup) for name in weights], [float(w) for w in weights.values()]
+    if ("rm" in weights) != (reward_model is not None):
+        raise UserError("the rm reward and its reward model come together: --reward rm=PATH (or rm=PATH:WEIGHT)")
+    if reward_model is not None:
+        from reasonkit.filters.reward_model import ModelReward
+
+        model_reward = ModelReward(reward_model, setup)  # a path that is no reward model fails here, before training
+    return ([model_reward if name == "rm" else Reward(name, setup) for name in weights],
+            [float(w) for w in weights.values()])
