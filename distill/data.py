@@ -83,10 +83,20 @@ def load_rows(table: pa.Table, method: str, source: str) -> pa.Table:
             f"{source}: --method {method} needs a{'n' if method == 'sft' else ''} {KIND[method]} table with columns "
             f"{', '.join(_NEEDS[method])}; found {table.column_names}{hint}"
         )
-    table = validate(table, KIND[method], source)
+    table = validate(table, prefs_kind(table) if method == "dpo" else KIND[method], source)
     if table.num_rows == 0:
         raise UserError(f"{source}: 0 rows to train on")
     return table
+
+
+def prefs_kind(table: pa.Table) -> str:
+    """``prefs_text`` for TRL's standard (string) preference format, whose prompt may end inside the
+    assistant turn (Step-DPO's pairs, judges/steps.py); ``prefs`` (conversational) otherwise.
+
+    >>> prefs_kind(pa.table({"prompt": ["<|user|>2+2?<|assistant|>"], "chosen": ["4"], "rejected": ["5"]}))
+    'prefs_text'
+    """
+    return "prefs_text" if pa.types.is_string(table.schema.field("prompt").type) else "prefs"
 
 
 def read_prompt_rows(cfg) -> pa.Table:

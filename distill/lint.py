@@ -171,6 +171,13 @@ def _examples(tok, row: dict, method: str):
         yield ids, trained, messages[: turns[-1]] if turns else messages, content, why
         return
     prompt = row["prompt"]
+    if isinstance(prompt, str):  # TRL's string prefs (Step-DPO): tokenized as TRL does, EOS appended to each side
+        prompt_ids, eos = list(tok(prompt)["input_ids"]), tok.eos_token or ""
+        for side in ("chosen", "rejected"):
+            ids = list(tok(prompt + row[side] + ("" if row[side].endswith(eos) else eos))["input_ids"])
+            start = next((i for i, (a, b) in enumerate(zip(prompt_ids, ids)) if a != b), min(len(prompt_ids), len(ids)))
+            yield ids, ids[start:], prompt, row[side], f"the {side} completion adds no tokens after the prompt"
+        return
     prompt_ids = _ids(tok, prompt, add_generation_prompt=True)
     for side in ("chosen", "rejected"):
         ids = _ids(tok, prompt + row[side])
@@ -206,6 +213,8 @@ def _stop_at_end(tok, trained: list[int], stops: set[int]) -> int | None:
 
 def _think_issue(tok, prompt: list[dict], content: str) -> str | None:
     """How the template and this assistant turn disagree about ``<think>``, or None."""
+    if isinstance(prompt, str):  # a rendered prompt (string prefs) holds its own <think>: no template applies
+        return None
     generation = tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
     prefill = generation.rstrip().endswith(OPEN)
     opens, closes = content.lstrip().startswith(OPEN), CLOSE in content
