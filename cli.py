@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pairs": ("reasonkit.judges.command:pairs", "Build DPO pairs from verified and rejected samples."),
     "judge": ("reasonkit.judges.command:judge", "LLM-as-judge preferences (pointwise or pairwise)."),
     "critique": ("reasonkit.judges.command:critique", "Constitutional critique and revision (RLAIF)."),
+    "label-steps": ("reasonkit.judges.steps_command:label_steps", "Math-Shepherd step labels from policy rollouts, and Step-DPO pairs."),
     "score": ("reasonkit.judges.score_command:score", "Score traces with a reward model (or a PRM, per step)."),
     "prepare-student": ("reasonkit.distill.prepare_command:prepare_student_command",
                         "Longer context, RoPE, a marked chat template and EOS = turn end for a base model."),

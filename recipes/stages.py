@@ -50,4 +50,6 @@ STAGES: dict[str, StageSpec] = {
                        models=("model",)),
     "critique": StageSpec("reasonkit.judges.config:CritiqueConfig", "reasonkit.judges.critique:run_critique", inputs=("input",),
                           models=("judge",)),
+    "label-steps": StageSpec("reasonkit.judges.steps_config:LabelStepsConfig", "reasonkit.judges.steps:run_label_steps",
+                             inputs=("input",), models=("policy",)),
 }
