@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("reasonkit.judges.score_command:score", "Score traces with a reward model (or a PRM, per step)."),
     "prepare-student": ("reasonkit.distill.prepare_command:prepare_student_command",
                         "Longer context, RoPE, a marked chat template and EOS = turn end for a base model."),
-    "train": ("reasonkit.distill.command:train", "SFT or DPO a student with LoRA (TRL + peft)."),
+    "train": ("reasonkit.distill.command:train", "SFT, DPO, GRPO, reward and process reward models (TRL + peft)."),
     "eval": ("reasonkit.distill.eval_command:eval_", "pass@1 over k samples, cons@k, pass@k; protocol recorded."),
     "push": ("reasonkit.hub:push_command", "Publish a stage directory to the Hugging Face Hub."),
     "run": ("reasonkit.recipes.command:run", "Run a whole recipe YAML, resuming finished stages."),

@@ -23,12 +23,15 @@ def _d(name: str) -> str:
 
 
 @click.command(name="train", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--method", type=click.Choice(["sft", "dpo", "grpo"]), required=True,
-              help="SFT on sft rows, DPO on prefs rows, or GRPO on prompts with verifiable answers.")
+@click.option("--method", type=click.Choice(["sft", "dpo", "grpo", "rm", "prm"]), required=True,
+              help="SFT on sft rows, DPO on prefs rows, GRPO on prompts with verifiable answers, a reward model (rm) on "
+                   "prefs rows, or a process reward model (prm) on steps rows.")
 @click.option("--student", required=True, help="Student model directory or Hub id.")
-@click.option("--data", required=True, help="An sft (SFT) or prefs (DPO) stage directory, or Parquet/JSONL in that format; "
-              "GRPO: prompts as `distill generate` reads them (Parquet/JSONL/CSV, a stage directory, a Hub id) with an answer column.")
-@click.option("--out", required=True, help="Output directory: adapter/, checkpoints/, report.json, loss.png.")
+@click.option("--data", required=True, help="An sft (SFT) or prefs (DPO, rm) stage directory, or Parquet/JSONL in that format; "
+              "GRPO: prompts as `distill generate` reads them (Parquet/JSONL/CSV, a stage directory, a Hub id) with an answer column; "
+              "rm also takes TRL's string prefs (prompt/chosen/rejected strings); prm: a steps table (prompt, completions, labels).")
+@click.option("--out", required=True, help="Output directory: adapter/ (or model/ with --full), checkpoints/, report.json, loss.png "
+              "(rm/prm: report.md with held-out accuracy).")
 @click.option("--lora-r", type=int, help=f"LoRA rank [{_d('lora_r')}].")
 @click.option("--lora-alpha", type=int, help=f"LoRA alpha [{_d('lora_alpha')}].")
 @click.option("--lora-dropout", type=float, help=f"LoRA dropout [{_d('lora_dropout')}].")
@@ -36,7 +39,8 @@ def _d(name: str) -> str:
 @click.option("--full", is_flag=True, default=None, help="Full fine-tuning instead of LoRA.")
 @click.option("--epochs", type=float, help=f"Passes over the data [{_d('epochs')}].")
 @click.option("--max-steps", type=int, help="Optimizer steps (overrides --epochs).")
-@click.option("--lr", type=float, help="Peak learning rate [sft 2e-4 / dpo 2e-5 / grpo 1e-5 with LoRA; 2e-5 / 1e-6 / 1e-6 full].")
+@click.option("--lr", type=float, help="Peak learning rate [sft 2e-4 / dpo 2e-5 / grpo 1e-5 / rm, prm 1e-4 with LoRA; "
+              "2e-5 / 1e-6 / 1e-6 / 1e-5 full].")
 @click.option("--batch-size", type=int, help=f"Examples (DPO: pairs; GRPO: completions) per device per step [{_d('batch_size')}].")
 @click.option("--grad-accum", type=int, help=f"Gradient accumulation steps [{_d('grad_accum')}].")
 @click.option("--max-length", type=int, help="Token limit per example [min(4096, the student's context)].")
@@ -55,19 +59,27 @@ def _d(name: str) -> str:
 @click.option("--epsilon", type=float, help=f"GRPO: clip range of the probability ratio [{_d('epsilon')}].")
 @click.option("--max-completion-length", type=int, help=f"GRPO: tokens per sampled completion [{_d('max_completion_length')}].")
 @click.option("--temperature", type=float, help=f"GRPO: sampling temperature [{_d('temperature')}].")
+@click.option("--eval-share", type=float, help=f"rm, prm: share of the prompts held out for the report's accuracy [{_d('eval_share')}].")
+@click.option("--margin-scale", type=float, help=f"rm: margin = this x (chosen_score - rejected_score) where both are given; "
+              f"0: no margin [{_d('margin_scale')}].")
+@click.option("--center-rewards-coefficient", type=float, help="rm: TRL's weight on mean(reward^2), rewards near zero [off; 0.01 suggested].")
+@click.option("--step-separator", help="prm: the text joining the steps; each step is labelled at its last token [newline].")
 @click.option("--merge", is_flag=True, default=None, help="Also write OUT/merged: the adapter folded into the weights.")
 @click.option("--resume", is_flag=True, default=None, help="Continue the run in OUT from its last complete checkpoint.")
 @click.option("--overwrite", is_flag=True, default=None, help="Delete the run in OUT and start over.")
 @click.option("--seed", type=int, help=f"Seed for data order and initialisation [{_d('seed')}].")
 @click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE", help="Any other setting, e.g. save_steps=50, threads=1, lint=warn.")
 def train(assignments: tuple[str, ...], **flags) -> None:
-    """SFT, DPO or GRPO a student with LoRA (or --full) on TRL and peft: linted, checkpointed, resumable.
+    """SFT, DPO, GRPO, a reward model or a process reward model with LoRA (or --full) on TRL and peft: linted,
+    checkpointed, resumable.
 
     \b
     distill train --method sft --student Qwen/Qwen2.5-1.5B-Instruct --data runs/sft --out runs/student
     distill train --method dpo --student runs/student/merged --data runs/pairs --out runs/dpo --merge
     distill train --method grpo --student runs/student/merged --data problems.parquet --out runs/grpo \\
         --num-generations 8 --reward accuracy=1.0 --reward format=0.2
+    distill train --method rm --student runs/student/merged --data runs/pairs --out runs/rm --merge
+    distill train --method prm --student runs/student/merged --data runs/steps --out runs/prm --full
     distill train ... --set launcher=accelerate --set num_processes=8 --set accelerate_config=zero3
     """
     from reasonkit.config import from_dict, override

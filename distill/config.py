@@ -35,11 +35,14 @@ from reasonkit.gen.render import R1_INSTRUCTION
 #: GRPO: TRL's default for full weights (1e-6, open-r1's and DeepSeek-R1's RL rate, whose policy-gradient
 #: steps are noisy and compound over thousands of steps), and the usual 10x for LoRA ("LoRA Without
 #: Regret" measured the best LoRA rate at ~10x the full one for RL as for SFT).
+#: Reward models (rm, prm): TRL's RewardConfig default (1e-4) with LoRA, and 1e-5 for full weights (InstructGPT's
+#: reward model trained at 9e-6): the head starts random, the body only needs nudging.
 DEFAULT_LR = {("sft", False): 2e-4, ("sft", True): 2e-5, ("dpo", False): 2e-5, ("dpo", True): 1e-6,
-              ("grpo", False): 1e-5, ("grpo", True): 1e-6}
+              ("grpo", False): 1e-5, ("grpo", True): 1e-6, ("rm", False): 1e-4, ("rm", True): 1e-5,
+              ("prm", False): 1e-4, ("prm", True): 1e-5}
 #: beta when not given: DPO's temperature (TRL's 0.1); GRPO's KL weight, 0 = no reference model (TRL's default,
 #: DAPO and Dr. GRPO drop the KL term; R1 used 0.001).
-DEFAULT_BETA = {"sft": 0.1, "dpo": 0.1, "grpo": 0.0}
+DEFAULT_BETA = {"sft": 0.1, "dpo": 0.1, "grpo": 0.0, "rm": 0.0, "prm": 0.0}
 #: GRPO rewards when none are named (reasonkit.filters.rewards): R1-Zero's rule-based pair. Format weighs
 #: 0.2 so a well-formed wrong answer never outscores a correct one, whatever its form.
 DEFAULT_REWARDS = {"accuracy": 1.0, "format": 0.2}
@@ -53,6 +56,8 @@ NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_ro
 GRPO_FIELDS = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsilon_high", "max_completion_length",
                "temperature", "top_p", "rewards", "lang", "verifier", "steps_per_generation", "num_iterations",
                "mask_truncated_completions", "instruction", "system", "reward_model")
+#: The reward models' own settings (distill/rm.py, distill/prm.py): left out of the other methods' fingerprints.
+SCORER_FIELDS = ("eval_share", "margin_scale", "center_rewards_coefficient", "step_separator")
 #: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
 #: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
 LAUNCH_FIELDS = ("launcher", "num_processes", "accelerate_config")
@@ -64,10 +69,11 @@ BATCH_SPLIT = ("batch_size", "grad_accum")
 
 @dataclass(frozen=True)
 class TrainConfig:
-    method: Literal["sft", "dpo", "grpo"]
+    method: Literal["sft", "dpo", "grpo", "rm", "prm"]
     student: str  # a model directory or Hub id (not a LoRA adapter: merge it first)
     # sft: an sft table; dpo: a prefs table (a stage directory, or Parquet/JSONL in that format); grpo: prompts
-    # read as `distill generate` reads them (Parquet/JSONL/CSV, a stage directory, a Hub dataset id)
+    # read as `distill generate` reads them (Parquet/JSONL/CSV, a stage directory, a Hub dataset id); rm: a prefs
+    # table or TRL's standard (string) prefs; prm: a steps table (prompt, completions, labels: stepwise supervision)
     data: str
     out: str
 
@@ -126,6 +132,14 @@ class TrainConfig:
     # commit OUT/rollouts every N steps, at every checkpoint and at the end (None: checkpoints and end only); a
     # step of 512 R1-length completions holds ~16 MB of text, so waiting for a checkpoint would hold gigabytes
     rollouts_every: int | None = 10
+
+    # Reward models: rm (TRL's RewardTrainer, distill/rm.py) and prm (token classification, distill/prm.py).
+    eval_share: float = 0.1  # share of the rows held out (seeded) for the report's held-out accuracy; 0: none
+    # rm: the loss is -log sigmoid(r_c - r_r - m) with m = margin_scale x (chosen_score - rejected_score) where both
+    # scores are present (0 where not); 0 turns margins off. pairs writes 1/0 (verified), judge its rubric's points.
+    margin_scale: float = 1.0
+    center_rewards_coefficient: float | None = None  # rm: + coef x mean(r^2), rewards near zero (TRL; 0.01 suggested)
+    step_separator: str = "\n"  # prm: joins the steps; each step's label sits on its last token (the separator's)
 
     # Output, checkpoints, resume
     merge: bool = False  # also write OUT/merged: the adapter folded into the base weights
@@ -193,6 +207,13 @@ class TrainConfig:
         if self.packing and self.method != "sft":
             raise ValueError("packing applies to --method sft only (DPO pairs are scored whole)")
         self._check_levers()
+        if not 0 <= self.eval_share < 1:
+            raise ValueError(f"eval_share must be in [0, 1), found {self.eval_share}")
+        if self.margin_scale < 0 or (self.center_rewards_coefficient or 0) < 0:
+            raise ValueError(f"margin_scale and center_rewards_coefficient must be >= 0, found {self.margin_scale} and "
+                             f"{self.center_rewards_coefficient}")
+        if not self.step_separator:
+            raise ValueError("step_separator must not be empty (the PRM reads each step's label at its last token)")
         if self.method == "grpo":
             self._check_grpo()
         if self.launcher == "none" and (self.num_processes or self.accelerate_config):
@@ -286,7 +307,8 @@ class TrainConfig:
         for f in dataclasses.fields(self):  # warmup=0 from Python and warmup: 0.0 from YAML/--set are one setting
             if f.type in ("float", "float | None") and isinstance(data[f.name], int) and not isinstance(data[f.name], bool):
                 data[f.name] = float(data[f.name])
-        for key in (*NOT_FINGERPRINTED, *LAUNCH_FIELDS, *BATCH_SPLIT, *(GRPO_FIELDS if self.method != "grpo" else ())):
+        for key in (*NOT_FINGERPRINTED, *LAUNCH_FIELDS, *BATCH_SPLIT, *(GRPO_FIELDS if self.method != "grpo" else ()),
+                    *(SCORER_FIELDS if self.method not in ("rm", "prm") else ())):
             data.pop(key)
         if data.get("reward_model", 0) is None:  # no rm reward: runs started before it existed still resume
             data.pop("reward_model")

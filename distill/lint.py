@@ -60,6 +60,8 @@ def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_pos
         from reasonkit.distill.lint_grpo import lint_prompts
 
         return lint_prompts(tok, table, cfg, stops=stops, max_positions=max_positions, world_size=world_size())
+    if cfg.method in ("rm", "prm"):  # a scoring head: no turn to end, no template markers; lengths only
+        return _lint_head(tok, table, cfg, max_length)
 
     findings = student_findings(tok, cfg, max_length=max_length, max_positions=max_positions, stops=stops)
     unready = {f.check for f in findings}  # the per-row checks would repeat these on every row
@@ -107,23 +109,44 @@ def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_pos
             findings.append(Finding(name, f"{tally.count} of {n} examples {messages[name]}; first: {tally.first}"))
     if think_why:
         findings.append(Finding("think_prefill", f"{tallies['think_prefill'].count} of {n} examples: {think_why[0]}; first: {tallies['think_prefill'].first}"))
-    share = truncated.count / max(1, n)
     stats = _length_stats(lengths, max_length, truncated.count)
-    if share > cfg.max_truncated_share:
-        findings.append(
-            Finding(
-                "truncation",
-                f"{truncated.count} of {n} examples ({share:.0%}) are longer than --max-length {max_length} tokens "
-                f"(longest {stats['longest']}, 95th percentile {stats['p95']}) and would lose their endings; raise "
-                f"--max-length or drop long traces (the limit is --set max_truncated_share={cfg.max_truncated_share}); "
-                f"first: {truncated.first}",
-            )
-        )
+    findings += _truncation(truncated, n, stats, cfg, "would lose their endings")
     from reasonkit.distill.memory import memory_finding
 
     memory = memory_finding(cfg, max_length=max_length, longest=stats["longest"])  # only with a GPU to fit
     findings += [memory] if memory else []
     return findings, stats
+
+
+def _truncation(truncated: _Tally, n: int, stats: dict, cfg, consequence: str) -> list[Finding]:
+    share = truncated.count / max(1, n)
+    if share <= cfg.max_truncated_share:
+        return []
+    return [Finding(
+        "truncation",
+        f"{truncated.count} of {n} examples ({share:.0%}) are longer than --max-length {stats['max_length']} tokens "
+        f"(longest {stats['longest']}, 95th percentile {stats['p95']}) and {consequence}; raise "
+        f"--max-length or drop long traces (the limit is --set max_truncated_share={cfg.max_truncated_share}); "
+        f"first: {truncated.first}",
+    )]
+
+
+def _lint_head(tok, table: pa.Table, cfg, max_length: int) -> tuple[list[Finding], dict]:
+    """rm/prm: how many examples exceed max_length (TRL's RewardTrainer drops such pairs; a PRM row loses its last labels)."""
+    from reasonkit.distill.heads import module
+
+    picks = [i for i, _ in _sample(table.select(["id"]), cfg.lint_rows)]
+    per_row = 2 if cfg.method == "rm" else 1  # a pair is two sequences
+    lengths = module(cfg.method).lengths(tok, table.take(picks), cfg)
+    truncated = _Tally()
+    for k, length in enumerate(lengths):
+        if length > max_length:
+            index = picks[k // per_row]
+            truncated.add(f"row {index} (id {table.column('id')[index].as_py()!r})")
+    stats = _length_stats(lengths, max_length, truncated.count)
+    consequence = "would be left out of training (TRL's RewardTrainer drops pairs longer than max_length)" if per_row == 2 \
+        else "would lose the labels of their last steps"
+    return _truncation(truncated, len(lengths), stats, cfg, consequence), stats
 
 
 def enforce(findings: Sequence[Finding], mode: str, where: str) -> None:

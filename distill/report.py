@@ -44,6 +44,11 @@ _STEP_KEYS = {
     "completions/mean_length": "completion_length",
     "completions/clipped_ratio": "truncated_share",  # completions cut at max_completion_length
     "step_time": "step_s",
+    # rm (TRL's RewardTrainer): the batch's pair accuracy and mean r_chosen - r_rejected; prm (plain Trainer): tokens
+    "accuracy": "reward_accuracy",
+    "margin": "reward_margin",
+    "mean_reward": "reward_mean",
+    "num_input_tokens_seen": "tokens",
     "time/generate": "generate_s",  # distill/grpo.py: seconds in generation, the reward functions, the scoring pass
     "time/reward": "reward_s",
     "time/score": "score_s",
@@ -83,11 +88,12 @@ class Monitor(TrainerCallback):
         logs = logs or {}
         if "loss" not in logs:
             return
-        self.tokens = float(logs.get("num_tokens", self.tokens))
+        self.tokens = float(logs.get("num_tokens", logs.get("num_input_tokens_seen", self.tokens)))
         if self._bar is not None:
             stats = f"loss {float(logs['loss']):.4f}  {self.tokens_per_s:,.0f} tok/s"
-            if "rewards/accuracies" in logs:
-                stats += f"  acc {float(logs['rewards/accuracies']):.2f}"
+            accuracy = logs.get("rewards/accuracies", logs.get("accuracy"))  # DPO's, the reward model's
+            if accuracy is not None:
+                stats += f"  acc {float(accuracy):.2f}"
             if logs.get("reward") is not None:  # GRPO
                 stats += f"  reward {float(logs['reward']):.3f}"
             self._bar.update(self._task, completed=state.global_step, stats=stats)
@@ -163,14 +169,15 @@ def plot(out: Path, records: list[dict], method: str, title: str) -> Path | None
     import matplotlib.ticker
 
     steps = [r["step"] for r in records]
-    panels = 2 if method == "dpo" else 1
+    pairs = method in ("dpo", "rm")  # a second panel: how often the chosen completion wins, and by how much
+    panels = 2 if pairs else 1
     fig, axes = plt.subplots(panels, 1, figsize=(7, 3.2 * panels), squeeze=False, sharex=True)
     ax = axes[0][0]
     ax.plot(steps, [r["loss"] for r in records], lw=1.2)
     ax.set_ylabel("loss")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    if method == "dpo":
+    if pairs:
         ax2 = axes[1][0]
         ax2.plot(steps, [r.get("reward_accuracy", float("nan")) for r in records], label="reward accuracy", lw=1.2)
         ax2.plot(steps, [r.get("reward_margin", float("nan")) for r in records], label="reward margin", lw=1.2)
@@ -193,10 +200,12 @@ def summary(report: dict) -> list[str]:
         f"{report['tokens_per_s']:,.0f} tokens/s, peak memory {report['peak_memory_bytes'] / 2**20:,.0f} MiB",
         f"loss {report['loss_first']:.4f} -> {report['loss_final']:.4f}" if report["loss_first"] is not None else "loss: not logged",
     ]
-    if report["method"] == "dpo" and report.get("reward_accuracy") is not None:
+    if report["method"] in ("dpo", "rm") and report.get("reward_accuracy") is not None:
         lines.append(f"reward accuracy {report['reward_accuracy']:.3f}, margin {report['reward_margin']:.4f} (last steps)")
     if report["method"] == "dpo" and (line := movement_line(report)):  # distill/dpo_movement.py
         lines.append(line)
+    if report.get("heldout"):
+        lines.append(heldout_line(report))
     if report.get("grpo"):
         from reasonkit.distill.grpo_report import summary_lines
 
@@ -206,3 +215,18 @@ def summary(report: dict) -> list[str]:
             lines.append(f"{key}: {report[key]}")
     lines.append(f"report: {report['report']}")
     return lines
+
+
+def heldout_line(report: dict) -> str:
+    """The held-out figures of a reward model (rm: pairs ranked right; prm: steps and first errors), before -> after."""
+    h, b = report["heldout"], report.get("heldout_before") or {}
+    if report["method"] == "rm":
+        if not h.get("pairs"):
+            return "held-out: no pair short enough to score"
+        return (f"held-out pairs {h['pairs']}: accuracy {b.get('pair_accuracy', float('nan')):.3f} -> {h['pair_accuracy']:.3f}, "
+                f"mean margin {b.get('mean_margin', float('nan')):.3f} -> {h['mean_margin']:.3f}")
+    if not h.get("steps"):
+        return "held-out: no step short enough to score"
+    return (f"held-out steps {h['steps']} in {h['rows']} solutions: step accuracy {b.get('step_accuracy', float('nan')):.3f} -> "
+            f"{h['step_accuracy']:.3f} (all good {h['all_good_step_accuracy']:.3f}), first-error accuracy "
+            f"{b.get('first_error_accuracy', float('nan')):.3f} -> {h['first_error_accuracy']:.3f} (all good {h['all_good_first_error_accuracy']:.3f})")

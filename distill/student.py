@@ -121,13 +121,17 @@ def count_parameters(model) -> tuple[int, int]:
     return trainable, total
 
 
-def merge_adapter(adapter_dir: Path, out_dir: Path, bf16: bool) -> Path:
+def merge_adapter(adapter_dir: Path, out_dir: Path, bf16: bool, method: str = "sft") -> Path:
     """Fold a saved LoRA adapter into its base weights: a plain model directory for transformers and vLLM.
 
     Reloads the base from the adapter's ``base_model_name_or_path`` rather than merging the trained
     object in place, so the merged weights are exactly base + saved adapter, whatever wrappers the
-    trainer put around the live model.
+    trainer put around the live model. Reward models (rm, prm) keep their head: distill/heads.py.
     """
+    from reasonkit.distill import heads
+
+    if heads.is_head(method):
+        return heads.merge_head_adapter(method, adapter_dir, out_dir, bf16)
     import torch
     from peft import AutoPeftModelForCausalLM
     from transformers import AutoTokenizer

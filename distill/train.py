@@ -1,4 +1,4 @@
-"""``train(config) -> report``: SFT, DPO or GRPO a student, linted, checkpointed, resumable.
+"""``train(config) -> report``: SFT, DPO, GRPO, a reward model or a process reward model, linted, checkpointed, resumable.
 
 The recipe, in order: check the output directory (a finished run, a run to resume, or a clash);
 read and validate the table; load the student's tokenizer and the chat template to train with;
@@ -17,9 +17,11 @@ OUT/
   checkpoints/checkpoint-N/   Trainer checkpoints every save_steps (adapter, optimizer, RNG, state)
   adapter/               the LoRA adapter + tokenizer (peft, transformers, vLLM load it)   [LoRA]
   model/                 the full fine-tuned model + tokenizer                             [--full]
+                         (rm, prm: a sequence/token-classification model; prm also reasonkit_prm.json)
   merged/                base + adapter folded into plain weights                          [--merge]
   rollouts/              GRPO: every sampled completion, its rewards and advantage (distill/rollouts.py)
-  report.json, loss.png  (GRPO: also report.md, rewards.png: distill/grpo_report.py)
+  report.json, loss.png  (GRPO: also report.md, rewards.png: distill/grpo_report.py; rm/prm: report.md with the
+                         held-out figures: distill/heads.py)
   launch.log             launcher accelerate: every process's output
 """
 
@@ -72,15 +74,21 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     if finished is not None:
         return finished
 
-    from reasonkit.distill import data, lint
+    from reasonkit.distill import data, heads, lint
 
     _quiet_libraries()
+    head = heads.is_head(cfg.method)
     if cfg.method == "grpo":  # prompts, read and rendered as `distill generate` does
         table = data.read_prompt_rows(cfg)
+    elif head:  # pairs or steps; and a student that can take the head, checked before anything is written
+        table = heads.module(cfg.method).read(cfg)
+        heads.check_student(cfg)
     else:
         table = data.read_rows(cfg.data, cfg.method, allow_incomplete=cfg.allow_incomplete)
     tok = data.load_tokenizer(cfg)
-    note = data.resolve_template(tok, cfg)
+    note = data.resolve_template(tok, cfg) if not head or heads.module(cfg.method).needs_template(table) else None
+    if head and tok.pad_token is None:  # the heads read the last non-pad token: padding must be told apart
+        tok.pad_token = tok.eos_token
     if note:
         say(f"note: {note}")
     positions = data.max_positions(cfg.student)
@@ -123,8 +131,14 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
 
     device = resolve_device(cfg)
     monitor = Monitor(cfg.method, progress)
-    rollouts = None
-    if cfg.method == "sft":
+    rollouts = heldout = None
+    from reasonkit.distill import heads
+
+    if heads.is_head(cfg.method):
+        scorer = heads.module(cfg.method)
+        table, heldout = heads.split(table, cfg)
+        arguments, build = scorer.arguments, scorer.build
+    elif cfg.method == "sft":
         from reasonkit.distill.sft import build_sft_trainer as build
         from reasonkit.distill.sft import sft_arguments as arguments
     elif cfg.method == "dpo":
@@ -140,8 +154,13 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     # DeepSpeed config that makes from_pretrained load each weight already partitioned
     # (transformers' is_deepspeed_zero3_enabled); loaded first, every process would hold it whole.
     args = arguments(cfg, trainer_args(cfg, device, out / CHECKPOINTS, max_length))
-    model = load_model(cfg, device)
-    trainer = build(cfg, model, tok, to_dataset(table, cfg.method), args, lora_config(cfg), [monitor])
+    if heldout is not None:
+        model = heads.load_head_model(cfg, device, tok.pad_token_id)
+        trainer = build(cfg, model, tok, scorer.dataset(table, cfg, tok, max_length), args, heads.head_lora(cfg) if cfg.is_lora else None, [monitor])
+        before = scorer.held_out(trainer, heldout, cfg, cfg.batch_size, max_length)  # the random head: the bar to clear
+    else:
+        model = load_model(cfg, device)
+        trainer = build(cfg, model, tok, to_dataset(table, cfg.method), args, lora_config(cfg), [monitor])
     _drop_printer(trainer)
     trainable, total = count_parameters(trainer.model)
     result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
@@ -152,11 +171,13 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     trainer.save_model(str(final))  # every process takes part (FSDP/ZeRO gather); the main one writes
     if not trainer.is_world_process_zero():  # under accelerate launch: the other ranks are done
         return {"complete": True, "steps": trainer.state.global_step, "rank": trainer.args.process_index}
+    if cfg.method == "prm":
+        heads.write_prm_file(final, cfg.step_separator)
     merged = None
     if cfg.merge and cfg.full:
         say(f"note: --full trains every weight; {final} already is a plain model, nothing to merge")
     elif cfg.merge:
-        merged = merge_adapter(final, out / "merged", device.bf16 and device.kind == "cuda")
+        merged = merge_adapter(final, out / "merged", device.bf16 and device.kind == "cuda", cfg.method)
 
     records = history(trainer.state.log_history)
     runtime = float(result.metrics.get("train_runtime", monitor.elapsed))
@@ -201,6 +222,10 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
         from reasonkit.distill.grpo_report import add_grpo
 
         add_grpo(report, records, cfg, rollouts, out)
+    if heldout is not None:
+        report.update(rows=table.num_rows + heldout.num_rows, train_rows=table.num_rows, heldout_rows=heldout.num_rows, heldout_before=before,
+                      heldout=scorer.held_out(trainer, heldout, cfg, cfg.batch_size, max_length))
+        report["report_md"] = str(heads.write_markdown(out, report))
     write_report(out, report)
     for line in summary(report):
         say(line)
@@ -271,7 +296,8 @@ def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, stude
         from reasonkit.distill.report import write_report
         from reasonkit.distill.student import merge_adapter
 
-        report["merged"] = str(merge_adapter(Path(report["adapter"]), out / "merged", report["device"]["bf16"] and report["device"]["kind"] == "cuda"))
+        report["merged"] = str(merge_adapter(Path(report["adapter"]), out / "merged", report["device"]["bf16"] and report["device"]["kind"] == "cuda",
+                                             report["method"]))
         write_report(out, report)
     say(f"{out}: finished already ({report['steps']} steps); nothing to resume")
     return report
