@@ -51,10 +51,12 @@ def held_out_rows(groups: list, share: float, seed: int) -> list[int]:
 
 def split(table, cfg):
     """(train rows, held-out rows) of ``table`` by :func:`held_out_rows` on its ``id`` column (else row order)."""
+    import pyarrow as pa
+
     groups = table.column("id").to_pylist() if "id" in table.column_names else list(range(table.num_rows))
     held = held_out_rows(groups, cfg.eval_share, cfg.seed)
     keep = sorted(set(range(table.num_rows)) - set(held))
-    return table.take(keep), table.take(held)
+    return table.take(pa.array(keep, pa.int64())), table.take(pa.array(held, pa.int64()))  # typed: an empty list is too
 
 
 def check_student(cfg) -> None:

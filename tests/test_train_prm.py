@@ -135,6 +135,43 @@ def test_trl_stepwise_rows_without_id_or_soft_are_read(tmp_path):
     assert table.select(["id", "soft"]).to_pylist() == [{"id": "0", "soft": [1.0, 0.0]}]
 
 
+def test_held_out_split_keeps_prompts_whole_and_may_be_empty():
+    table = steps_table(8)
+    ids = table.column("id").to_pylist()
+    table = pa.concat_tables([table, table.slice(0, 2)])  # a second solution of the first two prompts
+    train_rows, held = heads.split(table, TrainConfig(method="prm", student="m", data="d", out="o", eval_share=0.25, seed=1))
+    assert held.num_rows >= 2 and not set(held.column("id").to_pylist()) & set(train_rows.column("id").to_pylist())
+    train_rows, held = heads.split(table, TrainConfig(method="prm", student="m", data="d", out="o", eval_share=0))
+    assert held.num_rows == 0 and train_rows.column("id").to_pylist() == ids + ids[:2]
+
+
 @pytest.mark.parametrize("module", ["rm", "prm", "heads"])
 def test_doctests(module):
     assert doctest.testmod(importlib.import_module(f"reasonkit.distill.{module}")).failed == 0
+
+
+@pytest.mark.parametrize("method", ["rm", "prm"])
+def test_a_run_resumed_from_its_checkpoint_ends_as_the_whole_run_and_merges_later(teacher_dir, tmp_path, method):
+    """Killed after its step-4 checkpoint (the later outputs gone), --resume trains steps 5-8 to the same losses
+    and held-out figures; --merge on the finished run then folds the adapter and its head in."""
+    import shutil
+
+    from reasonkit.distill.synthetic import write_prefs
+
+    if method == "rm":
+        data = write_prefs(tmp_path / "prefs", n=16)
+    else:
+        data = tmp_path / "steps.parquet"
+        pq.write_table(steps_table(16), data)
+    cfg = dict(method=method, lr=3e-3, max_steps=8, save_steps=4)
+    out = tmp_path / "run"
+    whole = train(config(teacher_dir, data, out, **cfg))
+    for name in ("adapter", "checkpoints/checkpoint-8", "report.json"):
+        (shutil.rmtree if (out / name).is_dir() else (out / name).unlink)(out / name)
+    resumed = train(config(teacher_dir, data, out, resume=True, **cfg))
+    assert resumed["resumed_from_step"] == 4
+    assert [r["loss"] for r in resumed["history"]] == pytest.approx([r["loss"] for r in whole["history"]], abs=1e-5)
+    assert resumed["heldout"] == whole["heldout"]
+    merged = train(config(teacher_dir, data, out, resume=True, merge=True, **cfg))["merged"]
+    assert json.loads((out / "merged" / "config.json").read_text())["architectures"][0].endswith(
+        "ForSequenceClassification" if method == "rm" else "ForTokenClassification") and merged == str(out / "merged")

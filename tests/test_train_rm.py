@@ -121,3 +121,16 @@ def test_a_student_that_cannot_be_loaded_is_one_line_and_writes_nothing(tmp_path
     line = result.stderr.strip()
     assert "\n" not in line and line.startswith(f"error: {tmp_path / 'empty'}: cannot load the student's config"), line
     assert not (tmp_path / "out").exists()
+
+
+def test_lint_counts_the_pairs_trl_would_drop_and_center_rewards_reaches_trl(teacher_dir, tmp_path):
+    from reasonkit.distill.rm import arguments
+
+    data = write_prefs(tmp_path / "prefs", n=8)
+    result = run_cli(["--student", teacher_dir, "--data", data, "--out", str(tmp_path / "out"), "--max-length", "64"])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert line.startswith("error: lint (truncation): 16 of 16 examples (100%) are longer than --max-length 64 tokens"), line
+    assert "would be left out of training (TRL's RewardTrainer drops pairs longer than max_length)" in line
+    cfg = TrainConfig(method="rm", student="m", data="d", out="o", center_rewards_coefficient=0.01)
+    assert arguments(cfg, dict(output_dir=str(tmp_path / "ck"), use_cpu=True, bf16=False)).center_rewards_coefficient == 0.01
