@@ -35,6 +35,7 @@ from reasonkit.judges import stage
 from reasonkit.judges.step_text import first_error, first_step, opening, prefix, solution_body, split_steps, step_dpo_pair
 from reasonkit.judges.steps_config import LabelStepsConfig, fingerprinted
 from reasonkit.schema import MESSAGES, schema
+from reasonkit.store import StageWriter
 
 STEPS = pa.schema(list(schema("steps")) + [
     pa.field("sample", pa.int32()), pa.field("answer", pa.string()), pa.field("source", pa.string()),
@@ -101,9 +102,23 @@ def read_solutions(cfg: LabelStepsConfig) -> tuple[list[Solution], Counter]:
                 raise UserError(f"{at}: empty solution, no step to label (separator {cfg.separator!r})")
             solutions.append(Solution(row["id"], sample, [{"role": m["role"], "content": m["content"]} for m in row["messages"]],
                                       steps, in_think, str(gold), row.get("source"), row.get("response") or ""))
-            if cfg.limit is not None and len(solutions) >= cfg.limit:
-                return solutions, skipped
-    return solutions, skipped
+    if cfg.wrong_only:
+        verdicts = own_verdicts(solutions, cfg.verifier)
+        skipped["correct"] += sum(verdicts)
+        solutions = [s for s, ok in zip(solutions, verdicts) if not ok]
+    return solutions[: cfg.limit], skipped
+
+
+def own_verdicts(solutions: list[Solution], verifier: str) -> list[bool]:
+    """Whether each solution's own final answer is the gold one (unverifiable: not)."""
+    from reasonkit.filters.extract import extract_answer
+    from reasonkit.filters.verify import Verifier
+
+    checker = Verifier(verifier)
+    try:
+        return [ok is True for ok, _ in checker.check([(extract_answer(s.response)[0], s.answer) for s in solutions])]
+    finally:
+        checker.close()
 
 
 def make_backend(cfg: LabelStepsConfig):
@@ -191,16 +206,29 @@ def label_chunk(solutions: list[Solution], cfg: LabelStepsConfig, backend, verif
     return rows
 
 
-def derive_pairs(separator: str):
+def derive_pairs(separator: str, written: StageWriter):
+    """Step-DPO pairs of a shard of steps rows. Samples of one prompt that slipped the same way give the
+    same pair: it is kept once, here or in an earlier shard or run (``written``), so no pair weighs
+    double in DPO's loss."""
+    from reasonkit.store import iter_stage
+
+    seen = {(r["prompt"], r["chosen"], r["rejected"]) for t in iter_stage(written.dir, allow_incomplete=True)
+            for r in t.select(["prompt", "chosen", "rejected"]).to_pylist()}
+
     def derive(rows: list[dict]) -> list[dict]:
-        return [pair for pair, _ in (step_dpo_pair(r, separator) for r in rows) if pair is not None]
+        pairs = []
+        for pair, _ in (step_dpo_pair(r, separator) for r in rows):
+            if pair is not None and (key := (pair["prompt"], pair["chosen"], pair["rejected"])) not in seen:
+                seen.add(key)
+                pairs.append(pair)
+        return pairs
     return derive
 
 
 def run_label_steps(cfg: LabelStepsConfig, *, backend=None) -> dict:
     """Label every solution of ``cfg.input`` not yet in ``cfg.out``; write steps and Step-DPO pairs; the report."""
     from reasonkit.filters.verify import Verifier
-    from reasonkit.store import StageWriter, fingerprint_path
+    from reasonkit.store import fingerprint_path
 
     solutions, skipped = read_solutions(cfg)  # bad input fails before any model loads
     settings = fingerprinted(cfg)
@@ -209,7 +237,7 @@ def run_label_steps(cfg: LabelStepsConfig, *, backend=None) -> dict:
                         input_fingerprint=source_fp, input_path=cfg.input, overwrite=cfg.overwrite)
     pairs = StageWriter(Path(cfg.out) / "step_dpo", stage="label-steps", kind="prefs_text", config=settings,
                         keys=("id", "sample"), input_fingerprint=source_fp, overwrite=cfg.overwrite)
-    outputs = [stage.Output(pairs, derive_pairs(cfg.separator), STEP_DPO)]
+    outputs = [stage.Output(pairs, derive_pairs(cfg.separator, pairs), STEP_DPO)]
     stage.reconcile(steps, outputs)
     done = steps.done_keys()
     todo = [s for s in solutions if (s.id, s.sample) not in done]
@@ -252,9 +280,9 @@ def summarize(cfg, steps, pairs, read: int, skipped: Counter, labelled: int, sec
             correct += bool(r["correct"])
             wrong_solutions += first_error(r["labels"]) is not None
             tokens += r["rollout_tokens"] or 0
-            why = step_dpo_pair(r, cfg.separator)[1]
-            if why:
-                no_pair[why] += 1
+            no_pair[step_dpo_pair(r, cfg.separator)[1] or "duplicate_pair"] += 1
+    no_pair["duplicate_pair"] -= pairs.manifest["rows"]  # the rows with a pair less the pairs kept
+    no_pair = +no_pair  # drops the zero counts
     return {"stage": "label-steps", "policy": cfg.policy, "input": cfg.input, "solutions_read": read,
             "rows_skipped": dict(skipped), "solutions": solutions, "solutions_correct": correct,
             "solutions_with_a_wrong_step": wrong_solutions, "steps": n_steps, "good_steps": good,

@@ -21,6 +21,8 @@ from reasonkit.judges.command import _CTX, _common
 @click.option("--verifier", type=click.Choice(["math", "int"]), default=None, help="[default: math]")
 @click.option("--kept-only", "include_wrong", flag_value=False, default=None,
               help="Label only a filter's kept rows, not its rejected/ rows dropped as wrong.")
+@click.option("--wrong-only", is_flag=True, default=None,
+              help="Label only solutions whose final answer is wrong (the ones a Step-DPO pair can come from).")
 @click.option("--limit", type=int, default=None, help="Label at most this many solutions.")
 @click.option("--chat-template", type=click.Path(), default=None, help="Jinja file overriding the tokenizer's chat template.")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default=None, help="[default: auto]")

@@ -37,7 +37,10 @@ class LabelStepsConfig:
     separator: str = "\n"  # between steps; the task's solutions are one step a line
     verifier: str = "math"  # filters/verify.py's Verifier, as the filter checks answers
     include_wrong: bool = True  # also label a filter's rejected/ rows dropped as `wrong` (the negatives)
-    limit: int | None = None  # at most this many solutions (first ones, in input order)
+    # Only solutions whose final answer is wrong: the ones with a first wrong step, so a Step-DPO pair
+    # (a policy that is mostly right spends most rollouts confirming correct solutions otherwise).
+    wrong_only: bool = False
+    limit: int | None = None  # at most this many solutions (the first ones, in input order, after wrong_only)
     seed: int = 0
     chat_template: str | None = None
     dtype: str = "auto"
@@ -81,7 +84,8 @@ def fingerprinted(cfg: LabelStepsConfig) -> dict:
     The policy is named by its content (identity.py), so retrained weights at one path are another run."""
     from reasonkit.identity import model_identity
 
-    skip = {"input", "out", "overwrite", "allow_incomplete", "limit", "shard_size", "batch_size", "engine_args"}
+    skip = {"input", "out", "overwrite", "allow_incomplete", "limit", "wrong_only", "shard_size", "batch_size",
+            "engine_args"}  # which solutions, not what a row says: a run may be extended to more
     settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in skip}
     if output_engine_args(cfg.engine_args):
         settings["engine_args"] = output_engine_args(cfg.engine_args)

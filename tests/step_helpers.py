@@ -31,11 +31,11 @@ def reasoning_lines(text: str) -> list[str]:
 
 
 def traces_stage(path, problems: list[dict], texts: list[str], *, answers: list | None = None) -> str:
-    """A finished traces stage directory: sample 0 of each problem is the given completion text."""
+    """A finished traces stage directory of the given completion texts; a problem listed twice has samples 0, 1."""
     rows = []
     for i, (p, text) in enumerate(zip(problems, texts)):
         reasoning, response = split(text)
-        rows.append({"id": p["id"], "sample": 0, "messages": [{"role": "user", "content": user_content(p["problem"])}],
+        rows.append({"id": p["id"], "sample": sum(r["id"] == p["id"] for r in rows), "messages": [{"role": "user", "content": user_content(p["problem"])}],
                      "completion": text, "reasoning": reasoning, "response": response, "finish_reason": "stop",
                      "prompt_tokens": 0, "completion_tokens": 0, "teacher": "t", "gen_config": "g",
                      "answer": p["answer"] if answers is None else answers[i], "source": p["source"]})

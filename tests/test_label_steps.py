@@ -2,9 +2,11 @@
 solution whose third line holds a wrong number; the vLLM path on the session's shared engine; resume;
 bad input."""
 
+import dataclasses
+
 import pytest
 from click.testing import CliRunner
-from step_helpers import corrupted_stage, problems, reasoning_lines, traces_stage
+from step_helpers import corrupt, corrupted_stage, problems, reasoning_lines, traces_stage
 
 from reasonkit.cli import cli
 from reasonkit.judges.steps import run_label_steps
@@ -15,7 +17,7 @@ from reasonkit.store import load_manifest, read_stage
 
 def check_labels(out, p, text):
     """The labels and the Step-DPO pair a greedy teacher gives the solution whose line 3 is wrong."""
-    (row,) = read_stage(out).to_pylist()
+    row = read_stage(out).to_pylist()[0]
     good, bad = reasoning_lines(solution(p)), reasoning_lines(text)
     assert good[:2] == bad[:2] and good[2] != bad[2]
     assert row["completions"][:5] == bad and row["completions"][5] == "</think>\nThe answer is \\boxed{%s}." % p["answer"]
@@ -45,13 +47,21 @@ def test_labels_and_pair_of_a_wrong_third_line_hf(tmp_path, teacher_dir):
 def test_vllm_path_resume_and_rederived_pairs(tmp_path, teacher_dir, vllm_engine):
     from reasonkit.gen.vllm_backend import VllmBackend
 
-    src, p, text = corrupted_stage(tmp_path / "traces")
+    p = problems(1)[0]
+    text = corrupt(solution(p), 3)
+    src = traces_stage(tmp_path / "traces", [p, p], [text, text])  # two samples that slipped alike
     out = tmp_path / "steps"
-    cfg = LabelStepsConfig(input=src, out=str(out), policy=teacher_dir, temperature=0, n=2)
+    cfg = LabelStepsConfig(input=src, out=str(out), policy=teacher_dir, temperature=0, n=2, limit=1)
     backend = VllmBackend(llm=vllm_engine)
     first = run_label_steps(cfg, backend=backend)
     check_labels(out, p, text)
     assert first["this_run"]["solutions"] == 1
+    # the second sample, by extending --limit: labelled alike, and its pair, the same, kept once
+    both = run_label_steps(dataclasses.replace(cfg, limit=None), backend=backend)
+    assert both["this_run"]["solutions"] == 1 and both["pairs"] == 1 and both["no_pair"] == {"duplicate_pair": 1}
+    steps = read_stage(out).to_pylist()
+    assert [r["sample"] for r in steps] == [0, 1] and steps[0]["labels"] == steps[1]["labels"]
+    cfg = dataclasses.replace(cfg, limit=None)
     rows = read_stage(out).to_pylist()
     # a rerun labels nothing again; pairs lost after their steps shard was committed are re-derived
     import shutil
@@ -122,3 +132,21 @@ def test_command_module_imports_nothing_heavy():
             "print(sorted(m for m in ('pyarrow', 'torch', 'vllm', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_wrong_only_labels_the_solutions_with_a_wrong_answer(tmp_path, teacher_dir, vllm_engine):
+    from reasonkit.gen.vllm_backend import VllmBackend
+
+    ps = problems(3)
+    texts = [solution(q) for q in ps]
+    texts[1] = texts[1].replace("\\boxed{%s}" % ps[1]["answer"], "\\boxed{%d}" % (int(ps[1]["answer"]) + 1))
+    src = traces_stage(tmp_path / "traces", ps, texts)
+    out = tmp_path / "steps"
+    report = run_label_steps(LabelStepsConfig(input=src, out=str(out), policy=teacher_dir, temperature=0, wrong_only=True),
+                             backend=VllmBackend(llm=vllm_engine))
+    (row,) = read_stage(out).to_pylist()
+    assert row["id"] == ps[1]["id"] and row["correct"] is False and report["rows_skipped"] == {"correct": 2}
+    # every line is right, only the boxed answer is not: the first wrong step is the last one
+    assert row["labels"] == [True] * (len(row["labels"]) - 1) + [False]
+    (pair,) = read_stage(out / "step_dpo").to_pylist()
+    assert pair["rejected"] == row["completions"][-1] + "\n" and pair["chosen"] == "</think>\nThe answer is \\boxed{%s}.\n" % ps[1]["answer"]
