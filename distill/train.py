@@ -157,13 +157,16 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     if heldout is not None:
         model = heads.load_head_model(cfg, device, tok.pad_token_id)
         trainer = build(cfg, model, tok, scorer.dataset(table, cfg, tok, max_length), args, heads.head_lora(cfg) if cfg.is_lora else None, [monitor])
-        before = scorer.held_out(trainer, heldout, cfg, cfg.batch_size, max_length)  # the random head: the bar to clear
+        # the random head: the bar to clear (one process only: before training starts, ZeRO-3's weights are not gathered)
+        before = scorer.held_out(trainer, heldout, cfg, cfg.batch_size, max_length) if launch.world_size() == 1 else None
     else:
         model = load_model(cfg, device)
         trainer = build(cfg, model, tok, to_dataset(table, cfg.method), args, lora_config(cfg), [monitor])
     _drop_printer(trainer)
     trainable, total = count_parameters(trainer.model)
     result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    # every process scores (under ZeRO-3/FSDP a forward needs them all); the main one reports
+    after = scorer.held_out(trainer, heldout, cfg, cfg.batch_size, max_length) if heldout is not None else None
 
     final = out / ("model" if cfg.full else "adapter")
     if trainer.is_fsdp_enabled:  # sharded checkpoints resume; the final weights are gathered whole
@@ -224,7 +227,7 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
         add_grpo(report, records, cfg, rollouts, out)
     if heldout is not None:
         report.update(rows=table.num_rows + heldout.num_rows, train_rows=table.num_rows, heldout_rows=heldout.num_rows, heldout_before=before,
-                      heldout=scorer.held_out(trainer, heldout, cfg, cfg.batch_size, max_length))
+                      heldout=after)
         report["report_md"] = str(heads.write_markdown(out, report))
     write_report(out, report)
     for line in summary(report):
