@@ -17,7 +17,7 @@ from reasonkit.judges.command import _CTX, _common
 @click.option("--temperature", type=float, default=None, help="[default: 0.6]")
 @click.option("--top-p", type=float, default=None, help="[default: 0.95]")
 @click.option("--max-tokens", type=int, default=None, help="Per rollout. [default: what the context leaves after the prefix]")
-@click.option("--separator", default=None, help="Between steps (backslash escapes read: '\\n\\n'). [default: a newline]")
+@click.option("--separator", default=None, help="Between steps ('\\n\\n': a blank line). [default: a newline]")
 @click.option("--verifier", type=click.Choice(["math", "int"]), default=None, help="[default: math]")
 @click.option("--kept-only", "include_wrong", flag_value=False, default=None,
               help="Label only a filter's kept rows, not its rejected/ rows dropped as wrong.")
@@ -51,8 +51,8 @@ def label_steps(sets, **flags) -> None:
 
     try:
         data = {k: v for k, v in flags.items() if v is not None}
-        if "separator" in data:  # a newline is hard to type in a shell flag
-            data["separator"] = data["separator"].encode().decode("unicode_escape")
+        if "separator" in data:  # a newline is hard to type in a shell flag: read \n and \t
+            data["separator"] = data["separator"].replace("\\n", "\n").replace("\\t", "\t")
         from reasonkit.judges.steps_config import LabelStepsConfig
 
         cfg = override(from_dict(LabelStepsConfig, data, "label-steps"), list(sets), "label-steps")

@@ -150,3 +150,30 @@ def test_wrong_only_labels_the_solutions_with_a_wrong_answer(tmp_path, teacher_d
     assert row["labels"] == [True] * (len(row["labels"]) - 1) + [False]
     (pair,) = read_stage(out / "step_dpo").to_pylist()
     assert pair["rejected"] == row["completions"][-1] + "\n" and pair["chosen"] == "</think>\nThe answer is \\boxed{%s}.\n" % ps[1]["answer"]
+
+
+def test_reads_kept_rows_and_the_rejected_wrong_ones(tmp_path):
+    """A filter output: its kept rows and rejected/ rows dropped as wrong are labelled; rows dropped for
+    anything else (here: language) and rows that did not finish are not."""
+    import pyarrow as pa
+
+    from reasonkit.judges.steps import read_solutions
+    from reasonkit.store import StageWriter
+
+    ps = problems(4)
+    kept = traces_stage(tmp_path / "verified", ps[:1], [solution(ps[0])])
+    texts = [solution(q) for q in ps[1:]]
+    dropped = read_stage(traces_stage(tmp_path / "x", ps[1:], texts)).to_pylist()
+    for row, (reason, finish) in zip(dropped, [("wrong", "stop"), ("language", "stop"), ("wrong", "length")]):
+        row.update(drop_reason=reason, finish_reason=finish)
+    writer = StageWriter(tmp_path / "verified" / "rejected", stage="filter", kind=None, config={}, keys=("id", "sample"))
+    writer.commit(pa.Table.from_pylist(dropped))
+    writer.finish()
+    cfg = LabelStepsConfig(input=kept, out=str(tmp_path / "o"), policy="m", separator="\n")
+    solutions, skipped = read_solutions(cfg)
+    assert [s.id for s in solutions] == [ps[0]["id"], ps[1]["id"]] and skipped == {"truncated": 1}
+    assert len(solutions[0].steps) == 6 and solutions[0].in_think  # 5 lines, then </think> with the answer
+    only_kept, _ = read_solutions(dataclasses.replace(cfg, include_wrong=False))
+    assert [s.id for s in only_kept] == [ps[0]["id"]]
+    blank_lines, _ = read_solutions(dataclasses.replace(cfg, separator="\n\n"))  # one step: no blank line in it
+    assert len(blank_lines[0].steps) == 1
