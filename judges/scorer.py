@@ -19,8 +19,9 @@ adapter's ``adapter_config.json``, before torch loads):
   label on the last token of each step; the steps cut as ``distill label-steps`` cuts them. ``step_rewards`` are P(good) (label 1) there; ``reward`` is their minimum (Math-Shepherd's
   aggregate; ``distill filter --step-aggregate prod`` takes Lightman et al.'s product instead).
 
-Scoring is batched: rows sorted by length (so a batch pads little), padded on the right (a causal model's
-real tokens never attend to right padding, so a row scores the same alone or in a batch), one forward a batch.
+Scoring is batched: identical inputs run once, rows sorted by length (so a batch pads little), padded on the
+right (a causal model's real tokens never attend to right padding, so a row scores the same alone or in a
+batch), one forward a batch.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def inspect_model(path: str) -> ModelSpec:
 
 @dataclass(frozen=True)
 class Encoded:
-    ids: list[int]
+    ids: tuple[int, ...]
     ends: tuple[int, ...] = ()  # prm: the position of each step's last token
 
 
@@ -153,7 +154,7 @@ class Scorer:
             messages = [{"role": m["role"], "content": m["content"]} for m in prompt]
             ids = tok.apply_chat_template(messages + [{"role": "assistant", "content": turn}], tokenize=True,
                                           return_dict=True)["input_ids"]
-        return Encoded(list(ids[: self.max_length] if self.max_length else ids))
+        return Encoded(tuple(ids[: self.max_length] if self.max_length else ids))
 
     def _encode_steps(self, prompt, turn: str) -> Encoded:
         """The PRM's input as ``distill train --method prm`` trained it (distill/prm.py's encode_steps) on the steps
@@ -172,19 +173,24 @@ class Scorer:
         ids, ends = encode_steps(tok, prompt + opening(in_think, opens_think(prompt)), split_steps(body, sep), sep)
         if self.max_length:
             ids, ends = ids[: self.max_length], [e for e in ends if e < self.max_length]
-        return Encoded(list(ids), tuple(ends))
+        return Encoded(tuple(ids), tuple(ends))
 
     # -- forward ---------------------------------------------------------------------------------
     def score(self, prompts: Sequence, turns: Sequence[str | None], batch_size: int = 16
               ) -> list[tuple[float | None, list[float] | None]]:
         """``(reward, step_rewards)`` per row (``(None, None)`` for a row with no text); ``step_rewards`` only for a PRM."""
         out: list[tuple[float | None, list[float] | None]] = [(None, None)] * len(turns)
-        encoded = {i: self.encode(p, t) for i, (p, t) in enumerate(zip(prompts, turns)) if t}
-        order = sorted(encoded, key=lambda i: len(encoded[i].ids))
+        # identical inputs run once: a policy's samples of one prompt are often the same text (GRPO groups, best-of-N)
+        same: dict[Encoded, list[int]] = {}
+        for i, (p, t) in enumerate(zip(prompts, turns)):
+            if t:
+                same.setdefault(self.encode(p, t), []).append(i)
+        order = sorted(same, key=lambda e: len(e.ids))
         for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            for i, result in zip(rows, self.forward([encoded[i] for i in rows])):
-                out[i] = result
+            batch = order[start : start + batch_size]
+            for e, result in zip(batch, self.forward(batch)):
+                for i in same[e]:
+                    out[i] = result
         return out
 
     def forward(self, batch: list[Encoded]) -> list[tuple[float | None, list[float] | None]]:
@@ -198,7 +204,9 @@ class Scorer:
             ids[row, : len(e.ids)] = torch.tensor(e.ids, dtype=torch.long)
             mask[row, : len(e.ids)] = 1
         with torch.inference_mode():
-            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits.float().cpu()
+            # no KV cache: one forward, nothing generated after it
+            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                use_cache=False).logits.float().cpu()
         if self.spec.kind == "rm":
             return [(float(v), None) for v in logits[:, 0].tolist()]
         good = torch.softmax(logits, dim=-1)[..., 1]

@@ -62,7 +62,7 @@ def test_rewards_equal_a_direct_forward_and_trls_tokenisation(models, traces, tm
     scorer = Scorer(inspect_model(models["rm"]))
     for r in rows[:3]:
         example = r["messages"] + [{"role": "assistant", "content": turn_of(r)}]
-        assert scorer.encode(r["messages"], turn_of(r)).ids == _tokenize(scorer.tokenizer, example)["input_ids"]
+        assert list(scorer.encode(r["messages"], turn_of(r)).ids) == _tokenize(scorer.tokenizer, example)["input_ids"]
     schema = read_stage(tmp_path / "s").schema
     assert schema.field("reward").type == pa.float32() and load_manifest(tmp_path / "s")["kind"] == "scores"
 
@@ -97,6 +97,17 @@ def test_prm_step_rewards_at_each_steps_last_token(models, traces, tmp_path):
         assert steps == pytest.approx([float(good[e]) for e in enc.ends], abs=1e-5)
         assert reward == pytest.approx(min(steps), abs=1e-7)
     assert len({round(v[0], 6) for v in got.values()}) > 3
+
+
+def test_identical_rows_run_once(models):
+    scorer = Scorer(inspect_model(models["rm"]))
+    seen = []
+    forward = scorer.forward
+    scorer.forward = lambda batch: seen.extend(batch) or forward(batch)
+    prompt = [{"role": "user", "content": "What is 2 * 3?"}]
+    got = scorer.score([prompt] * 5, ["6", "7", "6", None, "6"], batch_size=2)
+    assert len(seen) == 2  # "6" and "7", each once; None has no text
+    assert got[0] == got[2] == got[4] and got[3] == (None, None) and got[0][0] != got[1][0]
 
 
 class _Dies:
