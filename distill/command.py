@@ -63,7 +63,8 @@ def _d(name: str) -> str:
 @click.option("--margin-scale", type=float, help=f"rm: margin = this x (chosen_score - rejected_score) where both are given; "
               f"0: no margin [{_d('margin_scale')}].")
 @click.option("--center-rewards-coefficient", type=float, help="rm: TRL's weight on mean(reward^2), rewards near zero [off; 0.01 suggested].")
-@click.option("--step-separator", help="prm: the text joining the steps; each step is labelled at its last token [newline].")
+@click.option("--step-separator", help="prm: the text joining the steps, as label-steps' --separator (\\n, \\t read as "
+              "newline, tab); each step is labelled at its last token [newline].")
 @click.option("--merge", is_flag=True, default=None, help="Also write OUT/merged: the adapter folded into the weights.")
 @click.option("--resume", is_flag=True, default=None, help="Continue the run in OUT from its last complete checkpoint.")
 @click.option("--overwrite", is_flag=True, default=None, help="Delete the run in OUT and start over.")
@@ -87,6 +88,8 @@ def train(assignments: tuple[str, ...], **flags) -> None:
     from reasonkit.distill.train import train as run
 
     values = {k: v for k, v in flags.items() if v is not None and v != ()}
+    if "step_separator" in values:  # a newline is hard to type in a shell flag: \n and \t, as label-steps reads them
+        values["step_separator"] = values["step_separator"].replace("\\n", "\n").replace("\\t", "\t")
     if "rewards" in values:
         from reasonkit.filters.reward_model import parse_rm_flag
 

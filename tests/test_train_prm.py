@@ -128,6 +128,15 @@ def test_labels_and_steps_that_differ_in_number_are_one_line_naming_the_row(teac
     assert not (tmp_path / "out").exists()
 
 
+def test_cli_reads_a_typed_newline_separator_and_records_it_beside_the_weights(teacher_dir, tmp_path):
+    data = tmp_path / "steps.parquet"
+    pq.write_table(steps_table(8), data)
+    result = CliRunner().invoke(cli, ["train", "--method", "prm", "--student", teacher_dir, "--data", str(data), "--out",
+                                      str(tmp_path / "out"), "--max-steps", "1", "--step-separator", "\\n", "--set", "threads=1"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "out" / "adapter" / heads.PRM_FILE).read_text())["step_separator"] == "\n"
+
+
 def test_trl_stepwise_rows_without_id_or_soft_are_read(tmp_path):
     data = tmp_path / "steps.jsonl"
     data.write_text(json.dumps({"prompt": "Q\n", "completions": ["a", "b"], "labels": [True, False]}) + "\n")
