@@ -96,9 +96,11 @@ def run_score(cfg: ScoreConfig, *, scorer=None) -> dict:
     keys = list(zip(table.column("id").to_pylist(), table.column("sample").to_pylist()))
     todo = [rows for rows in stage.chunks(list(range(table.num_rows)), cfg.shard_size)
             if any(keys[i] not in done for i in rows)]
-    started, scored = time.perf_counter(), 0
+    scored = 0
     if todo:
         scorer = scorer or Scorer(spec, dtype=cfg.dtype, device=cfg.device, max_length=cfg.max_length)
+    started = time.perf_counter()  # rows per second of scoring, the model's loading apart
+    if todo:
         for rows in todo:
             rows = [i for i in rows if keys[i] not in done]
             part = table.take(pa.array(rows, pa.int64()))

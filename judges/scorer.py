@@ -34,6 +34,8 @@ from pathlib import Path
 from reasonkit.errors import UserError
 
 PRM_FILE = "reasonkit_prm.json"
+#: Where `distill train --method rm/prm` saves the model in its output directory, in the order one is taken.
+TRAINED = ("merged", "model", "adapter")
 _EXPECTED = ("expected a reward model: AutoModelForSequenceClassification with num_labels=1 (distill train --method rm), "
              f"a PRM (AutoModelForTokenClassification, num_labels=2, with {PRM_FILE}), or a LoRA adapter of either")
 
@@ -76,7 +78,9 @@ def _separator(*dirs: Path) -> str:
 
 
 def inspect_model(path: str) -> ModelSpec:
-    """The reward model at ``path``, checked from its JSON files alone (one UserError line when it is not one).
+    """The reward model at ``path`` (a model directory, a LoRA adapter, or a ``distill train --method rm/prm``
+    output directory: its ``merged/``, ``model/`` or ``adapter/``), checked from its JSON files alone (one
+    UserError line when it is not one).
 
     >>> inspect_model("/nonexistent/rm")
     Traceback (most recent call last):
@@ -86,6 +90,11 @@ def inspect_model(path: str) -> ModelSpec:
     p = Path(path)
     if not p.is_dir():
         raise UserError(f"{path}: no such model directory; {_EXPECTED}")
+    if not (p / "config.json").is_file() and not (p / "adapter_config.json").is_file():
+        # a `distill train --method rm/prm` output directory: the model it saved (merged, full, or the adapter)
+        saved = next((p / d for d in TRAINED if (p / d / "config.json").is_file() or (p / d / "adapter_config.json").is_file()),
+                     None)
+        p = saved or p
     if (p / "adapter_config.json").is_file():
         adapter = _read_json(p / "adapter_config.json")
         task, base = adapter.get("task_type"), adapter.get("base_model_name_or_path")

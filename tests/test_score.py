@@ -168,6 +168,15 @@ def test_a_lora_adapter_is_accepted(models, traces, tmp_path):
         assert got[key][0] == pytest.approx(value, abs=1e-4)
 
 
+def test_a_training_output_directory_is_read_as_its_saved_model(models, tmp_path):
+    import shutil
+
+    shutil.copytree(models["rm"], tmp_path / "run" / "model")  # `distill train --method rm --full` saves OUT/model
+    assert inspect_model(str(tmp_path / "run")).base == str(tmp_path / "run" / "model")
+    shutil.copytree(models["rm"], tmp_path / "run" / "merged")  # --merge: the merged model is taken first
+    assert inspect_model(str(tmp_path / "run")).base == str(tmp_path / "run" / "merged")
+
+
 @pytest.mark.parametrize("case", ["causal_lm", "missing", "no_completion"])
 def test_bad_input_is_one_line_exit_2_nothing_written(case, models, traces, tmp_path):
     from reasonkit.store import StageWriter
