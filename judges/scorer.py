@@ -26,7 +26,6 @@ batch), one forward a batch.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,13 +50,13 @@ class ModelSpec:
 
 
 def _read_json(path: Path) -> dict:
+    """A JSON object file (prepare-student's reader: one UserError line when it is none), saying what was expected."""
+    from reasonkit.distill.prepare import _read_json as read_object
+
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise UserError(f"{path}: unreadable ({e}); {_EXPECTED}") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a JSON object; {_EXPECTED}")
-    return data
+        return read_object(path)
+    except UserError as e:
+        raise UserError(f"{e}; {_EXPECTED}") from None
 
 
 def _labels(config: dict) -> int:

@@ -206,3 +206,21 @@ def test_report_and_cli_output(models, traces, tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "c" / "report.json").read_text())
     assert report["rows"] == 24 and report["unscored"] == 0 and report["reward"]["min"] < report["reward"]["max"]
+
+
+@pytest.mark.parametrize("name", ["reasonkit.judges.scorer", "reasonkit.judges.score", "reasonkit.filters.reward_model"])
+def test_doctests(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_the_command_and_config_import_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = ("import sys, reasonkit.judges.score_command, reasonkit.judges.score, reasonkit.filters.reward_model; "
+            "print(sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'pyarrow') if m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
