@@ -12,15 +12,15 @@ runs one unpadded forward per row; ``distill score`` is the whole stage (run_sco
 inputs once, sort by length, pad, one forward per batch, commit shards, manifest, report), with the model
 loaded once beforehand for both. Rounds alternate so the two see the same machine load.
 
-Measured here (2 cores shared with other jobs, load average 3-5, 2026-12-04; 256 rows, batch 16):
-- ``--threads 1``: 1.29x (1.25-1.44) at ``--slip 0.5`` (181 distinct rows of 256), 2.25x (2.09-2.50) at
-  ``--slip 0.1`` (94 distinct): the gain is the duplicates; batching itself is ~1.0x.
-- 2 threads (torch's default here): medians 2.35x and 3.54x, rounds from 0.27x to 12.8x: the other jobs
-  on the two cores decide these, not the code.
-The 5x the issue asked for is not reached on this model: a 177-token row's batch-1 forward is already
-matmul-bound (29 matmuls of 177 x 128 rows, ~80 GFLOPS on one core, ~60% of its time in aten::mm under the
-profiler), so batching has little per-forward overhead to remove. Batching pays where a forward is
-overhead-bound (short rows, a GPU's kernel launches), not measured here.
+Measured here (2 cores, 2026-12-04, load average 1.3-1.6 from other jobs; 256 rows, batch 16, 3 rounds, median):
+- whole turns (~177 tokens a row), ``--slip 0.5`` (181 distinct rows of 256): 1.58x with 2 threads (1.56-1.59),
+  1.35x with one (1.29-1.46); batch 64: 1.72x. ``--slip 0.1`` (94 distinct): 2.82x (2.04-2.84).
+- ``--response-only`` (~57 tokens a row): 3.65x with 2 threads (3.43-4.15), 3.10x with one; batch 64: 3.21x.
+- under heavier load (3-5) the 2-thread rounds ranged 0.27x-12.8x: the other jobs decide those, not the code.
+The issue's 5x is not reached: a whole turn's batch-1 forward is already matmul-bound on this CPU (29 matmuls of
+177 x 128 rows, ~80 GFLOPS on one core, aten::mm ~60% of its time under the profiler), so batching has little
+per-forward overhead to remove (alone ~1.1x here); what distill score gains on whole turns is mostly identical rows
+run once. Batching pays where a forward is overhead-bound: short rows (3.1-3.7x above), a GPU (not measured here).
 """
 
 from __future__ import annotations
@@ -70,23 +70,23 @@ def write_rows(path: Path, rows: int, group: int = 4, slip: float = 0.5) -> str:
     return str(path)
 
 
-def naive(scorer, table) -> float:
+def naive(scorer, table, include_reasoning: bool = True) -> float:
     """One forward per row, unpadded; returns seconds."""
     from reasonkit.judges.scorer import turn_of
 
     rows = table.select(["messages", "completion", "reasoning", "response"]).to_pylist()
     start = time.perf_counter()
     for r in rows:
-        scorer.forward([scorer.encode(r["messages"], turn_of(r))])
+        scorer.forward([scorer.encode(r["messages"], turn_of(r, include_reasoning))])
     return time.perf_counter() - start
 
 
-def staged(scorer, traces: str, out: Path, batch_size: int) -> float:
+def staged(scorer, traces: str, out: Path, batch_size: int, include_reasoning: bool = True) -> float:
     from reasonkit.judges.score import ScoreConfig, run_score
 
     start = time.perf_counter()
     run_score(ScoreConfig(input=traces, out=str(out), model=scorer.spec.base if not scorer.spec.adapter else scorer.spec.adapter,
-                          batch_size=batch_size, overwrite=True), scorer=scorer)
+                          batch_size=batch_size, include_reasoning=include_reasoning, overwrite=True), scorer=scorer)
     return time.perf_counter() - start
 
 
@@ -97,6 +97,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model", default=None, help="a reward model directory [a random one of the teacher's shape]")
     parser.add_argument("--threads", type=int, default=None, help="torch threads for both [torch's default: the cores]")
+    parser.add_argument("--response-only", action="store_true", help="score the response alone (~57 tokens a row, not ~177)")
     parser.add_argument("--slip", type=float, default=0.5,
                         help="share of samples with a slip in one line; the others are the task's one worked solution, "
                              "so a prompt's correct samples are the same text (as a policy's often are)")
@@ -122,8 +123,8 @@ def main() -> None:
           f"model loaded in {load:.2f} s")
     ratios = []
     for round_ in range(args.rounds):
-        slow = naive(scorer, table)
-        fast = staged(scorer, traces, tmp / "scored", args.batch_size)
+        slow = naive(scorer, table, not args.response_only)
+        fast = staged(scorer, traces, tmp / "scored", args.batch_size, not args.response_only)
         ratios.append(slow / fast)
         print(f"round {round_ + 1}: naive {table.num_rows / slow:8.1f} rows/s   distill score {table.num_rows / fast:8.1f} rows/s"
               f"   ratio {slow / fast:5.2f}x")
