@@ -101,8 +101,11 @@ def inspect_model(path: str) -> ModelSpec:
         if kind is None:
             raise UserError(f"{p / 'adapter_config.json'}: a LoRA adapter of task_type {task!r}, not SEQ_CLS or TOKEN_CLS; "
                             f"{_EXPECTED}")
-        if not base or not Path(base).is_dir():
-            raise UserError(f"{p / 'adapter_config.json'}: base_model_name_or_path {base!r} is not a model directory here")
+        from reasonkit.identity import looks_like_hub_id
+
+        if not base or not (Path(base).is_dir() or looks_like_hub_id(base)):
+            raise UserError(f"{p / 'adapter_config.json'}: base_model_name_or_path {base!r} is neither a model directory "
+                            "here nor a Hub id")
         return ModelSpec(kind, str(base), str(p), _separator(p, Path(base)) if kind == "prm" else None)
     if not (p / "config.json").is_file():
         raise UserError(f"{path}: no config.json or adapter_config.json; {_EXPECTED}")
