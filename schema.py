@@ -22,6 +22,13 @@ from reasonkit.errors import UserError
 #: TRL's conversational format: a list of {role, content} turns.
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
 MESSAGES = pa.list_(MESSAGE)
+#: A call as a trajectory stores it: ``arguments`` is the JSON text, so the schema never depends on a tool.
+TOOL_CALL = pa.struct([("name", pa.string()), ("arguments", pa.string())])
+#: A turn of a tool-use trajectory: MESSAGE + the assistant's ``tool_calls`` and the ``tool`` turn's ``name``
+#: (null elsewhere), the shape transformers chat templates and TRL read (gen/tools/calls.py converts).
+TOOL_MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()),
+                          ("tool_calls", pa.list_(TOOL_CALL)), ("name", pa.string())])
+TOOL_MESSAGES = pa.list_(TOOL_MESSAGE)
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,27 @@ _PREFS = (
     Column("strategy", pa.string()),
 )
 
+#: ``distill generate --tools``: one multi-turn rollout per row. ``messages`` is the whole trajectory (the
+#: prompt, every assistant turn with its ``tool_calls``, every ``tool`` observation), ``response`` the final
+#: answer turn's text; ``turns`` counts assistant turns, ``tool_calls`` the calls made, ``tool_errors`` those
+#: whose observation was an error; token counts are summed over the turns (gen/tools/loop.py).
+_TRAJECTORIES = (
+    Column("id", pa.string()),
+    Column("sample", pa.int32()),
+    Column("messages", TOOL_MESSAGES),
+    Column("response", pa.string()),
+    Column("turns", pa.int32()),
+    Column("tool_calls", pa.int32()),
+    Column("tool_errors", pa.int32()),
+    Column("finish_reason", pa.string()),
+    Column("prompt_tokens", pa.int32()),
+    Column("completion_tokens", pa.int32()),
+    Column("teacher", pa.string()),
+    Column("gen_config", pa.string()),
+    _opt("answer", pa.string()),
+    _opt("source", pa.string()),
+)
+
 #: ``distill score``: a traces or verdicts table + the reward model's score (null: no text to score) and, for a
 #: process reward model, P(good) at the end of each step.
 _SCORES = _TRACES + (
@@ -134,6 +162,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "steps": _STEPS,
     "prefs_text": _PREFS_TEXT,
     "scores": _SCORES,
+    "trajectories": _TRAJECTORIES,
 }
 
 #: The columns that identify a row of each table (resume keys in store.py).
@@ -147,6 +176,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "steps": ("id", "sample"),  # `sample`: which solution of the prompt was labelled
     "prefs_text": ("id", "sample"),
     "scores": ("id", "sample"),
+    "trajectories": ("id", "sample"),
 }
 
 
