@@ -20,6 +20,8 @@ no extracted answer or no gold is not "unverifiable": it is dropped as ``no_answ
 (False, False)
 >>> check_int("042", "42"), check_int("x", "42"), check_int("7", "1/2")
 ((True, None), (None, 'pred_not_integer'), (None, 'gold_not_integer'))
+>>> same_text(r"$\text{Ada Vell}$.", "ada  vell"), same_text("042", "42")  # the exact verifier: text, not value
+(True, False)
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from reasonkit.filters.base import RowFilter, update_rows
 from reasonkit.filters.exact import exact_verdict
 from reasonkit.filters.extract import MAX_ANSWER, extract_answer
 
-VERIFIERS = ("math", "int", "none")
+VERIFIERS = ("math", "int", "exact", "none")
 # An integer as a model boxes it: optional $...$ and spacing commands around it, a sign, digits
 # with one kind of canonical thousands separator throughout (1,234 / 1\,234 / 1{,}234), and an
 # optional all-zero decimal part. Anything else ("1, 234", "2 3", "12,34") is not an integer here
@@ -47,6 +49,7 @@ _INT = re.compile(
 _SEPARATORS = re.compile(r"\\,|\{,\}|,")
 # Spellings that render alike and that math-verify parses alike. Spaces are never removed: in
 # "2 3" or "1, 2" they may separate numbers.
+_TEXT = re.compile(r"\\(?:text|textrm|mathrm)\s*\{([^{}]*)\}")
 _SAME_AS_WRITTEN = [(re.compile(r"\\[dt]frac(?![a-zA-Z])"), r"\\frac"), (re.compile(r"\\(?:left|right)(?![a-zA-Z])"), "")]
 
 
@@ -84,6 +87,19 @@ def same_as_written(pred: str, gold: str) -> bool:
     return pred == gold or _as_written(pred) == _as_written(gold)
 
 
+def answer_text(text: str) -> str:
+    """An answer as the exact verifier compares it: outer ``$``, ``\\text{}`` wrappers, a final period,
+    case and runs of spaces do not count."""
+    text = _TEXT.sub(r"\1", text.strip().rstrip(".").strip().strip("$"))
+    return " ".join(text.rstrip(".").split()).casefold()
+
+
+def same_text(pred: str, gold: str) -> bool:
+    """The ``exact`` verifier: whether ``pred`` is ``gold`` as text (for answers that are names or
+    titles, never parsed as math: "042" is not "42" here)."""
+    return answer_text(pred) == answer_text(gold)
+
+
 def default_workers() -> int:
     """The cores this process may use."""
     try:
@@ -113,6 +129,10 @@ class Verifier:
                 continue
             if pred is None or len(pred) > MAX_ANSWER:
                 out[i] = (None, "no_answer" if pred is None else "answer_too_long")
+                continue
+            if self.kind == "exact":
+                out[i] = (same_text(pred, gold), None)
+                self.fast += 1
                 continue
             if gold not in ints:
                 ints[gold] = parse_int(gold)
