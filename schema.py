@@ -116,6 +116,16 @@ _TRAJECTORIES = (
     _opt("source", pa.string()),
 )
 
+#: SFT on tool-use trajectories (``distill filter``'s ``sft`` output of a trajectories table): TRL's
+#: conversational language modeling with a ``tools`` column (the JSON schemas the chat template showed the
+#: model, as JSON text), the turns in the stored shape; distill/data.py converts them for the template.
+_SFT_TOOLS = (
+    Column("id", pa.string()),
+    Column("messages", TOOL_MESSAGES),
+    _opt("tools", pa.string()),
+    _opt("source", pa.string()),
+)
+
 #: ``distill score``: a traces or verdicts table + the reward model's score (null: no text to score) and, for a
 #: process reward model, P(good) at the end of each step.
 _SCORES = _TRACES + (
@@ -163,6 +173,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "prefs_text": _PREFS_TEXT,
     "scores": _SCORES,
     "trajectories": _TRAJECTORIES,
+    "sft_tools": _SFT_TOOLS,
 }
 
 #: The columns that identify a row of each table (resume keys in store.py).
@@ -177,6 +188,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "prefs_text": ("id", "sample"),
     "scores": ("id", "sample"),
     "trajectories": ("id", "sample"),
+    "sft_tools": ("id", "sample"),
 }
 
 
