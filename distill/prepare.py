@@ -47,7 +47,7 @@ class PrepareConfig:
     max_positions: int | None = None  # new max_position_embeddings (and tokenizer model_max_length)
     rope_theta: float | None = None  # new RoPE base (open-r1: 300000 for 32k on Qwen2.5-Math)
     rope_scaling: str | None = None  # "TYPE:FACTOR", e.g. "yarn:4" or "linear:2" (original length = the old positions)
-    template: str = "auto"  # auto (from the vocabulary), chatml, llama3, or a .jinja file with {% generation %}
+    template: str = "auto"  # auto (from the vocabulary), chatml, llama3, keep (the model's own), or a .jinja file
     eos: str | None = None  # the turn-end token to make EOS; default: the family's (<|im_end|>, <|eot_id|>)
     overwrite: bool = False
 
@@ -174,12 +174,17 @@ def _rewrite(source: Path, dest: Path, cfg: PrepareConfig) -> dict:
             raise UserError(f"--template {cfg.template}: {cfg.model}'s vocabulary lacks {', '.join(missing)}")
     if family is not None:
         template = family.template(own_default_system(tok, family))
+    elif cfg.template == "keep":  # a student reasonkit trained already has its marked template and EOS
+        template = tok.chat_template
+        if not template or "{% generation %}" not in template.replace("{%- generation %}", "{% generation %}"):
+            raise UserError(f"--template keep: {cfg.model}'s tokenizer has no chat template with {{% generation %}} "
+                            "markers; pass auto, a family name or a .jinja file")
     else:
         try:
             template = Path(cfg.template).read_text()
         except OSError as e:
             raise UserError(f"--template {cfg.template}: not auto, {', '.join(FAMILIES)}, nor a readable file ({e.strerror})") from None
-    turn_end = cfg.eos or (family.turn_end if family else None)
+    turn_end = cfg.eos or (family.turn_end if family else tok.eos_token if cfg.template == "keep" else None)
     if turn_end is None:
         raise UserError(f"--template {cfg.template}: a template file needs --eos TOKEN (the token that ends its turns)")
     if turn_end not in vocab:

@@ -15,7 +15,8 @@ import click
 @click.option("--rope-theta", type=float, help="New RoPE base (open-r1: 300000 with 32768 positions).")
 @click.option("--rope-scaling", help="RoPE scaling TYPE:FACTOR, e.g. yarn:4 (the original length is the old positions).")
 @click.option("--template", default="auto", show_default=True,
-              help="Chat template with {% generation %} markers: auto (from the vocabulary), chatml, llama3, or a .jinja file.")
+              help="Chat template with {% generation %} markers: auto (from the vocabulary), chatml, llama3, keep (the "
+                   "model's own, with its EOS), or a .jinja file.")
 @click.option("--eos", help="The turn-end token to make EOS [the family's: <|im_end|>, <|eot_id|>].")
 @click.option("--overwrite", is_flag=True, help="Replace OUT if it holds something else.")
 def prepare_student_command(model: str, **flags) -> None:

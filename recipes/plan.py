@@ -248,13 +248,17 @@ def _train_memory(config: Any, processes: int, size: ModelSize | None, name: str
         sequence = int(getattr(config, "max_prompt_length", None) or GRPO_PROMPT) + int(config.max_completion_length)
     else:
         sequence = int(getattr(config, "max_length", None) or 4096)
-    tokens = int(getattr(config, "batch_size", 1)) * sequence
+    method = getattr(config, "method", None)
+    # rm: each pair is two rows (chosen and rejected run in one forward, TRL's RewardTrainer)
+    tokens = int(getattr(config, "batch_size", 1)) * sequence * (2 if method == "rm" else 1)
     e = estimate(size.shape, tokens=tokens, bf16=getattr(config, "bf16", None) is not False,
                  full=bool(getattr(config, "full", False)),
                  checkpointing=getattr(config, "gradient_checkpointing", None) is not False,
                  lora_r=getattr(config, "lora_r", 16), targets=getattr(config, "target_modules", "all-linear"),
                  # TRL's GRPOTrainer takes log-probs through a chunked, fused LM head: no whole logits
-                 liger=grpo or bool(getattr(config, "use_liger_kernel", False)), shards=_shards(config))
+                 # rm and prm end in a score head (1 or 2 outputs a token): no vocabulary-wide logits either
+                 liger=grpo or method in ("rm", "prm") or bool(getattr(config, "use_liger_kernel", False)),
+                 shards=_shards(config))
     text = f"{e.describe()} at {tokens:,} tokens a micro-step, as on a GPU (bf16, checkpointing)"
     if grpo and getattr(config, "use_vllm", None) is not False and getattr(config, "vllm_mode", "") == "colocate":
         text += f"; + vLLM colocated: {config.vllm_gpu_memory_utilization:.0%} of the GPU"

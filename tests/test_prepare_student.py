@@ -5,6 +5,7 @@ and trains with assistant-only loss."""
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,22 @@ def test_the_command_and_the_recipe_stage(base, tmp_path):
     result = CliRunner().invoke(cli, ["prepare-student", base, "--out", str(tmp_path / "t"), "--rope-scaling", "yarn"])
     assert result.exit_code == 2 and "rope_scaling: expected TYPE:FACTOR" in result.output
     assert STAGES["prepare-student"].config_class() is PrepareConfig
+
+
+def test_template_keep_copies_a_reasonkit_student_as_it_is(teacher_dir, tmp_path):
+    """`--template keep` (recipes/step-dpo.yaml's first step): a model whose template already has
+    {% generation %} markers keeps it and its EOS; a model without such a template is refused in one line."""
+    from transformers import AutoTokenizer
+
+    from reasonkit.distill.prepare import PrepareConfig, prepare_student
+
+    prepare_student(PrepareConfig(model=teacher_dir, out=str(tmp_path / "kept"), template="keep"))
+    before, after = AutoTokenizer.from_pretrained(teacher_dir), AutoTokenizer.from_pretrained(tmp_path / "kept")
+    assert after.chat_template == before.chat_template and after.eos_token == before.eos_token == "<|end|>"
+
+    plain = tmp_path / "plain"
+    shutil.copytree(teacher_dir, plain)
+    (plain / "chat_template.jinja").write_text(before.chat_template.replace("{% generation %}", "").replace("{% endgeneration %}", ""))
+    with pytest.raises(UserError, match="--template keep: .* no chat template with \\{% generation %\\}"):
+        prepare_student(PrepareConfig(model=str(plain), out=str(tmp_path / "refused"), template="keep"))
+    assert not (tmp_path / "refused" / "config.json").exists()
