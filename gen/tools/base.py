@@ -100,10 +100,11 @@ def load_tools(names: str | Iterable[str], **options) -> ToolBox:
     wanted = [n for n in wanted if n]
     if not wanted:
         raise UserError(f"--tools: no tool named; expected one or more of {', '.join(TOOL_NAMES)}")
-    tools = []
-    for name in wanted:
+    for name in wanted:  # every name checked before any tool is built (a search index takes a while)
         if name not in _FACTORIES:
             raise UserError(f"--tools: unknown tool {name!r}; expected one of {', '.join(TOOL_NAMES)}")
+    tools = []
+    for name in wanted:
         module, factory_name = _FACTORIES[name].split(":")
         factory = getattr(importlib.import_module(module), factory_name)
         accepted = inspect.signature(factory).parameters
