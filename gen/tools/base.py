@@ -43,6 +43,12 @@ _FACTORIES = {
 TOOL_NAMES = tuple(_FACTORIES)
 
 
+class BadArguments(ValueError):
+    """Raised by a tool whose arguments bind but make no sense (an empty query): ``ToolBox.call`` reports
+    it as ``bad_arguments``. A ValueError, so TRL's ``GRPOTrainer(tools=...)``, which calls the tool
+    directly, counts it as a tool failure too (an Observation returned would reach TRL as its repr)."""
+
+
 @dataclass(frozen=True)
 class Observation:
     """What the model reads back as the ``tool`` message; ``error`` is None on success."""
@@ -82,6 +88,8 @@ class ToolBox:
             return Observation(f"error: bad arguments for {name}: {e}", "bad_arguments")
         try:
             result = tool(**args)
+        except BadArguments as e:
+            return Observation(f"error: bad arguments for {name}: {e}", "bad_arguments")
         except TimeoutError as e:
             return Observation(f"error: {name} timed out: {e}", "timeout")
         except Exception as e:  # a tool's own failure is the model's observation, not the run's crash
