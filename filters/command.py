@@ -19,8 +19,9 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.command("filter", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("traces_dir", type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Output stage directory.")
-@click.option("--verifier", type=click.Choice(["math", "int", "none"]), default="math", show_default=True,
-              help="math: integer fast path, then math-verify; int: integers only; none: extract only.")
+@click.option("--verifier", type=click.Choice(["math", "int", "exact", "none"]), default="math", show_default=True,
+              help="math: integer fast path, then math-verify; int: integers only; exact: the answer's text "
+                   "(names, titles; case, spacing, outer $ and a final period aside); none: extract only.")
 @click.option("--unverifiable", type=click.Choice(["drop", "keep"]), default="drop", show_default=True,
               help="Answers the verifier cannot judge (correct=None, e.g. a set or an interval against a "
                    "number). Rows with no extractable answer or no gold are always dropped "
@@ -34,6 +35,8 @@ def _split(values: tuple[str, ...]) -> list[str]:
               help="required: drop traces that wrote no <think> block (R1-style data only); an opened, "
                    "never-closed block is dropped either way.")
 @click.option("--require-boxed", is_flag=True, help="Drop responses without a \\boxed{} answer.")
+@click.option("--require-tool", is_flag=True,
+              help="Tool-use trajectories: drop an answer given without any tool call (no_tool_call).")
 @click.option("--min-tokens", type=int, default=None, help="Minimum completion tokens.")
 @click.option("--max-tokens", type=int, default=None, help="Maximum completion tokens.")
 @click.option("--max-repetition", type=float, default=0.5, show_default=True,
@@ -59,15 +62,17 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
 @engine_options
 def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_lang_ratio, drop_truncated,
-           think, require_boxed, min_tokens, max_tokens, max_repetition, dedup, minhash_threshold, decontam, ngram,
+           think, require_boxed, require_tool, min_tokens, max_tokens, max_repetition, dedup, minhash_threshold, decontam, ngram,
            keep_per_prompt, select_, step_aggregate, workers, overrides, allow_incomplete, overwrite, quiet,
            engine, replicas, ray_address) -> None:
-    """Verify, language-check, dedup and decontaminate traces; every dropped row says why.
+    """Verify, language-check, dedup and decontaminate traces (or tool-use trajectories); every dropped row says why.
 
     \b
     Writes OUT/ (kept verdicts), OUT/rejected/ (with drop_reason), OUT/sft/ (prompt + one
     assistant turn "<think>\\nreasoning\\n</think>\\n\\nresponse", or the response alone for a trace
-    with no think block) and OUT/report.json (the funnel).
+    with no think block) and OUT/report.json (the funnel). Trajectories (distill generate --tools) are
+    verified on their final answer and dropped at the turn limit (max_turns) or on a tool error no
+    later call recovered from (tool_error_unrecovered); OUT/sft/ then holds whole conversations.
     """
     from reasonkit.config import from_dict, override
     from reasonkit.filters.config import FilterConfig
@@ -77,7 +82,7 @@ def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_la
     data = dict(
         traces=traces_dir, out=out, verifier=verifier, unverifiable=unverifiable, verify_timeout=verify_timeout,
         lang=lang, min_lang_ratio=min_lang_ratio, drop_truncated=drop_truncated, think=think,
-        require_boxed=require_boxed, min_tokens=min_tokens, max_tokens=max_tokens, max_repetition=max_repetition, dedup=dedup,
+        require_boxed=require_boxed, require_tool=require_tool, min_tokens=min_tokens, max_tokens=max_tokens, max_repetition=max_repetition, dedup=dedup,
         minhash_threshold=minhash_threshold, decontam=_split(decontam), ngram=ngram,
         keep_per_prompt=keep_per_prompt, select=select_, step_aggregate=step_aggregate, workers=workers,
         allow_incomplete=allow_incomplete, overwrite=overwrite,

@@ -32,13 +32,16 @@ class FilterConfig:
     traces: str
     out: str
     # verification
-    verifier: Literal["math", "int", "none"] = "math"
+    verifier: Literal["math", "int", "exact", "none"] = "math"
     unverifiable: Literal["drop", "keep"] = "drop"
     verify_timeout: float = 5.0
     # language consistency (lang None: off)
     lang: str | None = "en"
     min_lang_ratio: float = 0.95
     lang_candidates: tuple[str, ...] = ("en", "zh", "ja", "ko", "ru", "fr", "de", "es")
+    # tool-use trajectories: drop an answer given without any tool call (the turn limit and unrecovered
+    # tool errors are always dropped: filters/trajectory.py)
+    require_tool: bool = False
     # format
     drop_truncated: bool = True
     require_boxed: bool = False
@@ -90,6 +93,8 @@ class FilterConfig:
             data.pop(key)
         if self.select != "reward":  # it changes nothing else: outputs written before it existed still resume
             data.pop("step_aggregate")
+        if not self.require_tool:  # likewise: outputs written before trajectories existed still resume
+            data.pop("require_tool")
         return data
 
 

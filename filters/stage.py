@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -33,10 +34,13 @@ from reasonkit.filters.base import apply, mark
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.decontam import DecontamFilter, load_eval_sets, parse_spec
 from reasonkit.filters.dedup import Deduper
+from reasonkit.filters.extract import extract_answer
 from reasonkit.filters.format import FormatFilter, assistant_turn
 from reasonkit.filters.language import LanguageFilter
 from reasonkit.filters.report import Tally
 from reasonkit.filters.select import reward_pick, reward_scores, select, select_by_reward
+from reasonkit.filters.trajectory import TEXT_COLUMNS, TrajectoryFilter, final_answer, is_trajectories, with_model_text
+from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
 from reasonkit.filters.verify import VerifyFilter, default_workers
 from reasonkit.schema import MESSAGES, TABLES, validate
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
@@ -54,38 +58,59 @@ def input_shards(config: FilterConfig) -> list[Path]:
     if not path.is_dir():
         raise UserError(f"{path}: expected a traces stage directory (written by `distill generate`), found a file")
     manifest = load_manifest(path)
-    if manifest.get("kind") not in ("traces", "scores"):  # scores: traces a reward model scored (distill score)
+    # scores: traces a reward model scored (distill score); trajectories: distill generate --tools
+    if manifest.get("kind") not in ("traces", "scores", "trajectories"):
         raise UserError(
             f"{path}: holds a {manifest.get('kind')!r} table (stage {manifest.get('stage')!r}); "
-            "`distill filter` reads a traces directory written by `distill generate` (or scored by `distill score`)"
+            "`distill filter` reads a traces directory written by `distill generate` (or scored by `distill score`, "
+            "or the trajectories of `distill generate --tools`)"
         )
     shards = shard_paths(path, allow_incomplete=config.allow_incomplete)
-    required = [c.name for c in TABLES["traces"] if c.required] + (["reward"] if config.select == "reward" else [])
+    kind = None
     for shard in shards:
         try:
             names = pq.read_schema(shard).names
         except (OSError, pa.ArrowException) as e:
             raise UserError(f"{shard}: unreadable Parquet shard ({str(e).splitlines()[0]})") from None
+        kind = kind or table_kind(names)
+        required = [c.name for c in TABLES[kind] if c.required] + (["reward"] if config.select == "reward" else [])
         missing = [c for c in required if c not in names]
         if missing == ["reward"]:
             raise UserError(f"{path}: --select reward needs a 'reward' column (score the traces first: distill score "
                             f"{path} --model RM --out SCORED); found columns {names}")
         if missing:
-            raise UserError(f"{shard}: missing required column {missing[0]!r} of a traces table; found columns {names}")
+            raise UserError(f"{shard}: missing required column {missing[0]!r} of a {kind} table; found columns {names}")
+    if config.require_tool and kind == "traces":
+        raise UserError(f"{path}: --require-tool checks tool-use trajectories (distill generate --tools); this directory "
+                        "holds traces, which call no tools")
     return shards
 
 
-def build_filters(config: FilterConfig, eval_sets) -> list:
-    """The row filters of pass 1, in order."""
-    filters: list = [FormatFilter(
+def table_kind(names) -> str:
+    """``trajectories`` for a table with a trajectory's columns (filters/trajectory.py), else ``traces``."""
+    return "trajectories" if is_trajectories(names) else "traces"
+
+
+def input_kind(shards: list[Path]) -> str:
+    """The table the (checked) input shards hold; ``traces`` when there are none."""
+    return table_kind(pq.read_schema(shards[0]).names) if shards else "traces"
+
+
+def build_filters(config: FilterConfig, eval_sets, kind: str = "traces") -> list:
+    """The row filters of pass 1, in order; a trajectory's own checks first (the funnel then says a
+    row was stopped by the turn limit rather than that its answer was empty)."""
+    trajectories = kind == "trajectories"
+    filters: list = [TrajectoryFilter(config.require_tool)] if trajectories else []
+    filters.append(FormatFilter(
         drop_truncated=config.drop_truncated, require_boxed=config.require_boxed,
         min_tokens=config.min_tokens, max_tokens=config.max_tokens,
         max_repetition=config.max_repetition, repetition_ngram=config.repetition_ngram, think=config.think,
-    )]
+    ))
     if eval_sets:
         filters.append(DecontamFilter(eval_sets))
     filters.append(VerifyFilter(config.verifier, unverifiable=config.unverifiable,
-                                timeout=config.verify_timeout, workers=config.workers or default_workers()))
+                                timeout=config.verify_timeout, workers=config.workers or default_workers(),
+                                extract=final_answer if trajectories else extract_answer))
     if config.lang is not None:
         filters.append(LanguageFilter(config.lang, config.min_lang_ratio, config.lang_candidates))
     return filters
@@ -115,12 +140,13 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     timings = {"setup": 0.0}
     step = time.perf_counter()
     shards = input_shards(config)  # every check that can fail runs before anything is written
+    kind = input_kind(shards)
     if config.engine == "ray":
         from reasonkit.ray_engine import connect
 
         connect(config.ray_address)  # an unreachable cluster fails here, before OUT exists
     eval_sets = load_eval_sets(config.decontam, config.decontam_column, config.ngram)
-    filters = build_filters(config, eval_sets)
+    filters = build_filters(config, eval_sets, kind)
     deduper = build_deduper(config)
     out = Path(config.out)
     inputs = [config.traces] + [parse_spec(s)[1] for s in config.decontam]
@@ -133,7 +159,8 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
         return StageWriter(path, stage=stage, kind=kind, config=config.fingerprinted(), keys=("id", "sample"),
                            input_fingerprint=in_fp, input_path=inputs, **kw)
 
-    kept_w = writer(out, "verdicts", overwrite=config.overwrite)
+    verdicts, sft_kind = ("trajectories", "sft_tools") if kind == "trajectories" else ("verdicts", "sft")
+    kept_w = writer(out, verdicts, overwrite=config.overwrite)
     if kept_w.manifest["complete"] and (out / REPORT).is_file():
         log(f"{out}: already complete; nothing to do")
         return json.loads((out / REPORT).read_text())
@@ -142,7 +169,7 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
         if not work_w.manifest["complete"] and config.engine == "ray":
             from reasonkit.filters.ray_engine import pass1_on_ray
 
-            pass1_on_ray(shards, config, work_w, log)
+            pass1_on_ray(shards, config, work_w, log, make_filters=functools.partial(build_filters, kind=kind))
         elif not work_w.manifest["complete"]:
             _pass1(shards, config, filters, deduper, work_w, log, timings)
     finally:
@@ -154,8 +181,9 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     timings["dedup+select"] = time.perf_counter() - step
     step = time.perf_counter()
     tally = Tally()
-    rejected_w, sft_w = writer(out / "rejected", "verdicts"), writer(out / "sft", "sft")
-    _pass3(work, decisions, deduper.columns, config.batch_rows, (kept_w, rejected_w, sft_w), tally, log)
+    rejected_w, sft_w = writer(out / "rejected", verdicts), writer(out / "sft", sft_kind)
+    to_sft = trajectory_sft_rows if kind == "trajectories" else sft_rows
+    _pass3(work, decisions, deduper.columns, config.batch_rows, (kept_w, rejected_w, sft_w), tally, log, to_sft)
     report = tally.report(funnel_order(config, filters, deduper), sft_rows=tally.rows_out,
                           input=str(config.traces), seconds=round(time.time() - started, 3),
                           config=config.fingerprinted(), **reward_report(work, config))
@@ -183,12 +211,15 @@ def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], s
     Rows whose keys are ``done`` (committed by an earlier run) are skipped; None when none is left.
     The unit of work of both engines: the local loop below, and a Ray replica (filters/ray_engine.py).
     """
-    batch = validate(batch, "traces", source=source)
+    trajectories = is_trajectories(batch.column_names)
+    batch = validate(batch, "trajectories" if trajectories else "traces", source=source)
     if done:
         keys = zip(batch.column("id").to_pylist(), batch.column("sample").to_pylist())
         batch = batch.filter(pa.array([k not in done for k in keys], pa.bool_()))
     if batch.num_rows == 0:
         return None
+    if trajectories:  # the text filters and dedup read the model's own text as a trace's completion
+        batch = with_model_text(batch)
     batch = apply(filters, batch, timings)
     start = time.perf_counter()
     keep = batch.column("keep").to_pylist()
@@ -200,7 +231,7 @@ def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], s
         batch = batch.append_column(pa.field(name, pa.uint64()), pa.array(column, mask=~np.asarray(keep, bool)))
     if timings is not None:
         timings["dedup keys"] = timings.get("dedup keys", 0.0) + time.perf_counter() - start
-    return batch
+    return batch.drop_columns(list(TEXT_COLUMNS)) if trajectories else batch
 
 
 def filter_shards(shards: list[Path], config: FilterConfig, filters, deduper: Deduper,
@@ -316,7 +347,7 @@ def sft_rows(kept: pa.Table) -> pa.Table:
     })
 
 
-def _pass3(work, decisions, key_columns, batch_rows, writers, tally: Tally, log: Log) -> None:
+def _pass3(work, decisions, key_columns, batch_rows, writers, tally: Tally, log: Log, to_sft=sft_rows) -> None:
     done = [w.done_keys() for w in writers]
     pending: list[list[pa.Table]] = [[], [], []]
     offset = 0
@@ -328,7 +359,7 @@ def _pass3(work, decisions, key_columns, batch_rows, writers, tally: Tally, log:
         tally.add(batch)
         keep = batch.column("keep")
         kept, rejected = batch.filter(keep), batch.filter(pc.invert(keep))
-        for k, table in enumerate((kept, rejected, sft_rows(kept))):
+        for k, table in enumerate((kept, rejected, to_sft(kept))):
             if done[k]:
                 keys = zip(table.column("id").to_pylist(), table.column("sample").to_pylist())
                 table = table.filter(pa.array([key not in done[k] for key in keys], pa.bool_()))

@@ -184,24 +184,28 @@ class VerifyFilter(RowFilter):
     response has none: no box, a torn or empty last box; the detail is in ``verify_reason``),
     ``wrong`` rows, and ``unverifiable`` ones (the verifier could not tell: a timeout, an answer
     it cannot parse) unless ``unverifiable="keep"``. Keep means only that: a row with no answer or
-    no gold is never kept as unverifiable. With ``verifier="none"`` it only extracts.
+    no gold is never kept as unverifiable. With ``verifier="none"`` it only extracts. ``extract``
+    reads ``(answer, reason)`` off a response (a tool-use trajectory's also takes a plain final
+    answer: filters/trajectory.py).
     """
 
     name = "verify"
     reasons = ("no_gold", "no_answer", "wrong", "unverifiable")
 
     def __init__(
-        self, verifier: str = "math", *, unverifiable: str = "drop", timeout: float = 5.0, workers: int | None = None
+        self, verifier: str = "math", *, unverifiable: str = "drop", timeout: float = 5.0, workers: int | None = None,
+        extract=extract_answer,
     ):
         if unverifiable not in ("drop", "keep"):
             raise ValueError(f"unverifiable must be 'drop' or 'keep', got {unverifiable!r}")
         self.verifier = Verifier(verifier, timeout=timeout, workers=workers)
         self.unverifiable = unverifiable
+        self.extract = extract
 
     def prepare(self, batch: pa.Table) -> pa.Table:
         # pred for every row (the pairs stage wants the answers of rejected samples too);
         # verify_reason only for rows that reach the verifier and come out None.
-        preds = [extract_answer(r)[0] for r in batch.column("response").to_pylist()]
+        preds = [self.extract(r)[0] for r in batch.column("response").to_pylist()]
         batch = update_rows(batch, "pred", range(len(preds)), preds)
         if "verify_reason" in batch.column_names:
             batch = batch.drop_columns(["verify_reason"])
@@ -225,7 +229,7 @@ class VerifyFilter(RowFilter):
             elif golds[i] is None or not golds[i].strip():
                 ok, why, reason = None, "no_gold", "no_gold"
             else:
-                ok, why, reason = None, extract_answer(responses[i])[1], "no_answer"
+                ok, why, reason = None, self.extract(responses[i])[1], "no_answer"
             correct.append(ok)
             detail.append(why)
             reasons.append(reason)
