@@ -47,6 +47,8 @@ class Request:
     n: int = 1
     sampling: Sampling = field(default_factory=Sampling)
     prefill: str = ""
+    #: JSON schemas of the tools the model may call (gen/tools/): the template renders them, a server gets ``tools=``
+    tools: tuple[dict, ...] | list[dict] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,9 @@ class Completion:
     completion_tokens: int
     reasoning: str | None = None
     prefilled: bool | None = None
+    #: the tool calls a server parsed out of the turn (gen/tools/calls.py ToolCall); None where the
+    #: backend returns the raw text and the caller parses it
+    tool_calls: tuple | list | None = None
 
 
 @runtime_checkable
@@ -73,7 +78,9 @@ class Backend(Protocol):
 
     ``generate`` consumes ``requests`` lazily (so a caller can stream a whole dataset through a
     bounded window) and yields Completions as they finish, in any order; every request yields
-    exactly ``n`` of them, with ``sample`` in ``range(n)``. ``name`` is the teacher as recorded in
+    exactly ``n`` of them, with ``sample`` in ``range(n)``. A source may yield None: nothing is
+    ready yet, so the backend works on what it holds and asks again later (the multi-turn loop,
+    gen/tools/loop.py, feeds turns this way while tools run). ``name`` is the teacher as recorded in
     the ``teacher`` column; ``describe()`` the settings recorded in the manifest.
     """
 

@@ -49,6 +49,12 @@ _COLUMN_FLAGS = {"id_col": "id", "problem_col": "problem", "answer_col": "answer
 @click.option("--messages-col", default=None, help="Input column holding chat messages. [default: messages]")
 @click.option("--answer-col", default=None, help="Input column holding reference answers. [default: answer]")
 @click.option("--source-col", default=None, help="Input column naming each prompt's source. [default: source]")
+@click.option("--tools", default=None,
+              help="Comma-separated tools (search,python): rows become multi-turn trajectories (`trajectories` table).")
+@click.option("--corpus", type=click.Path(), default=None, help="search tool: passages, JSONL or Parquet with id and contents.")
+@click.option("--max-turns", type=int, default=8, help="tools: assistant turns per trajectory.")
+@click.option("--tool-timeout", type=float, default=10.0, help="tools: seconds per python call.")
+@click.option("--tool-workers", type=int, default=8, help="tools: calls running at once.")
 @click.option("--split", default=None, help="Split of a Hugging Face dataset (default: its only split); or write ID:SPLIT.")
 @click.option("--overwrite", is_flag=True, help="Replace an --out written with other settings.")
 @click.option("--config", "config_file", type=click.Path(), default=None, help="YAML of GenerateConfig keys.")
@@ -60,6 +66,12 @@ def generate(ctx: click.Context, config_file: str | None, sets: tuple[str, ...],
     \b
     distill generate --prompts problems.jsonl --teacher deepseek-ai/DeepSeek-R1-Distill-Qwen-7B \\
         --out traces/ --n 8 --max-tokens 16384
+
+    With --tools, each row is a tool-use trajectory (the model's calls run between its turns):
+
+    \b
+    distill generate --prompts questions.jsonl --teacher MODEL --out trajectories/ \\
+        --tools search,python --corpus passages.jsonl --max-turns 4
     """
     from reasonkit.errors import UserError
 

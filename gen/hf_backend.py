@@ -70,8 +70,9 @@ class HFBackend:
         source = iter(requests)
         while batch := list(islice(source, self.batch_size)):
             fits = []
-            for request in batch:
-                text = prompt_text(self.tokenizer, request.messages, chat_template=self.chat_template, prefill=request.prefill)
+            for request in filter(None, batch):  # None: the source had nothing ready (backend.py)
+                text = prompt_text(self.tokenizer, request.messages, chat_template=self.chat_template, prefill=request.prefill,
+                                   tools=request.tools)
                 ids = encode(self.tokenizer, text)
                 if len(ids) >= self.max_model_len:
                     yield from error_completions(request, len(ids))
@@ -122,7 +123,8 @@ class HFBackend:
             yield Completion(
                 id=request.id,
                 sample=row % n,
-                text=self.tokenizer.decode(kept, skip_special_tokens=True),
+                # with tools, a <tool_call> the template made special stays for the caller's parser
+                text=self.tokenizer.decode(kept, skip_special_tokens=not request.tools),
                 finish_reason="length" if end is None else "stop",
                 prompt_tokens=len(ids),
                 completion_tokens=len(kept) + (end is not None),

@@ -26,7 +26,7 @@ from reasonkit.errors import UserError
 from reasonkit.gen.backend import Completion, Request, error_completions
 from reasonkit.gen.retry import RetryPolicy, classify
 
-_FINISH = {"stop": "stop", "length": "length"}
+_FINISH = {"stop": "stop", "length": "length", "tool_calls": "stop"}  # a turn that called tools ended normally
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,12 @@ class OpenAIBackend:
 
         try:
             for request in requests:
+                if request is None:  # the source has nothing ready yet (backend.py): take a finished one, if any
+                    try:
+                        yield from take(done.get(timeout=0.05 if futures else 0))
+                    except queue.Empty:
+                        pass
+                    continue
                 while len(futures) >= self.concurrency:
                     yield from take(done.get())
                 fut = asyncio.run_coroutine_threadsafe(self._prompt(client, limit, request), loop)
@@ -153,9 +159,16 @@ class OpenAIBackend:
 
     def _body(self, request: Request, n: int, seed: int | None) -> dict:
         s = request.sampling
-        messages = [dict(m) for m in request.messages]
+        if request.tools:
+            from reasonkit.gen.tools.calls import openai_messages
+
+            messages = openai_messages(request.messages)
+        else:
+            messages = [dict(m) for m in request.messages]
         body = dict(model=self.name, messages=messages, n=n, temperature=s.temperature, top_p=s.top_p,
                     max_tokens=s.max_tokens)
+        if request.tools:  # the server renders them and parses the calls (vllm serve --enable-auto-tool-choice)
+            body["tools"] = list(request.tools)
         if seed is not None:
             body["seed"] = seed
         extra: dict = {}
@@ -221,8 +234,18 @@ class OpenAIBackend:
                 id=request.id, sample=first + k, text=msg.content or "",
                 finish_reason=_FINISH.get(choice.finish_reason, "error"),
                 prompt_tokens=prompt_tokens, completion_tokens=tokens, reasoning=reasoning or None,
+                tool_calls=_tool_calls(msg) if request.tools else None,
             ))
         return out
+
+
+def _tool_calls(message) -> list | None:
+    """The calls the server parsed (None: it parsed none, and the text may still hold some)."""
+    if not message.tool_calls:
+        return None
+    from reasonkit.gen.tools.calls import call_from
+
+    return [call_from(c.function.name, c.function.arguments) for c in message.tool_calls]
 
 
 def _token_counts(choices, total: int) -> list[int]:

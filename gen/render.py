@@ -84,19 +84,26 @@ def load_chat_template(path: str | os.PathLike | None) -> str | None:
     return text
 
 
-def prompt_text(tokenizer, messages: Sequence[dict], *, chat_template: str | None = None, prefill: str = "") -> str:
+def prompt_text(tokenizer, messages: Sequence[dict], *, chat_template: str | None = None, prefill: str = "",
+                tools: Sequence[dict] | None = None) -> str:
     """The chat template applied with the generation prompt, then ``prefill``.
 
     A template that already opens the think block itself (R1's newer template, Qwen3's) is not
-    given a second ``<think>``.
+    given a second ``<think>``. ``tools``: JSON schemas the template shows the model; messages
+    may then hold tool calls and tool turns in the stored shape (gen/tools/calls.py).
     """
     if chat_template is None and not getattr(tokenizer, "chat_template", None):
         raise UserError(
             f"{getattr(tokenizer, 'name_or_path', 'the teacher')}: tokenizer has no chat template; "
             "pass --chat-template FILE"
         )
+    extra = {}
+    if tools:
+        from reasonkit.gen.tools.calls import template_messages
+
+        messages, extra = template_messages(messages), {"tools": list(tools)}
     text = tokenizer.apply_chat_template(
-        list(messages), chat_template=chat_template, tokenize=False, add_generation_prompt=True
+        list(messages), chat_template=chat_template, tokenize=False, add_generation_prompt=True, **extra
     )
     if prefill and not text.rstrip().endswith(prefill.strip()):
         text += prefill

@@ -131,6 +131,10 @@ class Assembler:
             "teacher": pa.array([self.teacher] * count, pa.string()),
             "gen_config": pa.array([self.gen_config] * count, pa.string()),
         }
+        return self.with_extras(columns, take)
+
+    def with_extras(self, columns: dict, take: list[int]) -> pa.Table:
+        """``columns`` + the prompts' pass-through columns of rows ``take`` (a subclass builds other tables)."""
         passed = self.prompts.select(self.extra).take(pa.array(take, pa.int64()))
         for name in self.extra:
             columns[name] = passed.column(name)

@@ -74,6 +74,12 @@ class GenerateConfig:
     engine: Literal["local", "ray"] = "local"
     replicas: int = 1
     ray_address: str | None = None
+    # tools (gen/tools/): rows become multi-turn trajectories
+    tools: str | None = None  # comma-separated: search,python
+    corpus: str | None = None  # the search tool's passages ({"id", "contents"} JSONL or Parquet)
+    max_turns: int = 8  # assistant turns per trajectory
+    tool_timeout: float = 10.0  # seconds per python tool call
+    tool_workers: int = 8  # tool calls running at once
 
     def __post_init__(self) -> None:
         check_engine(self.engine, self.replicas, self.ray_address)
@@ -81,13 +87,20 @@ class GenerateConfig:
             raise UserError(f"--data-parallel {self.data_parallel} is the local engine's; with --engine ray "
                             f"use --replicas {self.data_parallel} (one engine per replica)")
         for name, low in (("n", 1), ("max_tokens", 1), ("shard_size", 1), ("concurrency", 1), ("tensor_parallel", 1),
-                          ("data_parallel", 1), ("batch_size", 1), ("max_retries", 0)):
+                          ("data_parallel", 1), ("batch_size", 1), ("max_retries", 0), ("max_turns", 1),
+                          ("tool_workers", 1)):
             if getattr(self, name) < low:
                 raise UserError(f"--{name.replace('_', '-')} {getattr(self, name)}: expected at least {low}")
         if self.backend not in BACKENDS:
             raise UserError(f"--backend {self.backend!r}: expected one of {', '.join(BACKENDS)}")
         if self.temperature < 0:
             raise UserError(f"--temperature {self.temperature}: expected >= 0")
+        if self.tool_timeout <= 0:
+            raise UserError(f"--tool-timeout {self.tool_timeout}: expected > 0 seconds")
+        if self.tools is not None or self.corpus is not None:
+            from reasonkit.gen.tools.trajectories import check_tool_config
+
+            check_tool_config(self)
         if not 0 < self.top_p <= 1:
             raise UserError(f"--top-p {self.top_p}: expected in (0, 1]")
         if self.limit is not None and self.limit < 1:
@@ -218,14 +231,22 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
 
     prompts = read_prompts(config.prompts, config.columns, limit=config.limit, split=config.split)
     template = load_chat_template(config.chat_template)
+    toolbox = None
+    if config.tools:  # an unknown tool or a bad corpus is the user's error, before OUT exists
+        from reasonkit.gen.tools.trajectories import load_run_tools, tool_settings
+
+        toolbox = load_run_tools(config)
     info = preflight(config) if backend is None else None
     if config.engine == "ray":
         from reasonkit.gen.ray_engine import connect_for
 
         connect_for(config)  # an unreachable cluster fails here, before OUT exists
     settings = output_settings(config, template, teacher_content(config))
+    if toolbox is not None:
+        settings.update(tool_settings(config, toolbox))
     check_same_teacher(config, settings["teacher_identity"])
-    writer = StageWriter(config.out, stage="generate", kind="traces", config=settings, keys=("id", "sample"),
+    kind = "traces" if toolbox is None else "trajectories"
+    writer = StageWriter(config.out, stage="generate", kind=kind, config=settings, keys=("id", "sample"),
                          input_fingerprint=fingerprint_path(config.prompts, config.split), input_path=config.prompts,
                          overwrite=config.overwrite)
     teacher_files = teacher_file_record(config.teacher)
@@ -238,6 +259,10 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
     # the rows name their teacher by content, never by where it sat on this machine: a local
     # directory as NAME@sha256:..., a Hub id at its revision, a served model by its name
     teacher = public_model(config.teacher, settings["teacher_identity"])
+    if toolbox is not None:
+        from reasonkit.gen.tools.trajectories import TrajectoryAssembler
+
+        Assembler = TrajectoryAssembler  # the same shards and commits, rows built from trajectories
     assembler = Assembler(
         prompts, messages, work, teacher=teacher, gen_config=fingerprint(settings),
         prefilled=config.prefill_think, commit=writer.commit,
@@ -258,7 +283,14 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
             backend = backend or make_backend(config, info=info, chat_template=template)
             progress.restart()
             try:
-                for completion in backend.generate(assembler.requests(config, prefill)):
+                if toolbox is None:
+                    stream = backend.generate(assembler.requests(config, prefill))
+                else:  # multi-turn: each row is a whole trajectory (gen/tools/loop.py)
+                    from reasonkit.gen.tools.loop import rollouts
+
+                    stream = rollouts(backend, assembler.requests(config, prefill), toolbox, max_turns=config.max_turns,
+                                      workers=config.tool_workers, window=2 * config.shard_size * config.n)
+                for completion in stream:
                     finished = assembler.add(completion)
                     progress.update(prompts=finished, samples=1, tokens=completion.completion_tokens)
                 described = backend.describe()

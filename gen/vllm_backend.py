@@ -22,6 +22,7 @@ from reasonkit.gen.render import encode, prompt_text
 from reasonkit.gen.think import opens_think
 
 _FINISH = {"stop": "stop", "length": "length"}
+_END = object()
 #: VllmBackend keywords that are reasonkit's own settings; any other keyword is a vLLM engine argument.
 _OWN_SETTINGS = ("dtype", "max_model_len", "tensor_parallel", "gpu_memory_utilization", "seed")
 #: This backend serves a peft LoRA adapter on top of its base (vLLM LoRA requests), unmerged.
@@ -139,7 +140,8 @@ class VllmBackend:
 
     def render(self, request: Request) -> tuple[list[int], bool]:
         """The prompt's token ids, and whether it leaves a ``<think>`` block open."""
-        text = prompt_text(self.tokenizer, request.messages, chat_template=self.chat_template, prefill=request.prefill)
+        text = prompt_text(self.tokenizer, request.messages, chat_template=self.chat_template, prefill=request.prefill,
+                           tools=request.tools)
         return encode(self.tokenizer, text), opens_think(text)
 
     def params(self, request: Request, prompt_len: int):
@@ -156,6 +158,8 @@ class VllmBackend:
             max_tokens=min(s.max_tokens, self.max_model_len - prompt_len),
             seed=s.seed,
             output_kind=RequestOutputKind.FINAL_ONLY,
+            # some templates make <tool_call> a special token: keep it for the caller's parser (as vLLM's server does)
+            skip_special_tokens=not request.tools,
         )
 
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
@@ -170,9 +174,11 @@ class VllmBackend:
         try:
             while True:
                 while not exhausted and len(pending) < self.window:
-                    request = next(source, None)
-                    if request is None:
+                    request = next(source, _END)
+                    if request is _END:
                         exhausted = True
+                        break
+                    if request is None:  # nothing ready yet (gen/tools/loop.py): step what is in the engine
                         break
                     ids, opened = self.render(request)
                     if len(ids) >= self.max_model_len:  # no room to generate a single token

@@ -1,0 +1,83 @@
+"""``distill generate --tools``: the generate stage's pieces that differ when rows are trajectories.
+
+Everything else is the stage's own (gen/stage.py): the same prompts, shards, manifest, resume
+after SIGKILL and summary; rows are built from :class:`~reasonkit.gen.tools.loop.Trajectory`
+records instead of completions, and validated as the ``trajectories`` table (schema.py).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from reasonkit.errors import UserError
+from reasonkit.gen.shards import Assembler
+from reasonkit.schema import TOOL_MESSAGES
+
+
+def tool_names(tools: str | None) -> list[str]:
+    """
+    >>> tool_names(" search, python ,"), tool_names(None)
+    (['search', 'python'], [])
+    """
+    return [n.strip() for n in (tools or "").split(",") if n.strip()]
+
+
+def check_tool_config(config) -> None:
+    """The tool settings of a GenerateConfig that can be judged without loading anything."""
+    names = tool_names(config.tools)
+    if config.tools is not None and not names:
+        raise UserError("--tools: no tool named; expected a comma-separated list such as search,python")
+    if config.corpus is not None and "search" not in names:
+        raise UserError(f"--corpus {config.corpus}: only the search tool reads a corpus; add search to --tools")
+    if not names:
+        return
+    if "search" in names and not config.corpus:
+        raise UserError("--tools search needs --corpus FILE (JSONL or Parquet with id and contents columns)")
+    if config.engine == "ray":
+        raise UserError("--tools runs on the local engine; --engine ray generates single replies only")
+    if config.data_parallel > 1:
+        raise UserError("--tools runs one engine (its turns are fed as tools return); use --data-parallel 1")
+    if config.prefill_think:
+        raise UserError("--prefill-think does not apply to --tools (every turn would reopen a think block)")
+
+
+def load_run_tools(config):
+    """The run's ToolBox; an unknown tool or a bad corpus fails here, before OUT is written."""
+    from reasonkit.gen.tools.base import load_tools
+
+    return load_tools(tool_names(config.tools), corpus=config.corpus, timeout=config.tool_timeout)
+
+
+def tool_settings(config, toolbox) -> dict:
+    """What the tools add to the run's fingerprint: their schemas (the model sees them), the corpus
+    by content, the turn limit and the timeout (both change what rows say)."""
+    from reasonkit.store import fingerprint, fingerprint_path
+
+    return {"tools": tool_names(config.tools), "tool_schemas": fingerprint(toolbox.schemas()),
+            "corpus": None if config.corpus is None else fingerprint_path(config.corpus),
+            "max_turns": config.max_turns, "tool_timeout": config.tool_timeout}
+
+
+class TrajectoryAssembler(Assembler):
+    """The stage's Assembler (commit a shard when its last sample arrives) over trajectories."""
+
+    def table(self, rows: list, take: list[int]) -> pa.Table:
+        def ints(name: str) -> pa.Array:
+            return pa.array([getattr(r, name) for r in rows], pa.int32())
+
+        count = len(rows)
+        columns = {
+            "id": pa.array([r.id for r in rows], pa.string()),
+            "sample": ints("sample"),
+            "messages": pa.array([r.messages for r in rows], TOOL_MESSAGES),
+            "response": pa.array([r.response for r in rows], pa.string()),
+            "turns": ints("turns"),
+            "tool_calls": ints("tool_calls"),
+            "tool_errors": ints("tool_errors"),
+            "finish_reason": pa.array([r.finish_reason for r in rows], pa.string()),
+            "prompt_tokens": ints("prompt_tokens"),
+            "completion_tokens": ints("completion_tokens"),
+            "teacher": pa.array([self.teacher] * count, pa.string()),
+            "gen_config": pa.array([self.gen_config] * count, pa.string()),
+        }
+        return self.with_extras(columns, take)
