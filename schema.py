@@ -114,6 +114,7 @@ _TRAJECTORIES = (
     Column("gen_config", pa.string()),
     _opt("answer", pa.string()),
     _opt("source", pa.string()),
+    _opt("tools", pa.string()),  # the JSON schemas the model was shown (TRL's SFT column), JSON text
 )
 
 #: SFT on tool-use trajectories (``distill filter``'s ``sft`` output of a trajectories table): TRL's

@@ -267,6 +267,10 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
         prompts, messages, work, teacher=teacher, gen_config=fingerprint(settings),
         prefilled=config.prefill_think, commit=writer.commit,
     )
+    if toolbox is not None:  # every row carries the schemas its model was shown (TRL's SFT `tools` column)
+        import json
+
+        assembler.tools = json.dumps(toolbox.schemas(), ensure_ascii=False)
     described = None
     prefill = THINK_PREFILL if config.prefill_think else ""
     try:

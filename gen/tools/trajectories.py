@@ -61,6 +61,8 @@ def tool_settings(config, toolbox) -> dict:
 class TrajectoryAssembler(Assembler):
     """The stage's Assembler (commit a shard when its last sample arrives) over trajectories."""
 
+    tools: str | None = None  # the run's tool schemas as JSON text (gen/stage.py sets it)
+
     def table(self, rows: list, take: list[int]) -> pa.Table:
         def ints(name: str) -> pa.Array:
             return pa.array([getattr(r, name) for r in rows], pa.int32())
@@ -79,5 +81,6 @@ class TrajectoryAssembler(Assembler):
             "completion_tokens": ints("completion_tokens"),
             "teacher": pa.array([self.teacher] * count, pa.string()),
             "gen_config": pa.array([self.gen_config] * count, pa.string()),
+            "tools": pa.array([self.tools] * count, pa.string()),
         }
         return self.with_extras(columns, take)
