@@ -2,7 +2,11 @@
 
 The tables already are TRL's formats (schema.py): ``sft`` rows carry ``messages`` (conversational
 language modeling) and ``prefs`` rows carry ``prompt``/``chosen``/``rejected`` (conversational
-preference), so loading is validation plus column selection, never conversion. GRPO reads a
+preference), so loading is validation plus column selection, never conversion. Tool-use conversations
+(a ``trajectories`` table, or the filter's ``sft`` of one: :func:`sft_kind`) are the exception: their
+stored calls hold arguments as JSON text, which :func:`chat_inputs` turns into the objects a chat
+template serialises, with the row's ``tools`` schemas (TRL's column), so SFT trains on exactly the
+text the model generated, with loss on its turns only. GRPO reads a
 ``prompts`` table as ``distill generate`` does and renders each prompt as generation does
 (:func:`read_prompt_rows`), into TRL's conversational ``prompt`` column.
 
@@ -83,7 +87,8 @@ def load_rows(table: pa.Table, method: str, source: str) -> pa.Table:
             f"{source}: --method {method} needs a{'n' if method == 'sft' else ''} {KIND[method]} table with columns "
             f"{', '.join(_NEEDS[method])}; found {table.column_names}{hint}"
         )
-    table = validate(table, prefs_kind(table) if method == "dpo" else KIND[method], source)
+    kind = prefs_kind(table) if method == "dpo" else sft_kind(table) if method == "sft" else KIND[method]
+    table = validate(table, kind, source)
     if table.num_rows == 0:
         raise UserError(f"{source}: 0 rows to train on")
     return table
@@ -97,6 +102,42 @@ def prefs_kind(table: pa.Table) -> str:
     'prefs_text'
     """
     return "prefs_text" if pa.types.is_string(table.schema.field("prompt").type) else "prefs"
+
+
+def sft_kind(table: pa.Table) -> str:
+    """``sft_tools`` when the turns carry tool calls (a trajectories table, or the filter's sft of one),
+    ``sft`` otherwise. Told apart before validating: the sft schema's cast would drop the calls silently.
+
+    >>> from reasonkit.schema import MESSAGES, TOOL_MESSAGES
+    >>> sft_kind(pa.table({"messages": pa.array([[]], TOOL_MESSAGES)})), sft_kind(pa.table({"messages": pa.array([[]], MESSAGES)}))
+    ('sft_tools', 'sft')
+    """
+    turns = table.schema.field("messages").type
+    turn = turns.value_type if pa.types.is_list(turns) or pa.types.is_large_list(turns) else None
+    return "sft_tools" if turn is not None and pa.types.is_struct(turn) and turn.get_field_index("tool_calls") >= 0 else "sft"
+
+
+def chat_inputs(row: dict) -> tuple[list[dict], list[dict] | None]:
+    """``(messages, tools)`` of one sft row as ``apply_chat_template`` takes them: stored tool calls
+    converted (gen/tools/calls.py), the ``tools`` schemas parsed; a plain row as it is, no tools.
+
+    >>> chat_inputs({"messages": [{"role": "user", "content": "hi"}]})
+    ([{'role': 'user', 'content': 'hi'}], None)
+    """
+    import json
+
+    messages = row["messages"]
+    if not any("tool_calls" in m or m.get("role") == "tool" for m in messages):
+        return messages, None
+    from reasonkit.gen.tools.calls import template_messages
+
+    tools = row.get("tools")
+    return template_messages(messages), (json.loads(tools) if isinstance(tools, str) else tools) or None
+
+
+def uses_tools(messages: list[dict]) -> bool:
+    """Whether a conversation calls a tool or reads a tool's result."""
+    return any(m.get("tool_calls") or m.get("role") == "tool" for m in messages)
 
 
 def read_prompt_rows(cfg) -> pa.Table:
@@ -139,9 +180,21 @@ def read_prompt_rows(cfg) -> pa.Table:
 
 
 def to_dataset(table: pa.Table, method: str):
-    """A ``datasets.Dataset`` holding only the columns the TRL trainer reads."""
+    """A ``datasets.Dataset`` holding only the columns the TRL trainer reads.
+
+    Tool-use conversations go in converted (:func:`chat_inputs`), each turn a ``Json`` value: Arrow
+    would otherwise merge every tool's arguments into one struct, and the template would then write
+    ``"code": null`` into a search call. TRL's SFT renders the ``tools`` column (JSON text) itself.
+    """
     import datasets
 
+    if method == "sft" and sft_kind(table) == "sft_tools":
+        import json
+
+        rows = [chat_inputs(row) for row in table.select(["messages", "tools"]).to_pylist()]
+        features = datasets.Features({"messages": datasets.List(datasets.Json()), "tools": datasets.Value("string")})
+        return datasets.Dataset.from_dict({"messages": [m for m, _ in rows],
+                                           "tools": [json.dumps(t) if t else None for _, t in rows]}, features=features)
     return datasets.Dataset(table.select(list(_NEEDS[method])))
 
 

@@ -53,6 +53,7 @@ class _Tally:
 
 def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_positions: int | None) -> tuple[list[Finding], dict]:
     """All findings on ``table`` (validated sft or prefs rows; GRPO's prompts: distill/lint_grpo.py) and the length statistics."""
+    from reasonkit.distill.data import uses_tools
     from reasonkit.distill.lint_student import student_findings
 
     if cfg.method == "grpo":
@@ -66,13 +67,15 @@ def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_pos
     findings = student_findings(tok, cfg, max_length=max_length, max_positions=max_positions, stops=stops)
     unready = {f.check for f in findings}  # the per-row checks would repeat these on every row
     rows = _sample(table, cfg.lint_rows)
-    tallies = {name: _Tally() for name in ("no_assistant_tokens", "no_eos_end", "think_prefill")}
+    tallies = {name: _Tally() for name in ("no_assistant_tokens", "no_eos_end", "think_prefill", "no_tool_schemas")}
     think_why: list[str] = []  # distinct reasons, first seen first
     lengths: list[int] = []
     turn_ends: set[int] = set()  # the stop tokens that actually end the trained assistant turns
     truncated = _Tally()
     for index, row in rows:
         where = f"row {index} (id {row['id']!r})"
+        if cfg.method == "sft" and not row.get("tools") and uses_tools(row["messages"]):
+            tallies["no_tool_schemas"].add(where)
         for ids, trained, prompt, content, empty_why in _examples(tok, row, cfg.method):
             lengths.append(len(ids))
             if len(ids) > max_length:
@@ -103,6 +106,8 @@ def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_pos
         "no_eos_end": "have assistant turns whose trained tokens do not end in the end-of-turn token "
         f"{tok.eos_token!r}, so the student never learns to stop"
         + (" (the template must put it inside {% generation %})" if cfg.method == "sft" else ""),
+        "no_tool_schemas": "call tools but carry no tool schemas (TRL's 'tools' column: the JSON schemas the model was "
+        "shown), so the student would train on prompts without the tool list it is given at inference",
     }
     for name, tally in tallies.items():
         if tally.count and name in messages:
@@ -183,8 +188,10 @@ def _pad_finding(tok, eos: set[int]) -> Finding | None:
 def _examples(tok, row: dict, method: str):
     """(ids, trained ids, prompt messages, assistant content, why-empty) per sequence the trainer will see."""
     if method == "sft":
-        messages = row["messages"]
-        out = tok.apply_chat_template(messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+        from reasonkit.distill.data import chat_inputs
+
+        messages, tools = chat_inputs(row)  # a tool-use conversation as TRL renders it: calls as objects, its tools shown
+        out = tok.apply_chat_template(messages, tools=tools, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
         ids, mask = list(out["input_ids"]), list(out["assistant_masks"])
         trained = _last_span(ids, mask)
         roles = [m["role"] for m in messages]

@@ -33,7 +33,6 @@ assistant turns only (distill/data.py).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
@@ -162,40 +161,17 @@ def with_model_text(batch: pa.Table) -> pa.Table:
     return batch.append_column("completion", text).append_column("reasoning", pa.nulls(batch.num_rows, pa.string()))
 
 
-def tool_schemas(gen_config: str | None, tools: str | None = None) -> str | None:
-    """The JSON schemas the model was shown, as TRL's ``tools`` column holds them (JSON text), or None.
-
-    From a ``tools`` column when the table has one, else from ``gen_config``'s ``tools`` when it
-    lists schemas (the generate stage records what the chat template rendered).
-
-    >>> tool_schemas('{"tools": [{"type": "function", "function": {"name": "search"}}]}')
-    '[{"type": "function", "function": {"name": "search"}}]'
-    >>> tool_schemas('{"tools": "search"}') is None, tool_schemas("not json") is None
-    (True, True)
-    """
-    if tools:
-        return tools if isinstance(tools, str) else json.dumps(tools, ensure_ascii=False)
-    try:
-        config = json.loads(gen_config or "")
-    except ValueError:
-        return None
-    found = config.get("tools") if isinstance(config, dict) else None
-    if isinstance(found, list) and found and all(isinstance(t, dict) for t in found):
-        return json.dumps(found, ensure_ascii=False)
-    return None
-
-
 def sft_rows(kept: pa.Table) -> pa.Table:
     """The ``sft_tools`` table of kept trajectories: each whole conversation, its tool turns included,
-    and the tool schemas it was generated with."""
+    and the tool schemas it was generated with (TRL's ``tools`` column, JSON text, when the
+    trajectories carry one; the training lint flags conversations without)."""
     from reasonkit.schema import TOOL_MESSAGES
 
-    gen = kept.column("gen_config").to_pylist()
-    given = kept.column("tools").to_pylist() if "tools" in kept.column_names else [None] * kept.num_rows
+    tools = kept.column("tools").cast(pa.string()) if "tools" in kept.column_names else pa.nulls(kept.num_rows, pa.string())
     return pa.table({
         "id": kept.column("id"),
         "messages": kept.column("messages").cast(TOOL_MESSAGES),
-        "tools": pa.array([tool_schemas(g, t) for g, t in zip(gen, given)], pa.string()),
+        "tools": tools,
         "source": kept.column("source"),
         "sample": kept.column("sample"),
     })

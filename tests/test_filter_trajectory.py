@@ -48,7 +48,7 @@ def trajectory(id, sample=0, *, turns, response="1987", finish_reason="stop", go
     return {"id": id, "sample": sample, "messages": messages, "response": response if finish_reason == "stop" else "",
             "turns": sum(m["role"] == "assistant" for m in messages), "tool_calls": calls, "tool_errors": errors,
             "finish_reason": finish_reason, "prompt_tokens": 40, "completion_tokens": 12, "teacher": "tiny-agent",
-            "gen_config": json.dumps({"tools": SCHEMAS, "max_turns": 4}), "answer": gold, "source": "agent"}
+            "gen_config": "3f9a0c", "answer": gold, "source": "agent", "tools": json.dumps(SCHEMAS)}
 
 
 def rows():
@@ -159,3 +159,25 @@ def test_doctests():
 
     result_ = doctest.testmod(trajectory, optionflags=doctest.ELLIPSIS)
     assert result_.failed == 0 and result_.attempted > 5
+
+
+def test_generated_trajectories_filter_into_sft_rows_with_their_tools(tmp_path, monkeypatch):
+    """distill generate --tools (a scripted backend, a real tool) -> distill filter: the sft rows carry the schemas
+    the model was shown, and the final answers are verified."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from gen_tools_helpers import ScriptedBackend, lookup_script
+
+    from reasonkit.gen.stage import GenerateConfig, generate
+    from reasonkit.gen.tools import base
+
+    monkeypatch.setitem(base._FACTORIES, "echo", "gen_tools_helpers:make_echo")
+    pq.write_table(pa.table({"id": [f"p{i}" for i in range(4)], "problem": [f"word{i}" for i in range(4)],
+                             "answer": ["WORD0", "WORD1", "WORD2", "other"]}), tmp_path / "q.parquet")
+    generate(GenerateConfig(prompts=str(tmp_path / "q.parquet"), teacher="fake-teacher", out=str(tmp_path / "traj"), n=1,
+                            tools="echo", max_turns=4, instruction=""), backend=ScriptedBackend(lookup_script))
+    report = run_filter(config(tmp_path, verifier="exact", require_tool=True, lang=None))
+    assert outcome(tmp_path / "out") == (["p0", "p1", "p2"], {"p3": "wrong"}) and report["rows_out"] == 3
+    sft = read_stage(tmp_path / "out" / "sft", kind="sft_tools").to_pylist()
+    assert [f["function"]["name"] for f in json.loads(sft[0]["tools"])] == ["echo"]
+    assert [m["role"] for m in sft[0]["messages"]] == ["user", "assistant", "tool", "assistant"]
