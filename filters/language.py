@@ -229,10 +229,13 @@ class LanguageFilter(RowFilter):
         self.lang, self.min_ratio, self.candidates = lang, min_ratio, tuple(candidates)
         self.cache: dict = {}
 
-    def judge(self, batch: pa.Table, rows: list[int]):
+    def texts(self, batch: pa.Table, rows: list[int]) -> list[str]:
+        """The text judged in each row (a tool-use trajectory's differs: filters/trajectory.py)."""
         reasoning = batch.column("reasoning").to_pylist()
         completion = batch.column("completion").to_pylist()
-        texts = [reasoning[i] if reasoning[i] is not None else completion[i] for i in rows]
-        ratios = lang_ratios(texts, self.lang, self.candidates, self.cache)
+        return [reasoning[i] if reasoning[i] is not None else completion[i] for i in rows]
+
+    def judge(self, batch: pa.Table, rows: list[int]):
+        ratios = lang_ratios(self.texts(batch, rows), self.lang, self.candidates, self.cache)
         reasons = ["language" if r is not None and r < self.min_ratio else None for r in ratios]
         return reasons, {"lang_ratio": ratios}
