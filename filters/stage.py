@@ -39,7 +39,8 @@ from reasonkit.filters.format import FormatFilter, assistant_turn
 from reasonkit.filters.language import LanguageFilter
 from reasonkit.filters.report import Tally
 from reasonkit.filters.select import reward_pick, reward_scores, select, select_by_reward
-from reasonkit.filters.trajectory import TEXT_COLUMNS, TrajectoryFilter, final_answer, is_trajectories, with_model_text
+from reasonkit.filters.trajectory import (TEXT_COLUMNS, TrajectoryFilter, TrajectoryLanguageFilter, final_answer,
+                                          is_trajectories, with_model_text)
 from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
 from reasonkit.filters.verify import VerifyFilter, default_workers
 from reasonkit.schema import MESSAGES, TABLES, validate
@@ -112,7 +113,8 @@ def build_filters(config: FilterConfig, eval_sets, kind: str = "traces") -> list
                                 timeout=config.verify_timeout, workers=config.workers or default_workers(),
                                 extract=final_answer if trajectories else extract_answer))
     if config.lang is not None:
-        filters.append(LanguageFilter(config.lang, config.min_lang_ratio, config.lang_candidates))
+        language = TrajectoryLanguageFilter if trajectories else LanguageFilter
+        filters.append(language(config.lang, config.min_lang_ratio, config.lang_candidates))
     return filters
 
 

@@ -11,8 +11,9 @@ columns (:func:`is_trajectories`). Its rows go through the same stage as traces,
   as for traces, else the response itself when it is one short line (an agent often answers
   "1987." and nothing else), verified by the same :class:`~reasonkit.filters.verify.Verifier`
   (``--verifier exact`` for names and titles: text equality, :func:`~reasonkit.filters.verify.same_text`).
-- **Text filters** (format, language, dedup) read the model's own text across the trajectory
-  (:func:`model_text`: its turns and calls, never the tools' observations) as a trace's completion.
+- **Text filters** (format, dedup) read the model's own text across the trajectory (:func:`model_text`:
+  its turns and calls, never the tools' observations) as a trace's completion; the language filter
+  reads its prose only (:func:`prose`: a call's arguments are names copied from elsewhere).
 
 Kept rows go to ``OUT/sft`` whole (:func:`sft_rows`): the conversation with its tool turns and the
 tool schemas the model was shown, which ``distill train --method sft`` trains on with loss on the
@@ -39,6 +40,7 @@ import pyarrow as pa
 
 from reasonkit.filters.base import RowFilter
 from reasonkit.filters.extract import extract_answer
+from reasonkit.filters.language import LanguageFilter
 
 #: The columns that, beside ``messages`` and ``finish_reason``, make a table a trajectories table.
 COLUMNS = ("turns", "tool_calls", "tool_errors")
@@ -152,6 +154,26 @@ def model_text(messages: Sequence[dict]) -> str:
             lines.append(m["content"])
         lines += [f"{c['name']} {c['arguments']}" for c in m.get("tool_calls") or []]
     return "\n".join(lines)
+
+
+def prose(messages: Sequence[dict]) -> str:
+    """The model's own words: its turns' text without the calls, whose arguments are names and queries
+    copied from the question and the observations (fictional names in no language, on the agent task).
+
+    >>> prose([{"role": "assistant", "content": "", "tool_calls": [{"name": "search", "arguments": '{"query": "Gemi Fozu"}'}]},
+    ...        {"role": "assistant", "content": "The answer is 1901."}])
+    'The answer is 1901.'
+    """
+    return "\n".join(m["content"] for m in messages if m.get("role") == "assistant" and m.get("content"))
+
+
+class TrajectoryLanguageFilter(LanguageFilter):
+    """The language filter on :func:`prose`: a call's arguments would make a trajectory that answers in
+    plain English look foreign."""
+
+    def texts(self, batch: pa.Table, rows: list[int]) -> list[str]:
+        messages = batch.column("messages").to_pylist()
+        return [prose(messages[i] or []) for i in rows]
 
 
 def with_model_text(batch: pa.Table) -> pa.Table:

@@ -62,6 +62,7 @@ def rows():
         trajectory("recovered", turns=[call("The Glass Orchard author"), timeout] + FOUND),
         trajectory("no_tool", turns=[]),
         trajectory("prose", turns=FOUND, response="I searched twice.\nI am not sure."),
+        trajectory("foreign", turns=[{**FOUND[0], "content": "让我们先搜索这本书的作者，然后再搜索他获奖的年份。"}] + FOUND[1:]),
     ]
 
 
@@ -92,12 +93,12 @@ def test_trajectories_are_verified_and_checked(tmp_path, require_tool):
     report = run_filter(config(tmp_path, require_tool=require_tool))
     kept, why = outcome(tmp_path / "out")
     assert why == {"wrong": "wrong", "limit": "max_turns", "unrecovered": "tool_error_unrecovered", "prose": "no_answer",
-                   **({"no_tool": "no_tool_call"} if require_tool else {})}
+                   "foreign": "language", **({"no_tool": "no_tool_call"} if require_tool else {})}
     assert kept == sorted(["right", "boxed", "recovered"] + ([] if require_tool else ["no_tool"]))
     funnel = {(s["filter"], s["reason"]): s["dropped"] for s in report["funnel"]}
     assert funnel[("trajectory", "max_turns")] == 1 and funnel[("trajectory", "tool_error_unrecovered")] == 1
     assert (("trajectory", "no_tool_call") in funnel) is require_tool
-    assert report["rows_in"] == 8 and report["rows_out"] == len(kept) == report["sft_rows"]
+    assert report["rows_in"] == 9 and report["rows_out"] == len(kept) == report["sft_rows"]
     assert [s["reason"] for s in report["funnel"][:2]] == ["max_turns", "tool_error_unrecovered"]  # checked first
     # the kept table is the trajectories table plus the verdicts, nothing of the filters' own scratch columns
     table = read_stage(tmp_path / "out")
