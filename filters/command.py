@@ -95,4 +95,7 @@ def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_la
     from rich.console import Console
 
     Console(soft_wrap=True).print(render(report))
+    for name, part in report.get("trajectories", {}).items():
+        click.echo(f"trajectories {name}: {part['rows']}, {part['tool_calls_per_trajectory']} tool calls each, "
+                   f"tool-error rate {part['tool_error_rate']}, finish {part['finish_reason']}")
     click.echo(f"wrote {report['rows_out']} rows to {out} (rejected/, sft/, report.json)")

@@ -41,6 +41,7 @@ from reasonkit.filters.report import Tally
 from reasonkit.filters.select import reward_pick, reward_scores, select, select_by_reward
 from reasonkit.filters.trajectory import (TEXT_COLUMNS, TrajectoryFilter, TrajectoryLanguageFilter, final_answer,
                                           is_trajectories, with_model_text)
+from reasonkit.filters.trajectory import report as trajectory_report
 from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
 from reasonkit.filters.verify import VerifyFilter, default_workers
 from reasonkit.schema import MESSAGES, TABLES, validate
@@ -186,9 +187,10 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     rejected_w, sft_w = writer(out / "rejected", verdicts), writer(out / "sft", sft_kind)
     to_sft = trajectory_sft_rows if kind == "trajectories" else sft_rows
     _pass3(work, decisions, deduper.columns, config.batch_rows, (kept_w, rejected_w, sft_w), tally, log, to_sft)
+    extra = trajectory_report(work, decisions) if kind == "trajectories" else {}
     report = tally.report(funnel_order(config, filters, deduper), sft_rows=tally.rows_out,
                           input=str(config.traces), seconds=round(time.time() - started, 3),
-                          config=config.fingerprinted(), **reward_report(work, config))
+                          config=config.fingerprinted(), **reward_report(work, config), **extra)
     _write_json(out / REPORT, report)
     rejected_w.finish()
     sft_w.finish()

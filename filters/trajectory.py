@@ -197,3 +197,35 @@ def sft_rows(kept: pa.Table) -> pa.Table:
         "source": kept.column("source"),
         "sample": kept.column("sample"),
     })
+
+
+def summary(turns: Sequence[int], tool_calls: Sequence[int], tool_errors: Sequence[int],
+            finish_reasons: Sequence[str]) -> dict:
+    """How a set of trajectories went: tool calls and turns per trajectory, the share of calls that
+    failed, how they ended.
+
+    >>> summary([2, 3], [1, 2], [0, 1], ["stop", "max_turns"])
+    {'rows': 2, 'turns_per_trajectory': 2.5, 'tool_calls_per_trajectory': 1.5, 'tool_error_rate': 0.3333, 'finish_reason': {'max_turns': 1, 'stop': 1}}
+    """
+    from collections import Counter
+
+    n, calls = len(turns), sum(tool_calls)
+    return {"rows": n, "turns_per_trajectory": round(sum(turns) / n, 4) if n else None,
+            "tool_calls_per_trajectory": round(calls / n, 4) if n else None,
+            "tool_error_rate": round(sum(tool_errors) / calls, 4) if calls else None,
+            "finish_reason": dict(sorted(Counter(finish_reasons).items()))}
+
+
+def report(work: Sequence, decisions: Sequence[str | None]) -> dict:
+    """The filter report's ``trajectories`` section: :func:`summary` of the input and of the kept rows,
+    from the work shards' small columns (``decisions``: pass 2's drops, one per work row)."""
+    import pyarrow.parquet as pq
+
+    names = ["keep", "turns", "tool_calls", "tool_errors", "finish_reason"]
+    cols = {n: [v for path in work for v in pq.read_table(path, columns=[n]).column(n).to_pylist()] for n in names}
+    kept = [k and d is None for k, d in zip(cols["keep"], decisions)]
+
+    def of(rows: list[bool]) -> dict:
+        return summary(*([v for v, r in zip(cols[n], rows) if r] for n in names[1:]))
+
+    return {"trajectories": {"in": of([True] * len(kept)), "kept": of(kept)}}

@@ -100,6 +100,11 @@ def test_trajectories_are_verified_and_checked(tmp_path, require_tool):
     assert (("trajectory", "no_tool_call") in funnel) is require_tool
     assert report["rows_in"] == 9 and report["rows_out"] == len(kept) == report["sft_rows"]
     assert [s["reason"] for s in report["funnel"][:2]] == ["max_turns", "tool_error_unrecovered"]  # checked first
+    in_, out = report["trajectories"]["in"], report["trajectories"]["kept"]
+    assert in_["rows"] == 9 and in_["finish_reason"] == {"max_turns": 1, "stop": 8}
+    assert out["finish_reason"] == {"stop": len(kept)}
+    if not require_tool:  # right 2 calls, boxed 2, recovered 3 (one timed out), no_tool 0
+        assert out["tool_calls_per_trajectory"] == 1.75 and out["tool_error_rate"] == round(1 / 7, 4)
     # the kept table is the trajectories table plus the verdicts, nothing of the filters' own scratch columns
     table = read_stage(tmp_path / "out")
     assert "completion" not in table.column_names and "reasoning" not in table.column_names
@@ -132,6 +137,7 @@ def test_cli_require_tool(tmp_path):
                                         "--workers", "1", "-q"])
     assert result_.exit_code == 0, result_.output
     assert "no_tool_call" in result_.output and outcome(tmp_path / "out")[1]["no_tool"] == "no_tool_call"
+    assert "trajectories kept: 3, 2.3333 tool calls each, tool-error rate 0.1429" in result_.output
 
 
 def test_require_tool_on_traces_is_one_line(tmp_path):
