@@ -1,0 +1,250 @@
+"""The sandbox's first process: prepares the namespaces, runs the program, cleans up, reports.
+
+Not imported: ``sandbox.py`` starts it as ``python -I -S sandbox_init.py SPOOL`` (stdlib only, so it
+starts in ~20 ms), usually as PID 1 of fresh PID, mount and network namespaces made by ``unshare``.
+SPOOL is a root-only directory holding ``spec.json`` (argv, environment, limits, mode) and ``work/``
+(the program's files); the status (exit, signal, CPU seconds, stray processes) goes back to
+``SPOOL/status.json``.
+
+Steps: private ``/tmp``, ``/var/tmp``, ``/dev/shm`` (size-capped tmpfs: a write outside the working
+directory lands there and vanishes with the namespace), a fresh ``/proc`` (the program sees only its
+own processes), the working directory copied into that tmpfs; then fork the program with its
+rlimits, an unprivileged uid and no_new_privs; wait for it with a wall-clock alarm; then kill every
+process left (as PID 1, ``kill(-1)``; without a PID namespace, every descendant, found because this
+process is their child subreaper).
+"""
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC = 2, 4, 8, 4096, 16384
+PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 38, 36
+PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+WORKDIR = "/tmp/sandbox"
+RLIMITS = {  # spec["limits"] key -> (resource, scale to the rlimit's unit)
+    "cpu_seconds": (resource.RLIMIT_CPU, 1),
+    "memory_mb": (resource.RLIMIT_AS, 1 << 20),
+    "file_size_mb": (resource.RLIMIT_FSIZE, 1 << 20),
+    "open_files": (resource.RLIMIT_NOFILE, 1),
+    "processes": (resource.RLIMIT_NPROC, 1),
+}
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def read_tree(root: str) -> list[tuple[str, bytes | None]]:
+    """(relative path, bytes) of every file, (relative dir, None) of every directory, parents first."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        if rel != ".":
+            out.append((rel, None))
+        for name in filenames:
+            with open(os.path.join(dirpath, name), "rb") as f:
+                out.append((os.path.normpath(os.path.join(rel, name)), f.read()))
+    return out
+
+
+def hidden_ancestor(path: str) -> str | None:
+    """The topmost directory above ``path`` that others may not traverse (e.g. ``/root``, 0700)."""
+    current = "/"
+    for part in path.strip("/").split("/")[:-1]:
+        current = os.path.join(current, part)
+        if os.stat(current).st_mode & 0o001 == 0:
+            return current
+    return None
+
+
+def setup_mounts(spec: dict, spool: str) -> str:
+    """Private temp dirs and /proc; the interpreter's directories reachable by the dropped uid."""
+    files = read_tree(os.path.join(spool, "work"))  # before /tmp (which holds the spool) is covered
+    if spec["pidns"]:
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    # A root-only ancestor (pyenv under /root) would make the interpreter unreadable after the uid
+    # drop: cover the ancestor with an empty tmpfs and bind just the needed directories back.
+    covers: dict[str, list[tuple[str, int]]] = {}
+    for keep in spec["keep_readable"]:
+        ancestor = hidden_ancestor(keep) if spec["uid"] is not None else None
+        if ancestor:
+            covers.setdefault(ancestor, []).append((keep, os.open(keep, os.O_PATH | os.O_DIRECTORY)))
+    for ancestor, keeps in covers.items():
+        mount("tmpfs", ancestor, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+        for keep, fd in keeps:
+            os.makedirs(keep, exist_ok=True)
+            mount(f"/proc/self/fd/{fd}", keep, None, MS_BIND | MS_REC)
+            os.close(fd)
+    size = f"size={spec['limits']['tmpfs_mb']}m,mode=1777"
+    for target in PRIVATE_TMP:
+        if os.path.isdir(target):
+            mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, size)
+    os.mkdir(WORKDIR, 0o700)
+    for rel, data in files:
+        path = os.path.join(WORKDIR, rel)
+        if data is None:
+            os.mkdir(path, 0o700)
+        else:
+            with open(path, "wb") as f:
+                f.write(data)
+    if spec["uid"] is not None:
+        for dirpath, dirnames, filenames in os.walk(WORKDIR):
+            for name in [dirpath] + [os.path.join(dirpath, n) for n in filenames]:
+                os.chown(name, spec["uid"], spec["uid"])
+    return WORKDIR
+
+
+def own_processes() -> int:
+    """How many processes this uid runs (RLIMIT_NPROC counts them all, not only the run's)."""
+    count = 0
+    for name in os.listdir("/proc"):
+        try:
+            count += name.isdigit() and os.stat(f"/proc/{name}").st_uid == os.getuid()
+        except OSError:
+            pass
+    return count
+
+
+def exec_program(spec: dict, workdir: str) -> None:
+    """In the forked child: limits, uid drop, exec. Never returns."""
+    try:
+        os.chdir(workdir)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        for key, (res, scale) in RLIMITS.items():
+            soft = int(spec["limits"][key] * scale)
+            if key == "processes" and spec["mode"] == "none" and spec["uid"] is None:
+                soft += own_processes()  # the count is the caller's uid's, all its processes
+            # CPU: SIGXCPU at the soft limit, SIGKILL a second later if it is caught.
+            resource.setrlimit(res, (soft, soft + 1 if key == "cpu_seconds" else soft))
+        if spec["uid"] is not None:
+            os.setgroups([])
+            os.setgid(spec["uid"])
+            os.setuid(spec["uid"])
+        libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # no setuid binary can give privileges back
+        os.execve(spec["argv"][0], spec["argv"], spec["env"])
+    except BaseException as e:
+        who = f" as uid {spec['uid']} (is it under a directory only root may enter?)" if spec["uid"] else ""
+        os.write(2, f"sandbox: cannot start {spec['argv'][0]}{who}: {e}\n".encode())
+    finally:
+        os._exit(127)
+
+
+def processes() -> list[tuple[int, int]]:
+    """(pid, parent pid) of every live process in /proc (zombies excluded: they are already dead)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue  # gone meanwhile
+            if fields[0] != "Z":
+                out.append((int(name), int(fields[1])))
+    return out
+
+
+def reap() -> None:
+    """Collect the exit status of every dead child, without waiting."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
+def kill_all(spec: dict) -> int:
+    """Kill every process of the run but this one; returns how many were left running."""
+    me = os.getpid()
+    if spec["pidns"]:  # PID 1 of the namespace: kill(-1) reaches exactly the run's processes
+        left = sum(1 for pid, _ in processes() if pid != me)
+        if left:
+            os.kill(-1, signal.SIGKILL)
+        return left
+    # No PID namespace: kill the children of this process until none is left; the orphans of a
+    # killed one (a detached, double-forked daemon included) are re-parented here, because this
+    # process is their child subreaper, and so are found on the next round.
+    killed: set[int] = set()
+    for _ in range(1000):
+        children = [pid for pid, ppid in processes() if ppid == me]
+        if not children:
+            break
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+        reap()
+    while True:  # wait for the killed ones (SIGKILL is not instant), so no zombie is left to init
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    return len(killed)
+
+
+def main(spool: str) -> None:
+    with open(os.path.join(spool, "spec.json")) as f:
+        spec = json.load(f)
+    spool_fd = os.open(spool, os.O_RDONLY | os.O_DIRECTORY)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_IGN)
+    status: dict = {"timed_out": False, "stopped": False}
+    try:
+        workdir = setup_mounts(spec, spool) if spec["mountns"] else os.path.join(spool, "work")
+    except OSError as e:
+        status["setup_error"] = str(e)
+        workdir = None
+    if workdir is not None:
+        if not spec["pidns"]:
+            libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        child = os.fork()
+        if child == 0:
+            exec_program(spec, workdir)
+
+        def stop(signum, frame):  # wall clock (SIGALRM) or the caller's request (SIGUSR1)
+            status["timed_out" if signum == signal.SIGALRM else "stopped"] = True
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        signal.signal(signal.SIGALRM, stop)
+        signal.signal(signal.SIGUSR1, stop)
+        signal.setitimer(signal.ITIMER_REAL, spec["wall_seconds"])
+        while True:
+            pid, wstatus, usage = os.wait4(-1, 0)
+            if pid == child:
+                break
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        status["cpu_seconds"] = usage.ru_utime + usage.ru_stime
+        status["max_rss_mb"] = usage.ru_maxrss / 1024
+        if os.WIFSIGNALED(wstatus):
+            status["signal"] = os.WTERMSIG(wstatus)
+        else:
+            status["exit"] = os.WEXITSTATUS(wstatus)
+        status["strays"] = kill_all(spec)
+    fd = os.open("status.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600, dir_fd=spool_fd)
+    os.write(fd, json.dumps(status).encode())
+    os.close(fd)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

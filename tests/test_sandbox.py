@@ -1,0 +1,239 @@
+"""The sandbox really runs programs: right and wrong ones, and adversarial ones (an infinite loop, a
+fork bomb, 10 GB allocated or written, writes outside its directory, sockets, the parent's secrets,
+a detached daemon, 100 MB printed). Each ends within its limits, with the reason, and leaves the host
+as it was. Checks that need an isolation this machine lacks are skipped, saying which."""
+
+import os
+import resource
+import secrets
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from reasonkit import sandbox
+from reasonkit.sandbox import Limits, run
+
+MODE = sandbox.available_mode()
+ISOLATION = sandbox.isolation_of(MODE)
+needs_netns = pytest.mark.skipif("netns" not in ISOLATION, reason=f"no network namespace here ({MODE})")
+needs_nproc = pytest.mark.skipif(
+    "uid-drop" not in ISOLATION and "userns" not in ISOLATION, reason="process limit not enforceable here"
+)
+REPO = Path(__file__).resolve().parent.parent
+
+
+def processes_with(marker: str) -> list[int]:
+    """Host pids whose command line contains ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_isolation_on_this_machine_is_the_strongest_it_allows():
+    # This CI box runs as root with unshare: every isolation must be in force (elsewhere: reported).
+    r = run("print('hi')")
+    assert r.ok and r.stdout == "hi\n" and r.isolation == ISOLATION
+    if os.geteuid() == 0 and MODE == "root":
+        assert set(r.isolation) == {"netns", "pidns", "mountns", "uid-drop"}
+
+
+def test_right_program_reads_stdin_and_files():
+    r = run(
+        "import sys\nn = int(open('data/n.txt').read())\nprint(sum(map(int, sys.stdin.read().split())) * n)",
+        stdin="1 2 3\n",
+        files={"data/n.txt": "10"},
+    )
+    assert (r.stdout, r.returncode, r.limit, r.timed_out) == ("60\n", 0, None, False)
+
+
+def test_many_tests_of_one_program_in_one_process():
+    # How the code verifier runs N tests for the price of one sandbox: a harness plus the data.
+    harness = (
+        "import json, contextlib, io\nfrom solution import add\n"
+        "for args, want in json.load(open('tests.json')):\n"
+        "    print(json.dumps(add(*args) == want))\n"
+    )
+    tests = "[[[1, 2], 3], [[2, 2], 5], [[0, 0], 0]]"
+    r = run(harness, files={"solution.py": "def add(a, b):\n    return a + b\n", "tests.json": tests})
+    assert r.ok and r.stdout.split() == ["true", "false", "true"]
+
+
+def test_wrong_exit_code_is_not_a_limit():
+    r = run("import sys\nprint('partial')\nsys.exit(3)")
+    assert (r.returncode, r.limit, r.ok, r.stdout) == (3, None, False, "partial\n")
+
+
+def test_syntax_error():
+    r = run("def f(:\n    pass\n")
+    assert r.returncode == 1 and r.limit is None and "SyntaxError" in r.stderr
+
+
+def test_runtime_error():
+    r = run("print(1)\nprint(1 / 0)")
+    assert r.returncode == 1 and r.stdout == "1\n" and "ZeroDivisionError" in r.stderr
+
+
+def test_infinite_loop_is_killed_at_the_wall_clock():
+    started = time.monotonic()
+    r = run("while True:\n    pass", timeout=1.0)
+    assert (r.timed_out, r.limit, r.returncode, r.signal) == (True, "wall", None, "SIGKILL")
+    assert time.monotonic() - started < 6
+
+
+def test_cpu_limit():
+    started = time.monotonic()
+    r = run("while True:\n    pass", timeout=20, limits=Limits(cpu_seconds=1))
+    assert r.limit == "cpu" and not r.timed_out and r.signal in ("SIGXCPU", "SIGKILL")
+    assert time.monotonic() - started < 10
+
+
+@needs_nproc
+def test_fork_bomb_hits_the_process_limit_and_leaves_nothing():
+    marker = f"forkbomb{secrets.token_hex(4)}"
+    started = time.monotonic()
+    r = run(f"import os, sys\nsys.argv.append({marker!r})\nwhile True:\n    os.fork()", timeout=8)
+    assert r.limit in ("processes", "wall") and not r.ok
+    assert r.limit == "processes" or MODE == "none"
+    assert time.monotonic() - started < 12
+    assert processes_with(marker) == []  # the marker is in no process's argv: none left running
+
+
+def test_allocating_10_gb_fails_fast_with_memory():
+    started = time.monotonic()
+    r = run("x = bytearray(10 * 1024 ** 3)\nprint('allocated')", limits=Limits(memory_mb=512))
+    assert r.limit == "memory" and "MemoryError" in r.stderr and "allocated" not in r.stdout
+    assert time.monotonic() - started < 5
+
+
+def test_writing_10_gb_to_a_file_stops_at_the_file_size_limit():
+    program = "b = b'x' * (1 << 20)\nwith open('big', 'wb') as f:\n    for _ in range(10240):\n        f.write(b)\n"
+    started = time.monotonic()
+    r = run(program, limits=Limits(file_size_mb=8))
+    assert r.limit == "file_size" and "File too large" in r.stderr
+    assert time.monotonic() - started < 5
+
+
+def test_many_files_stop_at_the_tmpfs_size():
+    if "mountns" not in ISOLATION:
+        pytest.skip("no private tmpfs without a mount namespace")
+    program = "b = b'x' * (1 << 20)\nfor i in range(100):\n    open(f'f{i}', 'wb').write(b * 4)\n"
+    r = run(program, limits=Limits(tmpfs_mb=16, file_size_mb=8))
+    assert r.limit == "file_size" and "No space left on device" in r.stderr
+
+
+def test_writes_outside_the_working_directory_do_not_reach_the_host(tmp_path):
+    name = f"reasonkit-sandbox-escape-{secrets.token_hex(4)}"
+    in_tmp, in_repo = Path("/tmp") / name, REPO / name
+    program = (
+        f"open({str(in_tmp)!r}, 'w').write('x')\nprint('tmp written')\n"
+        f"open({str(in_repo)!r}, 'w').write('x')\nprint('repo written')\n"
+    )
+    try:
+        r = run(program)
+        assert not in_repo.exists()
+        if "mountns" in ISOLATION:  # a private /tmp: written there, gone with the run
+            assert not in_tmp.exists() and r.stdout == "tmp written\n"
+        if "uid-drop" in ISOLATION:  # the repository is not the sandbox uid's to write
+            assert "PermissionError" in r.stderr and r.returncode == 1
+    finally:
+        in_tmp.unlink(missing_ok=True)
+        in_repo.unlink(missing_ok=True)
+
+
+@needs_netns
+def test_no_network_not_even_the_hosts_loopback():
+    with socket.socket() as server:  # a real listener on the host's loopback (a vLLM server's place)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        program = (
+            "import socket\n"
+            f"for addr in [('127.0.0.1', {port}), ('1.1.1.1', 53), ('10.255.255.1', 80)]:\n"
+            "    try:\n"
+            "        socket.create_connection(addr, timeout=2).close()\n"
+            "        print('connected', addr)\n"
+            "    except OSError as e:\n"
+            "        print('refused', addr, e.errno)\n"
+        )
+        started = time.monotonic()
+        r = run(program)
+    assert r.ok and "connected" not in r.stdout and r.stdout.count("refused") == 3
+    assert time.monotonic() - started < 5
+
+
+def test_parent_secrets_are_not_visible(monkeypatch):
+    token, key = f"hf_{secrets.token_hex(8)}", f"sk-{secrets.token_hex(8)}"
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    program = (
+        "import os, glob\nprint(dict(os.environ))\n"
+        "for path in glob.glob('/proc/*/environ'):\n"
+        "    try:\n        print(path, open(path, 'rb').read())\n"
+        "    except OSError as e:\n        print(path, e)\n"
+    )
+    r = run(program)
+    assert r.ok and "HOME" in r.stdout
+    for secret in (token, key, "HF_TOKEN", "OPENAI_API_KEY"):
+        assert secret not in r.stdout and secret not in r.stderr
+
+
+DETACH = """import os, sys
+if os.fork() == 0:          # a daemon: new session, double fork, parent gone
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", sys.argv[1]])
+    os._exit(0)
+print("spawned")
+"""
+
+
+def test_a_detached_child_does_not_outlive_the_run():
+    marker = f"{900 + secrets.randbelow(99)}.{secrets.randbelow(10**6)}"  # sleep's argument, unique
+    r = run(argv=["python", "main.py", marker], files={"main.py": DETACH})
+    assert r.ok and r.stdout == "spawned\n"
+    assert r.processes_left >= 1  # it was there when the program ended...
+    assert processes_with(marker) == []  # ...and is not any more
+
+
+def test_fallback_without_namespaces_still_kills_detached_children():
+    # No PID namespace: the init, a child subreaper, finds the orphans and kills them.
+    # (/bin/sh, not the venv's python: as root the dropped uid may not reach the venv's interpreter.)
+    marker = f"{900 + secrets.randbelow(99)}.{secrets.randbelow(10**6)}"
+    script = f"setsid sh -c 'sleep {marker} & sleep {marker}' & echo started"
+    r = run(argv=["/bin/sh", "-c", script], mode="none")
+    assert r.ok and r.stdout == "started\n" and r.processes_left >= 1
+    assert processes_with(marker) == []
+    assert "netns" not in r.isolation and "pidns" not in r.isolation
+
+
+def test_printing_100_mb_is_capped_flagged_and_not_buffered():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.monotonic()
+    r = run("import sys\nb = 'x' * (1 << 20)\nfor _ in range(100):\n    sys.stdout.write(b)\n")
+    assert r.truncated and r.limit == "output" and not r.ok
+    assert len(r.stdout) == Limits().output_bytes
+    assert time.monotonic() - started < 10
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 40  # a few MB of cap, not 100 MB
+
+
+def test_userns_mode_where_the_kernel_allows_it():
+    if os.geteuid() == 0 and MODE != "root":
+        pytest.skip("root without unshare")
+    if os.system("unshare --user --map-root-user true 2>/dev/null") != 0:
+        pytest.skip("no unprivileged user namespaces here")
+    r = run("import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\nexcept OSError:\n    print('offline')", mode="userns")
+    assert r.ok and r.stdout == "offline\n" and "userns" in r.isolation
+
+
+def test_a_file_outside_the_working_directory_is_refused():
+    with pytest.raises(ValueError, match="outside the working directory"):
+        run("pass", files={"../escape.py": "x"})
