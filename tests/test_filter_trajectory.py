@@ -2,6 +2,7 @@
 
 import json
 
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -11,6 +12,7 @@ from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
 from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.filters.trajectory import unrecovered_error
+from reasonkit.schema import validate
 from reasonkit.store import StageWriter, read_stage
 
 QUESTION = "What year did the author of The Glass Orchard win the Orrin Prize?"
@@ -68,10 +70,6 @@ def rows():
 
 def write(path, rows_):
     with StageWriter(path, stage="generate", kind="trajectories", config={"tools": "search"}, keys=("id", "sample")) as w:
-        import pyarrow as pa
-
-        from reasonkit.schema import validate
-
         w.commit(validate(pa.Table.from_pylist(rows_), "trajectories"))
         w.finish()
 
@@ -171,7 +169,6 @@ def test_doctests():
 def test_generated_trajectories_filter_into_sft_rows_with_their_tools(tmp_path, monkeypatch):
     """distill generate --tools (a scripted backend, a real tool) -> distill filter: the sft rows carry the schemas
     the model was shown, and the final answers are verified."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
     from gen_tools_helpers import ScriptedBackend, lookup_script
 
