@@ -24,7 +24,6 @@ import sys
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC = 2, 4, 8, 4096, 16384
 PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 38, 36
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
-WORKDIR = "/tmp/sandbox"
 RLIMITS = {  # spec["limits"] key -> (resource, scale to the rlimit's unit)
     "cpu_seconds": (resource.RLIMIT_CPU, 1),
     "memory_mb": (resource.RLIMIT_AS, 1 << 20),
@@ -92,19 +91,20 @@ def setup_mounts(spec: dict, spool: str) -> str:
     for target in PRIVATE_TMP:
         if os.path.isdir(target):
             mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, size)
-    os.mkdir(WORKDIR, 0o700)
+    workdir = spec["workdir"]
+    os.mkdir(workdir, 0o700)
     for rel, data in files:
-        path = os.path.join(WORKDIR, rel)
+        path = os.path.join(workdir, rel)
         if data is None:
             os.mkdir(path, 0o700)
         else:
             with open(path, "wb") as f:
                 f.write(data)
     if spec["uid"] is not None:
-        for dirpath, dirnames, filenames in os.walk(WORKDIR):
+        for dirpath, dirnames, filenames in os.walk(workdir):
             for name in [dirpath] + [os.path.join(dirpath, n) for n in filenames]:
                 os.chown(name, spec["uid"], spec["uid"])
-    return WORKDIR
+    return workdir
 
 
 def own_processes() -> int:
@@ -208,7 +208,7 @@ def main(spool: str) -> None:
         signal.signal(sig, signal.SIG_IGN)
     status: dict = {"timed_out": False, "stopped": False}
     try:
-        workdir = setup_mounts(spec, spool) if spec["mountns"] else os.path.join(spool, "work")
+        workdir = setup_mounts(spec, spool) if spec["mountns"] else spec["workdir"]
     except OSError as e:
         status["setup_error"] = str(e)
         workdir = None
