@@ -34,13 +34,12 @@ from reasonkit.filters.base import apply, mark
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.decontam import DecontamFilter, load_eval_sets, parse_spec
 from reasonkit.filters.dedup import Deduper
-from reasonkit.filters.extract import extract_answer
 from reasonkit.filters.format import FormatFilter, assistant_turn
 from reasonkit.filters.language import LanguageFilter
 from reasonkit.filters.report import Tally
 from reasonkit.filters.select import reward_pick, reward_scores, select, select_by_reward
-from reasonkit.filters.trajectory import (TEXT_COLUMNS, TrajectoryFilter, TrajectoryLanguageFilter, final_answer,
-                                          is_trajectories, with_model_text)
+from reasonkit.filters.trajectory import (TEXT_COLUMNS, TrajectoryFilter, TrajectoryLanguageFilter,
+                                          TrajectoryVerifyFilter, is_trajectories, with_model_text)
 from reasonkit.filters.trajectory import report as trajectory_report
 from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
 from reasonkit.filters.verify import VerifyFilter, default_workers
@@ -110,9 +109,9 @@ def build_filters(config: FilterConfig, eval_sets, kind: str = "traces") -> list
     ))
     if eval_sets:
         filters.append(DecontamFilter(eval_sets))
-    filters.append(VerifyFilter(config.verifier, unverifiable=config.unverifiable,
-                                timeout=config.verify_timeout, workers=config.workers or default_workers(),
-                                extract=final_answer if trajectories else extract_answer))
+    verify = TrajectoryVerifyFilter if trajectories else VerifyFilter
+    filters.append(verify(config.verifier, unverifiable=config.unverifiable,
+                          timeout=config.verify_timeout, workers=config.workers or default_workers()))
     if config.lang is not None:
         language = TrajectoryLanguageFilter if trajectories else LanguageFilter
         filters.append(language(config.lang, config.min_lang_ratio, config.lang_candidates))

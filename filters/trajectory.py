@@ -9,8 +9,9 @@ columns (:func:`is_trajectories`). Its rows go through the same stage as traces,
   ``no_tool_call`` (an answer given without calling any tool, on a task that needs one).
 - **The final answer** is the last turn's ``response``: a ``\boxed{}`` or "the answer is" answer
   as for traces, else the response itself when it is one short line (an agent often answers
-  "1987." and nothing else), verified by the same :class:`~reasonkit.filters.verify.Verifier`
-  (``--verifier exact`` for names and titles: text equality, :func:`~reasonkit.filters.verify.same_text`).
+  "1987." and nothing else), verified by the same :class:`~reasonkit.filters.verify.Verifier`;
+  a gold answer that is plain words (a name, a title) is matched as text, never by math-verify
+  (:class:`TextAwareVerifier`; ``--verifier exact`` matches every answer as text).
 - **Text filters** (format, dedup) read the model's own text across the trajectory (:func:`model_text`:
   its turns and calls, never the tools' observations) as a trace's completion; the language filter
   reads its prose only (:func:`prose`: a call's arguments are names copied from elsewhere).
@@ -34,6 +35,7 @@ assistant turns only (distill/data.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
@@ -41,6 +43,7 @@ import pyarrow as pa
 from reasonkit.filters.base import RowFilter
 from reasonkit.filters.extract import extract_answer
 from reasonkit.filters.language import LanguageFilter
+from reasonkit.filters.verify import VerifyFilter
 
 #: The columns that, beside ``messages`` and ``finish_reason``, make a table a trajectories table.
 COLUMNS = ("turns", "tool_calls", "tool_errors")
@@ -54,6 +57,7 @@ TEXT_COLUMNS = ("completion", "reasoning")
 # How the tool loop words observations that say the call reached no tool (gen/tools/base.py, loop.py):
 # any later successful call recovers from those, whichever tool it calls.
 _NO_TOOL = ("error: unknown tool", "error: bad tool call")
+_WORDS = re.compile(r"[^\W\d_]+(?:[\s'.,&-]+[^\W\d_]+)*\.?")
 
 
 def is_trajectories(names: Iterable[str]) -> bool:
@@ -135,6 +139,46 @@ def final_answer(response: str | None) -> tuple[str | None, str | None]:
     if text and "\n" not in text and len(text) <= MAX_PLAIN:
         return text, None
     return None, why
+
+
+def is_words(gold: str) -> bool:
+    """Whether a gold answer is plain words (a name, a title), which math-verify would read as a product
+    of symbols ("Vell Ada" equal to "Ada Vell"): letters, spaces and name punctuation only, with a word
+    of three letters or more (so "x", "xy" or "pi" stay math).
+
+    >>> is_words("Ada Vell"), is_words("The Glass Orchard."), is_words("O'Neil-Smith"), is_words("pi"), is_words("x+y"), is_words("1987")
+    (True, True, True, False, False, False)
+    """
+    return bool(_WORDS.fullmatch(gold.strip())) and any(len(w) >= 3 for w in re.findall(r"[^\W\d_]+", gold))
+
+
+class TextAwareVerifier:
+    """The math verifier with exact text matching for golds that are plain words (:func:`is_words`);
+    every other pair (numbers, LaTeX) goes to the wrapped :class:`~reasonkit.filters.verify.Verifier`."""
+
+    def __init__(self, inner):
+        self.inner, self.kind = inner, inner.kind
+
+    def check(self, pairs: Sequence[tuple[str | None, str | None]]) -> list[tuple[bool | None, str | None]]:
+        from reasonkit.filters.verify import same_text
+
+        if self.kind != "math":
+            return self.inner.check(pairs)
+        words = [p is not None and g is not None and is_words(g) for p, g in pairs]
+        rest = iter(self.inner.check([pair for pair, w in zip(pairs, words) if not w]))
+        return [(same_text(*pair), None) if w else next(rest) for pair, w in zip(pairs, words)]
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class TrajectoryVerifyFilter(VerifyFilter):
+    """The verify filter on a trajectory's final answer (:func:`final_answer`); golds that are words
+    are matched as text under the math verifier (:class:`TextAwareVerifier`)."""
+
+    def __init__(self, verifier: str = "math", **options):
+        super().__init__(verifier, extract=final_answer, **options)
+        self.verifier = TextAwareVerifier(self.verifier)
 
 
 def model_text(messages: Sequence[dict]) -> str:

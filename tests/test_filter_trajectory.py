@@ -185,3 +185,13 @@ def test_generated_trajectories_filter_into_sft_rows_with_their_tools(tmp_path, 
     sft = read_stage(tmp_path / "out" / "sft", kind="sft_tools").to_pylist()
     assert [f["function"]["name"] for f in json.loads(sft[0]["tools"])] == ["echo"]
     assert [m["role"] for m in sft[0]["messages"]] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_math_verifier_matches_word_answers_as_text(tmp_path):
+    """math-verify reads a name as a product of symbols ("Vell Ada" == "Ada Vell"); a gold that is words is text."""
+    name = [trajectory("ok", turns=FOUND, response="ada vell.", gold="Ada Vell"),
+            trajectory("swapped", turns=FOUND, response="Vell Ada", gold="Ada Vell"),
+            trajectory("number", turns=FOUND, response=r"\boxed{1987}", gold="1987.0")]  # numbers stay math
+    write(tmp_path / "traj", name)
+    run_filter(config(tmp_path))
+    assert outcome(tmp_path / "out") == (["number", "ok"], {"swapped": "wrong"})
