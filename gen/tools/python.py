@@ -57,7 +57,8 @@ def make_python(
         """
         if not code.strip():
             raise BadArguments("code is empty")
-        result = sandbox.run(code, timeout=timeout, limits=limits)
+        # -u: what it printed before a timeout or a crash reaches the model, not lost in a buffer.
+        result = sandbox.run(argv=["python", "-u", "main.py"], files={"main.py": code}, timeout=timeout, limits=limits)
         shown = clip(result.stdout.rstrip("\n"), max_output_chars)
         if result.stderr.strip():
             shown += ("\n" if shown else "") + "[stderr]\n" + clip(result.stderr.rstrip("\n"), max_output_chars)
