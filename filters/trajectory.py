@@ -43,7 +43,7 @@ import pyarrow as pa
 from reasonkit.filters.base import RowFilter
 from reasonkit.filters.extract import extract_answer
 from reasonkit.filters.language import LanguageFilter
-from reasonkit.filters.verify import VerifyFilter
+from reasonkit.filters.verify import VerifyFilter, same_text
 
 #: The columns that, beside ``messages`` and ``finish_reason``, make a table a trajectories table.
 COLUMNS = ("turns", "tool_calls", "tool_errors")
@@ -160,8 +160,6 @@ class TextAwareVerifier:
         self.inner, self.kind = inner, inner.kind
 
     def check(self, pairs: Sequence[tuple[str | None, str | None]]) -> list[tuple[bool | None, str | None]]:
-        from reasonkit.filters.verify import same_text
-
         if self.kind != "math":
             return self.inner.check(pairs)
         words = [p is not None and g is not None and is_words(g) for p, g in pairs]
