@@ -16,56 +16,50 @@ from reasonkit.recipes import agent_task
 from reasonkit.schema import TOOL_MESSAGES
 from reasonkit.store import StageWriter
 
-# the tool the trajectories were generated with: its schema is what the template shows the model
-SEARCH_SCHEMA = {"type": "function", "function": {
-    "name": "search", "description": "Search the corpus for passages.",
-    "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "what to look for"}},
-                   "required": ["query"]}}}
-PYTHON_SCHEMA = {"type": "function", "function": {
-    "name": "python", "description": "Run a short program.",
-    "parameters": {"type": "object", "properties": {"code": {"type": "string", "description": "the program"}},
-                   "required": ["code"]}}}
-
-
-def lookup(passages):
-    """A stand-in for the search tool over the task's corpus: the passages holding the query's words."""
-    def search(query: str) -> str:
-        words = set(query.lower().split())
-        hits = sorted(passages, key=lambda p: -len(words & set(p["contents"].lower().rstrip(".").split())))[:2]
-        return "\n".join(f"[{p['id']}] {p['contents']}" for p in hits)
-    return search
-
 
 def stored(messages):
-    """Template-shape messages (agent_task.reference_messages) in the trajectories table's stored shape."""
+    """Template-shape messages (agent_task.reference_messages) in the stored shape, as the tool loop stores them."""
+    from reasonkit.gen.tools.calls import assistant_message, call_from, stored_messages, tool_message
+
     out = []
     for m in messages:
-        calls = [{"name": c["function"]["name"], "arguments": json.dumps(c["function"]["arguments"])}
-                 for c in m.get("tool_calls") or []] or None
-        out.append({"role": m["role"], "content": m.get("content") or "", "tool_calls": calls, "name": m.get("name")})
+        if m["role"] == "assistant":
+            calls = [call_from(c["function"]["name"], c["function"]["arguments"]) for c in m.get("tool_calls") or []]
+            out.append(assistant_message(m.get("content") or "", calls))
+        elif m["role"] == "tool":
+            out.append(tool_message(m["name"], m["content"]))
+        else:
+            out += stored_messages([m])
     return out
 
 
 @pytest.fixture(scope="module")
 def trajectories():
-    """Eight reference trajectories of the agent task (two searches, then the year), as stored rows; one also
-    calls python with different arguments (a table whose calls have different argument names)."""
+    """Eight reference trajectories of the agent task (two searches, then the year) with the real tools' observations
+    (BM25 search over the task's corpus, the sandboxed python tool, called through ToolBox as the tool loop calls them),
+    as stored rows; the first also runs a python check (calls with different argument names in one table)."""
+    from reasonkit.gen.tools.base import ToolBox
+    from reasonkit.gen.tools.python import make_python
+    from reasonkit.gen.tools.search import make_search
+
     world = agent_task.make_world(seed=0, n_authors=40)
-    search = lookup(agent_task.corpus(world))
+    box = ToolBox([make_search(agent_task.corpus(world), k=2), make_python()])
+    search = lambda query: box.call("search", json.dumps({"query": query})).content  # noqa: E731
     rows = []
     for i, q in enumerate(agent_task.questions(world, "train")[:8]):
         messages = stored(agent_task.reference_messages(q, search))
         if i == 0:
+            code = json.dumps({"code": f"print({q['answer']})"})
             messages[-1:-1] = [{"role": "assistant", "content": "Let me check the year.",
-                                "tool_calls": [{"name": "python", "arguments": json.dumps({"code": f"print({q['answer']})"})}],
-                                "name": None},
-                               {"role": "tool", "content": q["answer"], "tool_calls": None, "name": "python"}]
+                                "tool_calls": [{"name": "python", "arguments": code}], "name": None},
+                               {"role": "tool", "content": box.call("python", code).content, "tool_calls": None, "name": "python"}]
         rows.append({"id": q["id"], "sample": 0, "messages": messages, "response": messages[-1]["content"],
                      "turns": sum(m["role"] == "assistant" for m in messages),
                      "tool_calls": sum(len(m["tool_calls"] or []) for m in messages), "tool_errors": 0,
                      "finish_reason": "stop", "prompt_tokens": 100, "completion_tokens": 30, "teacher": "reference",
                      "gen_config": "0", "answer": q["answer"], "source": agent_task.SOURCE,
-                     "tools": json.dumps([SEARCH_SCHEMA, PYTHON_SCHEMA])})
+                     "tools": json.dumps(box.schemas())})
+    assert rows[0]["messages"][-2]["content"] == rows[0]["answer"]  # the python tool really ran
     return pa.Table.from_pylist(rows)
 
 
