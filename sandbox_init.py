@@ -200,6 +200,42 @@ def kill_all(spec: dict) -> int:
     return len(killed)
 
 
+def run_program(spec: dict, workdir: str, status: dict) -> dict:
+    """Fork and wait for the program under the wall clock; then kill whatever it left running."""
+    if not spec["pidns"]:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    child = None
+
+    def stop(signum, frame):  # wall clock (SIGALRM) or the caller's request (SIGUSR1)
+        status["timed_out" if signum == signal.SIGALRM else "stopped"] = True
+        if child is not None:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGALRM, stop)  # before the fork: a request can never find no handler
+    signal.signal(signal.SIGUSR1, stop)
+    child = os.fork()
+    if child == 0:
+        exec_program(spec, workdir)
+    if status["stopped"]:  # asked to stop before the child existed
+        os.kill(child, signal.SIGKILL)
+    signal.setitimer(signal.ITIMER_REAL, spec["wall_seconds"])
+    while True:  # as PID 1 (or subreaper), orphans are reaped here too
+        pid, wstatus, usage = os.wait4(-1, 0)
+        if pid == child:
+            break
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    out = {"cpu_seconds": usage.ru_utime + usage.ru_stime, "max_rss_mb": usage.ru_maxrss / 1024}
+    if os.WIFSIGNALED(wstatus):
+        out["signal"] = os.WTERMSIG(wstatus)
+    else:
+        out["exit"] = os.WEXITSTATUS(wstatus)
+    out["strays"] = kill_all(spec)
+    return out
+
+
 def main(spool: str) -> None:
     with open(os.path.join(spool, "spec.json")) as f:
         spec = json.load(f)
@@ -213,34 +249,7 @@ def main(spool: str) -> None:
         status["setup_error"] = str(e)
         workdir = None
     if workdir is not None:
-        if not spec["pidns"]:
-            libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        child = os.fork()
-        if child == 0:
-            exec_program(spec, workdir)
-
-        def stop(signum, frame):  # wall clock (SIGALRM) or the caller's request (SIGUSR1)
-            status["timed_out" if signum == signal.SIGALRM else "stopped"] = True
-            try:
-                os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-        signal.signal(signal.SIGALRM, stop)
-        signal.signal(signal.SIGUSR1, stop)
-        signal.setitimer(signal.ITIMER_REAL, spec["wall_seconds"])
-        while True:
-            pid, wstatus, usage = os.wait4(-1, 0)
-            if pid == child:
-                break
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        status["cpu_seconds"] = usage.ru_utime + usage.ru_stime
-        status["max_rss_mb"] = usage.ru_maxrss / 1024
-        if os.WIFSIGNALED(wstatus):
-            status["signal"] = os.WTERMSIG(wstatus)
-        else:
-            status["exit"] = os.WEXITSTATUS(wstatus)
-        status["strays"] = kill_all(spec)
+        status.update(run_program(spec, workdir, status))
     fd = os.open("status.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600, dir_fd=spool_fd)
     os.write(fd, json.dumps(status).encode())
     os.close(fd)

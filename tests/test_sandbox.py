@@ -121,6 +121,11 @@ def test_writing_10_gb_to_a_file_stops_at_the_file_size_limit():
     assert time.monotonic() - started < 5
 
 
+def test_open_files_limit():
+    r = run("files = [open('/dev/null') for _ in range(1000)]", limits=Limits(open_files=32))
+    assert r.returncode == 1 and "Too many open files" in r.stderr
+
+
 def test_many_files_stop_at_the_tmpfs_size():
     if "mountns" not in ISOLATION:
         pytest.skip("no private tmpfs without a mount namespace")
