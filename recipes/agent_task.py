@@ -98,15 +98,17 @@ def make_world(seed: int = 0, n_authors: int = N_AUTHORS) -> World:
     prizes = tuple(f"{w} Prize" for w in _words(rng, 8, taken))
     surnames = _words(rng, n_authors, taken)
     authors, books, wins = [], [], []
-    titles: set[str] = set()
+    # A title's word set is unique ("Pogo Toten" never beside "Toten Pogo"): BM25 ignores word order, and
+    # four passages matching both words would push the book's own out of a top-3 search.
+    titles: set[frozenset[str]] = set()
     for surname in surnames:
         name = f"{rng.choice(first)} {surname}"
         authors.append((name, rng.randint(1850, 1960)))
         for _ in range(2):
             title = f"{rng.choice(title_words)} {rng.choice(title_words)}"
-            while title in titles or len(set(title.split())) < 2:
+            while frozenset(title.split()) in titles or len(set(title.split())) < 2:
                 title = f"{rng.choice(title_words)} {rng.choice(title_words)}"
-            titles.add(title)
+            titles.add(frozenset(title.split()))
             books.append((title, name, rng.randint(1880, 2020)))
         for prize in rng.sample(prizes, rng.randint(1, 3)):
             wins.append((name, prize, rng.randint(1900, 2020)))
@@ -120,13 +122,26 @@ def corpus(world: World) -> list[dict]:
     >>> sorted(rows[0]), len(rows)
     (['contents', 'id'], 32)
     """
-    rows = [{"id": f"born-{i}", "contents": f"{name} was born in {born}."} for i, (name, born) in enumerate(world.authors)]
-    for i, (title, author, published) in enumerate(world.books):
-        rows.append({"id": f"novel-{i}", "contents": f"{title} is a novel by {author}."})
-        rows.append({"id": f"published-{i}", "contents": f"{title} was published in {published}."})
-    rows += [{"id": f"won-{i}", "contents": f"{a} won the {p} in {y}."} for i, (a, p, y) in enumerate(world.wins)]
-    random.Random(0).shuffle(rows)
-    return rows
+    texts = [f"{name} was born in {born}." for name, born in world.authors]
+    for title, author, published in world.books:
+        texts += [f"{title} is a novel by {author}.", f"{title} was published in {published}."]
+    texts += [f"{a} won the {p} in {y}." for a, p, y in world.wins]
+    random.Random(0).shuffle(texts)
+    return [{"id": passage_id(i), "contents": text} for i, text in enumerate(texts)]
+
+
+def passage_id(i: int) -> str:
+    """A short id of letters only: the search tool shows ids, and a digit in one could pass for part of a year.
+
+    >>> passage_id(0), passage_id(27), passage_id(26 ** 3)
+    ('aaa', 'abb', 'baaa')
+    """
+    letters = ""
+    while True:
+        i, r = divmod(i, 26)
+        letters = chr(ord("a") + r) + letters
+        if i == 0:
+            return letters.rjust(3, "a")
 
 
 def write_corpus(path: str | os.PathLike, world: World | None = None) -> str:
@@ -134,8 +149,8 @@ def write_corpus(path: str | os.PathLike, world: World | None = None) -> str:
 
     >>> import tempfile, os
     >>> p = write_corpus(os.path.join(tempfile.mkdtemp(), "c.jsonl"), make_world(0, 3))
-    >>> json.loads(open(p).readline())["id"]
-    'won-5'
+    >>> open(p).readline()
+    '{"id": "aaa", "contents": "Nadul Kamil won the Gemi Prize in 1951."}\\n'
     """
     rows = corpus(world or make_world())
     path = str(path)

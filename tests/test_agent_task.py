@@ -103,3 +103,21 @@ def test_reference_trajectory_renders_parses_back_and_the_filter_reads_its_answe
     assert [c["function"]["arguments"] for c in first["tool_calls"]] == [{"query": row["book"]}]
     assert second["tool_calls"][0]["function"]["arguments"] == {"query": f"{row['author']} {row['prize']}"}
     assert "tool_calls" not in final and extract_answer(final["content"]) == (row["answer"], None)
+
+
+def test_bm25_finds_each_hop_and_a_careless_query_does_not():
+    """The real search tool (gen/tools/search.py, k=3 as the teacher reads it) over the whole corpus."""
+    from reasonkit.gen.tools.search import make_search
+    from reasonkit.recipes.agent_teacher import SEARCH_K
+
+    w = make_world()
+    search = make_search(corpus(w), k=SEARCH_K)
+    rows = questions(w, "test")
+    misses, careless_hits = 0, 0
+    for q in rows:
+        novel = f"{q['book']} is a novel by {q['author']}."
+        won = f"{q['author']} won the {q['prize']} in {q['answer']}."
+        misses += novel not in search(q["book"]) or won not in search(f"{q['author']} {q['prize']}").split("\n")[0]
+        careless_hits += won in search(q["prize"])
+    assert misses == 0
+    assert careless_hits < 0.05 * len(rows)  # the prize alone finds someone else's win
