@@ -59,6 +59,10 @@ def _d(name: str) -> str:
 @click.option("--epsilon", type=float, help=f"GRPO: clip range of the probability ratio [{_d('epsilon')}].")
 @click.option("--max-completion-length", type=int, help=f"GRPO: tokens per sampled completion [{_d('max_completion_length')}].")
 @click.option("--temperature", type=float, help=f"GRPO: sampling temperature [{_d('temperature')}].")
+@click.option("--tools", help="GRPO: comma-separated tools the policy calls between its turns (search,python), run by TRL's "
+              "tool loop as `distill generate --tools` runs them; tool results are masked out of the loss [none].")
+@click.option("--corpus", help="GRPO --tools search: the passages, JSONL or Parquet with id and contents.")
+@click.option("--max-turns", type=int, help=f"GRPO --tools: assistant turns per completion [{_d('max_turns')}].")
 @click.option("--eval-share", type=float, help=f"rm, prm: share of the prompts held out for the report's accuracy [{_d('eval_share')}].")
 @click.option("--margin-scale", type=float, help=f"rm: margin = this x (chosen_score - rejected_score) where both are given; "
               f"0: no margin [{_d('margin_scale')}].")
@@ -79,6 +83,8 @@ def train(assignments: tuple[str, ...], **flags) -> None:
     distill train --method dpo --student runs/student/merged --data runs/pairs --out runs/dpo --merge
     distill train --method grpo --student runs/student/merged --data problems.parquet --out runs/grpo \\
         --num-generations 8 --reward accuracy=1.0 --reward format=0.2
+    distill train --method grpo --student runs/agent-sft/merged --data prompts.parquet --out runs/agent-grpo \\
+        --tools search --corpus passages.jsonl --max-turns 4 --reward accuracy=1.0
     distill train --method rm --student runs/student/merged --data runs/pairs --out runs/rm --merge
     distill train --method prm --student runs/student/merged --data runs/steps --out runs/prm --full
     distill train ... --set launcher=accelerate --set num_processes=8 --set accelerate_config=zero3

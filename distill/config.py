@@ -51,11 +51,14 @@ DEFAULT_REWARDS = {"accuracy": 1.0, "format": 0.2}
 NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit",
                      "dataset_num_proc", "gpu_memory_gb", "use_vllm", "vllm_mode", "vllm_gpu_memory_utilization",
                      "max_prompt_length", "rollouts_every")
+#: GRPO with tools (distill/grpo_tools.py): left out of a run's fingerprint when it names no tools, so GRPO runs
+#: started before tools existed still resume.
+TOOL_FIELDS = ("tools", "corpus", "max_turns", "tool_timeout")
 #: GRPO's own settings: left out of the fingerprint of SFT and DPO runs (which they do not touch), so the
 #: runs started before GRPO existed still resume.
 GRPO_FIELDS = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsilon_high", "max_completion_length",
                "temperature", "top_p", "rewards", "lang", "verifier", "steps_per_generation", "num_iterations",
-               "mask_truncated_completions", "instruction", "system", "reward_model")
+               "mask_truncated_completions", "instruction", "system", "reward_model", *TOOL_FIELDS)
 #: The reward models' own settings (distill/rm.py, distill/prm.py): left out of the other methods' fingerprints.
 SCORER_FIELDS = ("eval_share", "margin_scale", "center_rewards_coefficient", "step_separator")
 #: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
@@ -120,7 +123,7 @@ class TrainConfig:
     rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (filters/rewards.py)
     reward_model: str | None = None  # the rm reward's model (--reward rm=PATH[:WEIGHT]; filters/reward_model.py)
     lang: str = "en"  # the language reward's target
-    verifier: Literal["math", "int"] = "math"  # the accuracy reward's Verifier, as `distill filter --verifier`
+    verifier: Literal["math", "int", "exact"] = "math"  # the accuracy reward's Verifier, as `distill filter --verifier`
     steps_per_generation: int | None = None  # None: grad_accum (TRL's); one generation feeds this many steps
     num_iterations: int = 1  # optimizer passes over each generation (mu in the GRPO paper)
     mask_truncated_completions: bool = False  # DAPO: completions cut at max_completion_length train nothing
@@ -132,6 +135,12 @@ class TrainConfig:
     # commit OUT/rollouts every N steps, at every checkpoint and at the end (None: checkpoints and end only); a
     # step of 512 R1-length completions holds ~16 MB of text, so waiting for a checkpoint would hold gigabytes
     rollouts_every: int | None = 10
+    # GRPO with tools: TRL's tool loop (GRPOTrainer(tools=...)) runs the shipped tools between the policy's turns,
+    # as `distill generate --tools` does; the observations' tokens are masked out of the loss (distill/grpo_tools.py)
+    tools: str | None = None  # comma-separated: search,python (gen/tools/base.py)
+    corpus: str | None = None  # the search tool's passages: JSONL or Parquet with id and contents
+    max_turns: int = 8  # assistant turns per completion (TRL's max_tool_calling_iterations = max_turns - 1)
+    tool_timeout: float = 10.0  # seconds per python call
 
     # Reward models: rm (TRL's RewardTrainer, distill/rm.py) and prm (token classification, distill/prm.py).
     eval_share: float = 0.1  # share of the rows held out (seeded) for the report's held-out accuracy; 0: none
@@ -216,6 +225,9 @@ class TrainConfig:
             raise ValueError("step_separator must not be empty (the PRM reads each step's label at its last token)")
         if self.method == "grpo":
             self._check_grpo()
+        elif self.tools or self.corpus:
+            raise ValueError(f"tools and corpus apply to --method grpo (SFT reads the tools a trajectory was generated with "
+                             f"from its table), found method {self.method}")
         if self.launcher == "none" and (self.num_processes or self.accelerate_config):
             raise ValueError("num_processes and accelerate_config apply with launcher: accelerate only")
 
@@ -259,6 +271,7 @@ class TrainConfig:
             raise ValueError(f"vllm_gpu_memory_utilization must be in (0, 1], found {self.vllm_gpu_memory_utilization}")
         if not self.rewards:
             raise ValueError(f"rewards: name at least one reward ({', '.join(sorted(REWARDS))})")
+        self._check_tools()
         if ("rm" in self.rewards) != (self.reward_model is not None):
             raise ValueError("rewards: the rm reward and reward_model come together (--reward rm=PATH or rm=PATH:WEIGHT)")
         for name, weight in self.rewards.items():
@@ -274,6 +287,30 @@ class TrainConfig:
                     f"num_generations {self.num_generations} must divide the generation batch (batch_size {self.batch_size} x "
                     f"steps_per_generation {self.steps_per_generation or self.grad_accum} x {processes} processes = {batch} "
                     f"completions): every prompt's group of {self.num_generations} completions must fit in it")
+
+    def _check_tools(self) -> None:
+        """The tool settings that can be judged without loading anything (the corpus is read by the tool)."""
+        from reasonkit.gen.tools.base import TOOL_NAMES
+
+        if self.max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1 (assistant turns per completion), found {self.max_turns}")
+        if self.tool_timeout <= 0:
+            raise ValueError(f"tool_timeout must be > 0 seconds, found {self.tool_timeout}")
+        names = self.tool_names
+        if self.tools is not None and not names:
+            raise ValueError(f"tools: no tool named; expected a comma-separated list of {', '.join(TOOL_NAMES)}")
+        for name in names:
+            if name not in TOOL_NAMES:
+                raise ValueError(f"tools: unknown tool {name!r}; expected one of {', '.join(TOOL_NAMES)}")
+        if "search" in names and not self.corpus:
+            raise ValueError("tools: search needs a corpus (--corpus FILE: JSONL or Parquet with id and contents)")
+        if self.corpus and "search" not in names:
+            raise ValueError(f"corpus {self.corpus}: only the search tool reads a corpus; add search to --tools")
+
+    @property
+    def tool_names(self) -> list[str]:
+        """``tools`` as a list: ``" search, python"`` -> ``["search", "python"]``."""
+        return [n.strip() for n in (self.tools or "").split(",") if n.strip()]
 
     def generation_batch_size(self, world_size: int = 1) -> int:
         """Completions sampled at once (TRL's generation_batch_size): per device x processes x steps per generation."""
@@ -312,6 +349,13 @@ class TrainConfig:
             data.pop(key)
         if data.get("reward_model", 0) is None:  # no rm reward: runs started before it existed still resume
             data.pop("reward_model")
+        if self.method == "grpo" and not self.tools:  # no tools: runs started before they existed still resume
+            for key in TOOL_FIELDS:
+                data.pop(key)
+        elif self.method == "grpo" and self.corpus:  # the search tool's passages by content, as generate fingerprints them
+            from reasonkit.store import fingerprint_path
+
+            data["corpus"] = fingerprint_path(self.corpus)
         data["beta"] = self.kl_beta  # resolved: a run started with the default resumes when it is written out
         data["global_batch_size"] = self.batch_size * self.grad_accum * world_size
         return data

@@ -68,6 +68,10 @@ def grpo_arguments(cfg, args: dict, *, longest_prompt: int | None = None) -> GRP
         # transformers 5 fills what TRL's GenerationConfig leaves None from the model's generation_config, so a
         # student saved with use_cache false would sample without a KV cache (14x slower on the teacher)
         extra = dict(generation_kwargs={"use_cache": True})
+    if cfg.tools:  # TRL's tool loop (distill/grpo_tools.py)
+        from reasonkit.distill.grpo_tools import tool_calling_iterations
+
+        extra["max_tool_calling_iterations"] = tool_calling_iterations(cfg)
     same = {name: getattr(cfg, name) for name in SAME_NAMES}
     return GRPOConfig(**args, **levers, **extra, **same, beta=cfg.kl_beta, use_vllm=vllm,
                       reward_weights=[float(w) for w in cfg.rewards.values()])
@@ -81,6 +85,7 @@ def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_c
     :class:`reasonkit.distill.rollouts.RolloutLog` the main process writes them to (None on the others);
     ``stamp``: the ``teacher`` and ``gen_config`` values its rows carry.
     """
+    from reasonkit.distill.grpo_tools import tool_functions
     from reasonkit.filters.rewards import make_rewards
     from reasonkit.gen.think import opens_think
 
@@ -92,7 +97,7 @@ def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_c
     eos_ids = {tok.eos_token_id, *(eos if isinstance(eos, list) else [eos])} - {None}
     funcs, weights = make_rewards(dict(cfg.rewards), max_completion_length=cfg.max_completion_length, lang=cfg.lang,
                                   verifier=cfg.verifier, prefilled=opens_think(probe), eos_token_ids=eos_ids,
-                                  reward_model=cfg.reward_model)
+                                  reward_model=cfg.reward_model, trajectory=bool(cfg.tools))
     if weights != list(config.reward_weights):
         raise ValueError(f"reward weights {weights} differ from the config's {config.reward_weights}")
     trainer = RolloutGRPOTrainer(
@@ -103,6 +108,7 @@ def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_c
         processing_class=tok,
         peft_config=peft_config,
         callbacks=callbacks,
+        tools=tool_functions(cfg) if cfg.tools else None,  # TRL's tool loop (distill/grpo_tools.py)
     )
     # TRL names a reward by its function's __name__; the user named it in --reward, and the report,
     # the logs (rewards/<name>/mean) and the rollouts' reward_<name> columns all use that name
@@ -174,9 +180,14 @@ class RolloutGRPOTrainer(GRPOTrainer):
         """Rows for OUT/rollouts from this generation; every process takes part in the gathers."""
         from accelerate.utils import gather_object
 
-        prompt_ids, completion_ids, _tool_mask, completions = self._sampled[:4]
+        prompt_ids, completion_ids, tool_mask, completions = self._sampled[:4]
         stops = {*self.eos_token_ids, self._tokenizer.pad_token_id}
-        local = [rollout_row(x, c, p, ids, stops) for x, c, p, ids in zip(inputs, completions, prompt_ids, completion_ids, strict=True)]
+        if self.tools:  # trajectories rows: every turn, call and observation
+            from reasonkit.distill.grpo_tools import trajectory_rows
+
+            local = trajectory_rows(inputs, completions, prompt_ids, completion_ids, tool_mask, stops, self.tools)
+        else:
+            local = [rollout_row(x, c, p, ids, stops) for x, c, p, ids in zip(inputs, completions, prompt_ids, completion_ids, strict=True)]
         rows = gather_object(local)  # every process's completions, in the order TRL gathered the rewards
         advantages = self.accelerator.gather(output["advantages"]).tolist()
         rewards = self._rewards_per_func.tolist()
@@ -188,9 +199,13 @@ class RolloutGRPOTrainer(GRPOTrainer):
         step = self.state.global_step + 1  # the optimizer step this generation first trains
         for i, row in enumerate(rows):
             scores = [None if math.isnan(v) else v for v in rewards[i]]
-            reasoning, response = split(row["completion"], prefilled=self._prefilled(row["messages"]))
+            reasoning, response = split(row["completion"], prefilled=self._prefilled(inputs[0]["prompt"]))
+            if self.tools:  # the final answer as the accuracy reward reads it; the messages hold every turn
+                del row["completion"]
+            else:
+                row["reasoning"] = reasoning
             row.update(  # sample: numbered by the log, per prompt over the run (rollouts.py)
-                reasoning=reasoning, response=response, step=step,
+                response=response, step=step,
                 advantage=advantages[i], **self.rollout_stamp,
                 # TRL's sum: weighted, None rewards left out, None when every function said None
                 reward=None if all(s is None for s in scores) else sum(w * s for w, s in zip(weights, scores) if s is not None),

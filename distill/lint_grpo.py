@@ -14,6 +14,10 @@ assistant turns:
 - ``no_gold``: prompts without an answer, when the accuracy reward is asked for (it cannot score them);
 - the student's ``eos_turn_end`` and the ``memory`` estimate, as for SFT.
 
+With ``--tools`` the prompts are measured as TRL renders them, the tools' schemas in the preamble; whether
+the template can call tools at all (TRL's ``supports_tool_calling``, a response parser, prefix preservation)
+is no finding ``lint=warn`` could train past: distill/grpo_tools.py's ``check_tools`` refuses it first.
+
 >>> from types import SimpleNamespace
 >>> cfg = SimpleNamespace(num_generations=8, batch_size=4, grad_accum=1, steps_per_generation=None)
 >>> group_finding(cfg, world_size=1, prompts=100).message
@@ -36,7 +40,12 @@ def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: i
 
     findings = student_findings(tok, cfg, max_length=0, max_positions=None, stops=stops)  # context: checked below
     rows = list(_sample(table, cfg.lint_rows))
-    lengths = prompt_lengths(tok, table.column("prompt").to_pylist())
+    tools = None
+    if getattr(cfg, "tools", None):
+        from reasonkit.distill.grpo_tools import tool_functions
+
+        tools = tool_functions(cfg)
+    lengths = prompt_lengths(tok, table.column("prompt").to_pylist(), tools)
     ordered = sorted(lengths) or [0]
     longest = ordered[-1]
     stats = {"prompts": len(lengths), "prompt_median": ordered[len(ordered) // 2],
@@ -70,10 +79,10 @@ def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: i
     return findings, stats
 
 
-def prompt_lengths(tok, prompts: list[list[dict]]) -> list[int]:
-    """Tokens of every prompt as TRL renders it (chat template, generation prompt): all of them, not a sample,
-    since the longest sizes vLLM's context. Rendered one by one, tokenized in one batch (the fast path)."""
-    texts = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+def prompt_lengths(tok, prompts: list[list[dict]], tools: list | None = None) -> list[int]:
+    """Tokens of every prompt as TRL renders it (chat template, generation prompt, the ``tools``' schemas): all of
+    them, not a sample, since the longest sizes vLLM's context. Rendered one by one, tokenized in one batch."""
+    texts = [tok.apply_chat_template(p, tools=tools, tokenize=False, add_generation_prompt=True) for p in prompts]
     return [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
 
 

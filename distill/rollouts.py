@@ -12,6 +12,10 @@ it, ``gen_config``, ``answer``, ``source``) plus:
 - ``reward_<name>``: each reward function's value (null: it could not score the completion);
 - ``advantage``: the advantage the policy gradient used.
 
+A run with tools (distill/grpo_tools.py) writes ``trajectories`` rows instead (the table ``distill generate
+--tools`` writes: the whole conversation, its calls and observations, ``turns``, ``tool_calls``,
+``tool_errors``) with the same four columns added.
+
 ``sample`` counts a prompt's completions over the whole run (its first group is 0..G-1, the next time
 the prompt is drawn G..2G-1), so ``(id, sample)`` is unique, as the traces contract keys a row, and a
 multi-epoch run filters, pairs and resumes like any traces; a group is ``(step, id)``, and a
@@ -33,20 +37,30 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from reasonkit.schema import MESSAGES
+from reasonkit.schema import MESSAGES, TOOL_MESSAGES
 
 DIRNAME = "rollouts"
 KEYS = ("step", "id", "sample")
 
 
-def rollout_schema(names: list[str]) -> pa.Schema:
-    """The columns a rollouts shard holds, in order (``names``: the reward functions)."""
+def rollout_schema(names: list[str], tools: bool = False) -> pa.Schema:
+    """The columns a rollouts shard holds, in order (``names``: the reward functions). ``tools``: a run with
+    tools, whose rows are the ``trajectories`` table's (schema.py: the whole conversation in ``messages``,
+    ``turns``, ``tool_calls``, ``tool_errors``, the ``tools`` schemas; no ``completion``: distill/grpo_tools.py)."""
+    scored = [("step", pa.int32()), ("reward", pa.float32()), *[(f"reward_{n}", pa.float32()) for n in names],
+              ("advantage", pa.float32())]
+    if tools:
+        return pa.schema([
+            ("id", pa.string()), ("sample", pa.int32()), ("messages", TOOL_MESSAGES), ("response", pa.string()),
+            ("turns", pa.int32()), ("tool_calls", pa.int32()), ("tool_errors", pa.int32()), ("finish_reason", pa.string()),
+            ("prompt_tokens", pa.int32()), ("completion_tokens", pa.int32()), ("teacher", pa.string()),
+            ("gen_config", pa.string()), ("answer", pa.string()), ("source", pa.string()), ("tools", pa.string()), *scored,
+        ])
     return pa.schema([
         ("id", pa.string()), ("sample", pa.int32()), ("messages", MESSAGES), ("completion", pa.string()),
         ("reasoning", pa.string()), ("response", pa.string()), ("finish_reason", pa.string()),
         ("prompt_tokens", pa.int32()), ("completion_tokens", pa.int32()), ("teacher", pa.string()),
-        ("gen_config", pa.string()), ("answer", pa.string()), ("source", pa.string()), ("step", pa.int32()), ("reward", pa.float32()),
-        *[(f"reward_{n}", pa.float32()) for n in names], ("advantage", pa.float32()),
+        ("gen_config", pa.string()), ("answer", pa.string()), ("source", pa.string()), *scored,
     ])
 
 
@@ -67,14 +81,15 @@ class RolloutLog:
     [1]
     """
 
-    def __init__(self, directory: str | os.PathLike, *, names: list[str], run: dict, input_fingerprint: str, data: str):
+    def __init__(self, directory: str | os.PathLike, *, names: list[str], run: dict, input_fingerprint: str, data: str,
+                 tools: bool = False):
         from reasonkit.store import StageWriter
 
         self.dir = Path(directory)
         self.names = list(names)
-        self.schema = rollout_schema(self.names)
-        # kind traces: the filter, pairs and push read it as they read a teacher's traces
-        self.writer = StageWriter(self.dir, stage="grpo", kind="traces", config=run, keys=KEYS,
+        self.schema = rollout_schema(self.names, tools)
+        # kind traces (trajectories with tools): the filter, pairs and push read it as they read a teacher's output
+        self.writer = StageWriter(self.dir, stage="grpo", kind="trajectories" if tools else "traces", config=run, keys=KEYS,
                                   input_fingerprint=input_fingerprint, input_path=data)
         self.buffer: list[dict] = []
         self._next: dict[str, int] | None = None  # per prompt id: the next sample number (from committed rows)

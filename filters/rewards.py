@@ -97,6 +97,9 @@ class RewardSetup:
     overlong_cache: int | None = None
     prefilled: bool = False
     eos_token_ids: tuple[int, ...] = ()
+    # a tool-use trajectory's final answer (GRPO with tools): read and checked as ``distill filter`` reads a
+    # trajectory's (filters/trajectory.py: a plain short answer counts, golds that are words match as text)
+    trajectory: bool = False
 
 
 class Reward:
@@ -166,7 +169,10 @@ def correctness(setup: RewardSetup, parsed: Sequence[Sample], answers: Sequence 
     if len(answers) != len(parsed):
         raise ValueError(f"{len(answers)} answers for {len(parsed)} completions")
     golds = [_gold(a) for a in answers]
-    preds = [None if s.truncated else extract_answer(s.response)[0] for s in parsed]
+    extract = extract_answer
+    if setup.trajectory:  # a plain short final answer counts too, as the filter reads a trajectory's
+        from reasonkit.filters.trajectory import final_answer as extract
+    preds = [None if s.truncated else extract(s.response)[0] for s in parsed]
     out: list[bool | None] = [None] * len(parsed)
     todo = []
     for i, (pred, gold) in enumerate(zip(preds, golds)):
@@ -174,18 +180,23 @@ def correctness(setup: RewardSetup, parsed: Sequence[Sample], answers: Sequence 
             continue  # no gold: None, whatever the completion says
         if pred is None:
             out[i] = False
-        elif (setup.verifier, pred, gold) in _MEMO:
-            out[i] = _MEMO[(setup.verifier, pred, gold)]
+        elif (setup.verifier, setup.trajectory, pred, gold) in _MEMO:
+            out[i] = _MEMO[(setup.verifier, setup.trajectory, pred, gold)]
         else:
             todo.append(i)
     if todo:
-        checked = _verifier(setup.verifier, setup.verify_timeout).check([(preds[i], golds[i]) for i in todo])
+        verifier = _verifier(setup.verifier, setup.verify_timeout)
+        if setup.trajectory:
+            from reasonkit.filters.trajectory import TextAwareVerifier
+
+            verifier = TextAwareVerifier(verifier)
+        checked = verifier.check([(preds[i], golds[i]) for i in todo])
         if len(_MEMO) > MEMO_SIZE:
             _MEMO.clear()
         for i, (ok, why) in zip(todo, checked):
             out[i] = ok
             if why not in ("timeout", "worker_died"):  # a verdict, not an accident of load
-                _MEMO[(setup.verifier, preds[i], golds[i])] = ok
+                _MEMO[(setup.verifier, setup.trajectory, preds[i], golds[i])] = ok
     return out
 
 
@@ -303,13 +314,15 @@ def _unknown(name: str) -> UserError:
 def make_rewards(weights: dict[str, float], *, max_completion_length: int, lang: str = "en", verifier: str = "math",
                  overlong_cache: int | None = None, verify_timeout: float = 5.0, prefilled: bool = False,
                  eos_token_ids: Collection[int] = (), lang_candidates: Sequence[str] | None = None,
-                 reward_model: str | None = None) -> tuple[list[Callable], list[float]]:
+                 reward_model: str | None = None, trajectory: bool = False) -> tuple[list[Callable], list[float]]:
     """The reward functions named in ``weights`` and their weights, in that order, for
     ``GRPOTrainer(reward_funcs=...)`` and ``GRPOConfig(reward_weights=...)``.
 
     ``prefilled``: the chat template opens the think block in the generation prompt (the completion
     starts inside it); ``eos_token_ids`` tell a completion that ended on the very last token from a
-    cut one. ``reward_model``: the model the ``rm`` reward scores with (filters/reward_model.py). A UserError
+    cut one. ``reward_model``: the model the ``rm`` reward scores with (filters/reward_model.py). ``trajectory``:
+    completions are tool-use trajectories (GRPO with tools), whose final answer accuracy reads as ``distill filter``
+    reads a trajectory's (:func:`reasonkit.filters.trajectory.final_answer`, :class:`~reasonkit.filters.trajectory.TextAwareVerifier`). A UserError
     for an unknown name, a bad weight or limit, an unknown verifier or language, ``rm`` without a model.
 
     >>> make_rewards({"accuracy": 1.0, "speed": 1.0}, max_completion_length=64)
@@ -337,7 +350,7 @@ def make_rewards(weights: dict[str, float], *, max_completion_length: int, lang:
                         f"got {overlong_cache}")
     setup = RewardSetup(verifier=verifier, verify_timeout=float(verify_timeout), lang=lang,
                     max_completion_length=max_completion_length, overlong_cache=overlong_cache, prefilled=prefilled,
-                    eos_token_ids=tuple(int(i) for i in eos_token_ids),
+                    eos_token_ids=tuple(int(i) for i in eos_token_ids), trajectory=bool(trajectory),
                     lang_candidates=None if lang_candidates is None else tuple(lang_candidates))
     if "language" in weights:
         from reasonkit.filters.language import language_scripts
