@@ -91,6 +91,10 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
         tok.pad_token = tok.eos_token
     if note:
         say(f"note: {note}")
+    if cfg.method == "grpo" and cfg.tools:  # the tools load and the template can call them, before OUT is written
+        from reasonkit.distill.grpo_tools import check_tools
+
+        check_tools(tok, cfg)
     positions = data.max_positions(cfg.student)
     max_length = cfg.max_length or min(DEFAULT_MAX_LENGTH, positions or DEFAULT_MAX_LENGTH)
     findings, lengths = [], {}
@@ -240,7 +244,7 @@ def _open_rollouts(cfg, out: Path, checkpoint: Path | None, extra: dict, say):
     from reasonkit.distill.rollouts import DIRNAME, RolloutLog
 
     log = RolloutLog(out / DIRNAME, names=list(cfg.rewards), run={"fingerprint": extra["fingerprint"]},
-                     input_fingerprint=extra["data_fingerprint"], data=cfg.data)
+                     input_fingerprint=extra["data_fingerprint"], data=cfg.data, tools=bool(cfg.tools))
     step = int(checkpoint.name.split("-")[1]) if checkpoint else 0
     dropped = log.drop_after(step)
     if dropped:
