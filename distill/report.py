@@ -52,6 +52,9 @@ _STEP_KEYS = {
     "time/generate": "generate_s",  # distill/grpo.py: seconds in generation, the reward functions, the scoring pass
     "time/reward": "reward_s",
     "time/score": "score_s",
+    # GRPO with tools (TRL's tool loop): calls run per completion, and the share of them that failed
+    "tools/call_frequency": "tool_calls_per_completion",
+    "tools/failure_frequency": "tool_failure_share",
 }
 
 
