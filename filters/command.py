@@ -19,14 +19,17 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.command("filter", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("traces_dir", type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Output stage directory.")
-@click.option("--verifier", type=click.Choice(["math", "int", "exact", "none"]), default="math", show_default=True,
+@click.option("--verifier", type=click.Choice(["math", "int", "exact", "code", "none"]), default="math", show_default=True,
               help="math: integer fast path, then math-verify; int: integers only; exact: the answer's text "
-                   "(names, titles; case, spacing, outer $ and a final period aside); none: extract only.")
+                   "(names, titles; case, spacing, outer $ and a final period aside); code: the response's last "
+                   "Python block run in the sandbox against the prompt's tests (column `tests`, JSON: APPS/TACO, "
+                   "CodeContests, LiveCodeBench shapes; --set tests_column=NAME); none: extract only.")
 @click.option("--unverifiable", type=click.Choice(["drop", "keep"]), default="drop", show_default=True,
               help="Answers the verifier cannot judge (correct=None, e.g. a set or an interval against a "
                    "number). Rows with no extractable answer or no gold are always dropped "
                    "(no_answer, no_gold).")
-@click.option("--verify-timeout", type=float, default=5.0, show_default=True, help="Seconds per answer.")
+@click.option("--verify-timeout", type=float, default=5.0, show_default=True,
+              help="Seconds per answer (--verifier code: per test).")
 @click.option("--lang", default="en", show_default=True, help="Target language of the chain of thought ('none': skip).")
 @click.option("--min-lang-ratio", type=float, default=0.95, show_default=True,
               help="Minimum share of target-language words.")

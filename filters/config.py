@@ -32,9 +32,11 @@ class FilterConfig:
     traces: str
     out: str
     # verification
-    verifier: Literal["math", "int", "exact", "none"] = "math"
+    verifier: Literal["math", "int", "exact", "code", "none"] = "math"
     unverifiable: Literal["drop", "keep"] = "drop"
-    verify_timeout: float = 5.0
+    verify_timeout: float = 5.0  # per answer; with the code verifier, per test
+    # the code verifier: the prompts column holding each problem's tests (JSON; filters/code_tests.py)
+    tests_column: str = "tests"
     # language consistency (lang None: off)
     lang: str | None = "en"
     min_lang_ratio: float = 0.95
@@ -95,6 +97,8 @@ class FilterConfig:
             data.pop("step_aggregate")
         if not self.require_tool:  # likewise: outputs written before trajectories existed still resume
             data.pop("require_tool")
+        if self.verifier != "code":  # likewise, before the code verifier
+            data.pop("tests_column")
         return data
 
 
@@ -124,3 +128,4 @@ def _check(c: FilterConfig) -> None:
     check_engine(c.engine, c.replicas, c.ray_address)
     need(c.workers is None or c.workers >= 1, f"--workers must be >= 1, got {c.workers}")
     need(bool(c.decontam_column), "decontam_column must name a column")
+    need(bool(c.tests_column), "tests_column must name a column")

@@ -33,6 +33,7 @@ class Tally:
         self.source_out: Counter = Counter()
         self.verified: Counter = Counter()
         self.unverifiable: Counter = Counter()
+        self.failures: Counter = Counter()  # why verified-wrong programs failed (the code verifier only)
 
     def add(self, batch: pa.Table) -> None:
         keep = batch.column("keep").to_pylist()
@@ -49,12 +50,15 @@ class Tally:
             if ok is not None:
                 self.verified["correct" if ok else "wrong"] += 1
         if "verify_reason" in batch.column_names:
-            # A row with no answer or no gold was never given to the verifier: not "unverifiable".
-            drops = batch.column("drop_reason").to_pylist()
-            why = [w for w, d in zip(batch.column("verify_reason").to_pylist(), drops)
-                   if w is not None and d not in ("no_answer", "no_gold")]
+            # A row with no answer or no gold was never given to the verifier: not "unverifiable". The
+            # code verifier also says why a program failed (timeout, wrong_answer, ...): counted apart.
+            drops, correct = batch.column("drop_reason").to_pylist(), batch.column("correct").to_pylist()
+            reasons = batch.column("verify_reason").to_pylist()
+            why = [w for w, d, ok in zip(reasons, drops, correct)
+                   if w is not None and ok is None and d not in ("no_answer", "no_gold", "no_code", "no_tests")]
             self.verified["unverifiable"] += len(why)
             self.unverifiable.update(why)
+            self.failures.update(w for w, ok in zip(reasons, correct) if w is not None and ok is False)
 
     def report(self, order: Sequence[tuple[str, str]], **extra) -> dict:
         """The report dict; ``order`` lists ``(filter, reason)`` in the order filters ran."""
@@ -75,6 +79,7 @@ class Tally:
             "contamination": dict(sorted(contaminated.items())),
             "verified": dict(sorted(self.verified.items())),
             "unverifiable": dict(self.unverifiable.most_common()),
+            **({"code_failures": dict(self.failures.most_common())} if self.failures else {}),
             **extra,
         }
 

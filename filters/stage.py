@@ -81,6 +81,10 @@ def input_shards(config: FilterConfig) -> list[Path]:
                             f"{path} --model RM --out SCORED); found columns {names}")
         if missing:
             raise UserError(f"{shard}: missing required column {missing[0]!r} of a {kind} table; found columns {names}")
+    if config.verifier == "code":
+        from reasonkit.filters.code import check_tests_column
+
+        check_tests_column(path, shards, kind, config.tests_column)
     if config.require_tool and kind == "traces":
         raise UserError(f"{path}: --require-tool checks tool-use trajectories (distill generate --tools); this directory "
                         "holds traces, which call no tools")
@@ -109,9 +113,15 @@ def build_filters(config: FilterConfig, eval_sets, kind: str = "traces") -> list
     ))
     if eval_sets:
         filters.append(DecontamFilter(eval_sets))
-    verify = TrajectoryVerifyFilter if trajectories else VerifyFilter
-    filters.append(verify(config.verifier, unverifiable=config.unverifiable,
-                          timeout=config.verify_timeout, workers=config.workers or default_workers()))
+    if config.verifier == "code":  # programs run against the prompt's tests (filters/code.py)
+        from reasonkit.filters.code import CodeVerifyFilter
+
+        filters.append(CodeVerifyFilter(tests_column=config.tests_column, unverifiable=config.unverifiable,
+                                        timeout=config.verify_timeout, workers=config.workers or default_workers()))
+    else:
+        verify = TrajectoryVerifyFilter if trajectories else VerifyFilter
+        filters.append(verify(config.verifier, unverifiable=config.unverifiable,
+                              timeout=config.verify_timeout, workers=config.workers or default_workers()))
     if config.lang is not None:
         language = TrajectoryLanguageFilter if trajectories else LanguageFilter
         filters.append(language(config.lang, config.min_lang_ratio, config.lang_candidates))

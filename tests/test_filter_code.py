@@ -1,0 +1,173 @@
+"""The code verifier on literal programs: right, wrong, wrong on one test of five, broken, crashing and
+hostile ones (an infinite loop, a fork bomb, 10 GB allocated or written, a socket out, the parent's
+HF_TOKEN, a detached child, 100 MB printed). Each ends within its limits with the right verdict and
+reason, leaves no process behind, and the planted token appears in no output."""
+
+import json
+import os
+import secrets
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from reasonkit import sandbox
+from reasonkit.filters.code import CodeChecker, check_code, extract_code, parse_tests
+
+MODE = sandbox.available_mode()
+ISOLATION = sandbox.isolation_of(MODE)
+needs_nproc = pytest.mark.skipif("uid-drop" not in ISOLATION and "userns" not in ISOLATION,
+                                 reason="process limit not enforceable here")
+
+# APPS/TACO input_output, five stdin tests: the sum of a line of integers.
+FIVE = json.dumps({"inputs": ["1 2\n", "3 4\n", "10 -2\n", "0 0\n", "7 7 7\n"], "outputs": ["3\n", "7\n", "8\n", "0\n", "21\n"]})
+RIGHT = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
+PLANTED = "hf_" + secrets.token_hex(12)
+
+
+def verdict(program: str, tests: str = FIVE, timeout: float = 2.0):
+    return check_code(program, parse_tests(tests), timeout=timeout)
+
+
+def host_processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_extraction_takes_the_last_python_block_and_names_what_is_missing():
+    two = "First try:\n```python\nprint(1)\n```\nBetter:\n```py\nprint(2)\n```\nOutput:\n```text\n2\n```\n"
+    assert extract_code(two) == ("print(2)\n", None)
+    assert extract_code("Untagged:\n```\nx = 1\n```") == ("x = 1\n", None)
+    assert extract_code("no code at all") == (None, "no_code")
+    assert extract_code("```python\nprint(1)\n```\nthen, cut:\n```python\nprint(") == (None, "unclosed_fence")
+    assert extract_code("```python\n```") == (None, "no_code")  # an empty block is no program
+    assert extract_code("````python\nprint('```')\n````") == ("print('```')\n", None)  # longer fences nest
+
+
+CASES = {
+    # name: (program, correct, reason, tests passed)
+    "right": (RIGHT, True, None, 5),
+    "wrong": ("print(42)", False, "wrong_answer", 0),
+    "wrong_on_one_of_five": ("import sys\nv = list(map(int, sys.stdin.read().split()))\n"
+                             "print(sum(v) + (len(v) == 3))", False, "wrong_answer", 4),
+    "syntax_error": ("print(1 +)", False, "compile_error", 0),
+    "runtime_error": ("print(1 // 0)", False, "runtime_error", 0),
+    "exits_nonzero": ("import sys\nsys.exit(3)", False, "runtime_error", 0),
+    "exits_zero_after_answering": (RIGHT + "raise SystemExit(0)", True, None, 5),
+    "infinite_loop": ("while True: pass", False, "timeout", 0),
+    "allocates_10_gb": ("x = bytearray(10 * 1024**3)", False, "memory", 0),
+    "writes_10_gb": ("f = open('big', 'wb')\nfor _ in range(10 * 1024):\n    f.write(b'0' * (1 << 20))",
+                     False, "file_size", 0),
+    "prints_100_mb": ("print('x' * 100_000_000)", False, "output_limit", 0),
+    "socket_out": ("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)", False, "runtime_error", 0),
+    "reads_fd_0_and_writes_fd_1": ("import os\ndata = open(0).read()\nos.write(1, b'forged')\n"
+                                   "print(sum(map(int, data.split())))", True, None, 5),
+}
+
+
+def test_literal_programs_end_with_the_right_verdict_and_reason():
+    # All at once on two threads (as the filter runs them): the whole table costs a few seconds.
+    names = list(CASES)
+    started = time.monotonic()
+    with ThreadPoolExecutor(2) as pool:
+        verdicts = dict(zip(names, pool.map(lambda n: verdict(CASES[n][0], timeout=1.0), names)))
+    for name in names:
+        _, correct, reason, passed = CASES[name]
+        v = verdicts[name]
+        assert (v.correct, v.reason, v.tests_passed, v.tests_total) == (correct, reason, passed, 5), (name, v)
+        assert v.isolation == ISOLATION
+    assert time.monotonic() - started < 40
+    # The outputs vote, not the text: two different right programs share a key, a wrong one does not.
+    assert verdicts["right"].key == verdicts["reads_fd_0_and_writes_fd_1"].key != verdicts["wrong"].key
+
+
+@needs_nproc
+def test_fork_bomb_is_stopped_by_the_process_limit():
+    v = verdict("import os\nwhile True:\n    os.fork()", timeout=2.0)
+    assert (v.correct, v.reason) == (False, "processes")
+
+
+def test_planted_token_reaches_no_output(monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", PLANTED)
+    leak = ("import os, sys\nenv = open('/proc/self/environ').read() + repr(dict(os.environ))\n"
+            f"raise SystemExit('token ' + ('{PLANTED[:3]}' in env and 'present' or 'absent') + ': ' + env)")
+    v = verdict(leak)
+    assert (v.correct, v.reason) == (False, "runtime_error")
+    assert "token absent" in v.detail and PLANTED not in repr(v)
+
+
+def test_a_detached_child_is_not_left_behind():
+    marker = f"reasonkit-code-{secrets.token_hex(6)}"
+    program = ("import subprocess, sys\n"
+               f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', '{marker}'], start_new_session=True,"
+               " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n" + RIGHT)
+    v = verdict(program, json.dumps({"inputs": ["1 2"], "outputs": ["3"]}))
+    assert (v.correct, v.reason) == (True, None)
+    time.sleep(0.2)
+    assert host_processes_with(marker) == []
+
+
+def test_call_based_tests_apps_and_livecodebench_shapes():
+    apps = json.dumps({"fn_name": "add", "inputs": [[1, 2], [[1], [2]]], "outputs": [[3], [[1, 2]]]})
+    assert verdict("def add(a, b):\n    return a + b", apps).correct is True
+    assert verdict("def add(a, b):\n    return a - b", apps).reason == "wrong_answer"
+    assert verdict("def plus(a, b):\n    return a + b", apps).reason == "compile_error"  # no such function
+    lcb = json.dumps({"func_name": "maxPair", "tests": json.dumps([
+        {"input": "[1, 5, 3]\n2", "output": "8", "testtype": "functional"},
+        {"input": "[4]\n1", "output": "4", "testtype": "functional"}])})
+    solution = ("class Solution:\n    def maxPair(self, nums: list, k: int) -> int:\n"
+                "        return sum(sorted(nums)[-k:])\n")
+    v = verdict(solution, lcb)
+    assert (v.correct, v.tests_passed, v.tests_total) == (True, 2, 2)
+    # a program whose module-level code reads stdin under __main__ still loads for a call test
+    assert verdict("def add(a, b):\n    return a + b\nif __name__ == '__main__':\n    input()", apps).correct
+
+
+def test_stdin_shapes_and_numeric_tolerance():
+    code_contests = json.dumps({"public_tests": {"input": ["2\n"], "output": ["4\n"]},
+                                "private_tests": {"input": ["3\n"], "output": ["9\n"]}, "generated_tests": None})
+    assert verdict("n = int(input())\nprint(n * n)", code_contests).tests_total == 2
+    lcb = json.dumps([{"input": "1 2\n", "output": "3\n", "testtype": "stdin"}])
+    assert verdict(RIGHT, lcb).correct
+    third = "print(1 / 3)"
+    exact = json.dumps({"inputs": [""], "outputs": ["0.333333333"]})
+    loose = json.dumps({"inputs": [""], "outputs": ["0.333333333"], "tolerance": 1e-6})
+    assert verdict(third, exact).reason == "wrong_answer" and verdict(third, loose).correct
+    lines = json.dumps({"inputs": ["x"], "outputs": [["a  b", "c"]]})  # APPS: an output stored as lines
+    assert verdict("print('a b  ')\nprint('c')\nprint()", lines).correct
+
+
+def test_many_rows_share_work_and_keep_order():
+    tests = parse_tests(FIVE)
+    items = [(RIGHT, tests), ("print(0)", tests), (RIGHT, tests)]
+    checker = CodeChecker(timeout=2.0, workers=2)
+    got = checker.check(items)
+    assert [v.correct for v in got] == [True, False, True] and got[0] == got[2]
+
+
+def test_bad_tests_are_reported():
+    from reasonkit.filters.code import BadTests
+
+    for bad, why in [("{", "not JSON"), ('{"inputs": ["1"], "outputs": []}', "1 inputs but 0 outputs"),
+                     ('[{"input": "1", "output": "2", "testtype": "functional"}]', "function name"),
+                     ('{"x": 1}', "expected APPS/TACO")]:
+        with pytest.raises(BadTests, match=why):
+            parse_tests(bad)
+    assert os.environ.get("HF_TOKEN") != PLANTED  # monkeypatch restored it
+
+
+@pytest.mark.parametrize("name", ["code", "code_tests", "code_harness"])
+def test_doctests(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"reasonkit.filters.{name}"))
+    assert result.failed == 0 and result.attempted > 0

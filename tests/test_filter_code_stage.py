@@ -1,0 +1,76 @@
+"""`distill filter --verifier code` end to end: verdicts, rejected rows with their reasons, the funnel."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from reasonkit.errors import UserError
+from reasonkit.filters.command import filter as filter_command
+from reasonkit.filters.config import FilterConfig
+from reasonkit.filters.stage import run_filter
+from reasonkit.filters.synthetic import trace, write_traces
+from reasonkit.store import read_stage
+
+TESTS = json.dumps({"inputs": ["1 2\n", "5 5\n", "0 9\n"], "outputs": ["3\n", "10\n", "9\n"]})
+RIGHT = "Read both numbers and add them.\n```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+
+
+def code_trace(pid, sample, response, tests=TESTS, **kw):
+    return trace(pid, sample, problem="Add two integers read from stdin.", reasoning="Add them.", response=response,
+                 answer=None, tests=tests, **kw)
+
+
+def rows():
+    return [
+        code_trace("p1", 0, RIGHT),
+        code_trace("p1", 1, "```python\nprint(3)\n```"),  # right on one test of three
+        code_trace("p1", 2, "```python\nwhile True:\n    pass\n```"),
+        code_trace("p1", 3, "I would write a loop."),  # no code
+        code_trace("p1", 4, "```python\na, b = map(int, input().split())\nprint(a +"),  # cut mid-block
+        code_trace("p2", 0, RIGHT.replace("a + b", "a * b"), tests=None),  # the prompt has no tests
+        code_trace("p3", 0, "```python\ndef f(:\n```"),
+    ]
+
+
+def test_code_verdicts_flow_through_the_filter(tmp_path):
+    write_traces(tmp_path / "traces", rows(), shard_rows=4)
+    config = FilterConfig(traces=str(tmp_path / "traces"), out=str(tmp_path / "out"), verifier="code",
+                          verify_timeout=1.0, workers=2, lang=None, dedup="none", batch_rows=4)
+    report = run_filter(config)
+    kept = read_stage(tmp_path / "out", kind="verdicts")
+    rejected = read_stage(tmp_path / "out" / "rejected", kind="verdicts")
+    assert kept.select(["id", "sample", "correct", "tests_passed", "tests_total"]).to_pylist() == [
+        {"id": "p1", "sample": 0, "correct": True, "tests_passed": 3, "tests_total": 3}]
+    assert kept.column("pred").to_pylist() == ["a, b = map(int, input().split())\nprint(a + b)\n"]
+    assert kept.column("isolation")[0].as_py()  # the isolation in force is recorded (e.g. netns,pidns,...)
+    why = {(r["id"], r["sample"]): (r["drop_reason"], r["verify_reason"], r["tests_passed"])
+           for r in rejected.select(["id", "sample", "drop_reason", "verify_reason", "tests_passed"]).to_pylist()}
+    assert why == {("p1", 1): ("wrong", "wrong_answer", 1), ("p1", 2): ("wrong", "timeout", 0),
+                   ("p1", 3): ("no_code", "no_code", None), ("p1", 4): ("no_code", "unclosed_fence", None),
+                   ("p2", 0): ("no_tests", "no_tests", None), ("p3", 0): ("wrong", "compile_error", 0)}
+    dropped = {s["reason"]: s["dropped"] for s in report["funnel"] if s["filter"] == "verify"}
+    assert dropped == {"no_tests": 1, "no_code": 2, "wrong": 3, "unverifiable": 0}
+    assert report["code_failures"] == {"wrong_answer": 1, "timeout": 1, "compile_error": 1}
+    assert report["unverifiable"] == {} and report["verified"] == {"correct": 1, "wrong": 3, "unverifiable": 0}
+    sft = read_stage(tmp_path / "out" / "sft", kind="sft")
+    assert "print(a + b)" in sft.column("messages")[0].as_py()[-1]["content"]
+
+
+def test_bad_tests_are_one_error_before_anything_is_written(tmp_path):
+    write_traces(tmp_path / "traces", [code_trace("p1", 0, RIGHT), code_trace("p9", 0, RIGHT, tests='{"inputs": [1]')])
+    config = FilterConfig(traces=str(tmp_path / "traces"), out=str(tmp_path / "out"), verifier="code", lang=None)
+    with pytest.raises(UserError, match=r"row 'p9': column 'tests': not JSON"):
+        run_filter(config)
+    assert not (tmp_path / "out").exists()
+    write_traces(tmp_path / "plain", [trace("p1", 0)])
+    with pytest.raises(UserError, match="column 'tests'.*tests_column=NAME"):
+        run_filter(FilterConfig(traces=str(tmp_path / "plain"), out=str(tmp_path / "out2"), verifier="code"))
+
+
+def test_cli_verifier_code(tmp_path):
+    write_traces(tmp_path / "traces", [code_trace("p1", 0, RIGHT), code_trace("p1", 1, "```python\nprint(0)\n```")])
+    result = CliRunner().invoke(filter_command, [str(tmp_path / "traces"), "--out", str(tmp_path / "out"),
+                                       "--verifier", "code", "--lang", "none", "--verify-timeout", "2", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "wrote 1 rows" in result.output
