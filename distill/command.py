@@ -51,7 +51,7 @@ def _d(name: str) -> str:
 @click.option("--num-generations", type=int, help=f"GRPO: completions sampled per prompt, G [{_d('num_generations')}].")
 @click.option("--reward", "rewards", multiple=True, metavar="NAME=WEIGHT",
               help="GRPO: a reward function and its weight, repeatable; the ones named replace the default pair "
-                   "(accuracy, format, language, length, cosine, arithmetic; rm=PATH or rm=PATH:WEIGHT, a reward model "
+                   "(accuracy, format, language, length, cosine, arithmetic, code; rm=PATH or rm=PATH:WEIGHT, a reward model "
                    "scoring as `distill score` does) [accuracy=1.0 format=0.2].")
 @click.option("--loss-type", type=click.Choice(["grpo", "dr_grpo", "dapo", "bnpo"]), help=f"GRPO loss [{_d('loss_type')}].")
 @click.option("--scale-rewards", type=click.Choice(["group", "batch", "none"]),

@@ -236,3 +236,40 @@ def check_tests_column(path, shards, kind: str, column: str) -> None:
                             f"{names} (name another with --set tests_column=NAME)")
         table = pq.read_table(shard, columns=["id", column])
         read_tests(table.column(column).to_pylist(), table.column("id").to_pylist(), column, str(shard))
+
+
+_REWARD_MEMO: dict = {}
+REWARD_MEMO_SIZE = 16_384
+
+
+def code_scores(responses: Sequence[str | None], tests_values: Sequence, *, timeout: float = 5.0,
+                workers: int = 2) -> list[float | None]:
+    """The ``code`` GRPO reward: 1.0 when the response's program passes every test, 0.0 when it fails
+    one or has no program (``None`` response: truncated), None when the row has no tests or the
+    sandbox failed. The checker ``distill filter --verifier code`` runs; verdicts are remembered per
+    (program, tests) except timeouts (an accident of load as often as a verdict) and sandbox errors."""
+    parsed: dict = {}
+    out: list[float | None] = [None] * len(responses)
+    todo = []
+    for i, (response, value) in enumerate(zip(responses, tests_values)):
+        key = value if isinstance(value, str) else json.dumps(value)
+        if key not in parsed:
+            parsed[key] = read_tests([value], [str(i)], "tests", "the code reward")[0]
+        tests = parsed[key]
+        code = None if response is None else extract_code(response)[0]
+        if tests is None:
+            continue
+        if code is None:
+            out[i] = 0.0
+        elif (code, key) in _REWARD_MEMO:
+            out[i] = _REWARD_MEMO[(code, key)]
+        else:
+            todo.append((i, code, key))
+    verdicts = CodeChecker(timeout=timeout, workers=workers).check([(code, parsed[key]) for _, code, key in todo])
+    if len(_REWARD_MEMO) > REWARD_MEMO_SIZE:
+        _REWARD_MEMO.clear()
+    for (i, code, key), v in zip(todo, verdicts):
+        out[i] = None if v.correct is None else float(v.correct)
+        if v.reason not in ("timeout", "sandbox_error"):
+            _REWARD_MEMO[(code, key)] = out[i]
+    return out

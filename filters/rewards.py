@@ -25,6 +25,10 @@ per completion.
                ``max_len``, a wrong one -1.0 short up to -0.5 long; None where accuracy is None.
 ``arithmetic`` share of the chain of thought's integer arithmetic claims that are true
                (:mod:`reasonkit.filters.arithmetic`); None when it makes none.
+``code``       1.0 when the response's last Python block passes every test of the row's ``tests`` column in
+               the sandbox (``distill filter --verifier code``'s checker, :mod:`reasonkit.filters.code`),
+               0.0 when it fails one or there is no program (or the completion is truncated), None when the
+               row has no tests or the sandbox itself failed.
 ``rm``         a trained reward model's score, the number ``distill score`` writes for the same
                completion (:mod:`reasonkit.filters.reward_model`; ``make_rewards(reward_model=PATH)``).
 =============  ====================================================================================
@@ -76,7 +80,7 @@ from reasonkit.errors import UserError
 from reasonkit.filters.completions import Sample, completion_text, prompt_opens_think, samples  # noqa: F401 (re-exported)
 
 #: The reward names :func:`make_rewards` knows, in the order the docs list them.
-NAMES = ("accuracy", "format", "language", "length", "cosine", "arithmetic")
+NAMES = ("accuracy", "format", "language", "length", "cosine", "arithmetic", "code")
 #: open-r1's cosine-scaled reward bounds (min_value_wrong, max_value_wrong, min_value_correct, max_value_correct).
 COSINE_BOUNDS = (-1.0, -0.5, 0.5, 1.0)
 #: DAPO's overlong cache when none is given: its 4,096 of 20,480 tokens, a fifth of the limit.
@@ -100,6 +104,7 @@ class RewardSetup:
     # a tool-use trajectory's final answer (GRPO with tools): read and checked as ``distill filter`` reads a
     # trajectory's (filters/trajectory.py: a plain short answer counts, golds that are words match as text)
     trajectory: bool = False
+    tests_column: str = "tests"  # the code reward's tests (JSON, filters/code_tests.py)
 
 
 class Reward:
@@ -251,6 +256,20 @@ def _arithmetic(setup, parsed, completion_ids, columns):
     return rewards
 
 
+def _code(setup, parsed, completion_ids, columns):
+    from reasonkit.filters.code import code_scores
+    from reasonkit.filters.verify import default_workers
+
+    tests = columns.get(setup.tests_column)
+    if tests is None:
+        raise UserError(f"the code reward needs a {setup.tests_column!r} column (each prompt's tests, JSON) in the "
+                        "prompts table; it has none")
+    if len(tests) != len(parsed):
+        raise ValueError(f"{len(tests)} test sets for {len(parsed)} completions")
+    responses = [None if s.truncated else s.response for s in parsed]
+    return code_scores(responses, tests, timeout=setup.verify_timeout, workers=default_workers())
+
+
 # -- length ---------------------------------------------------------------------------------------
 
 def _limit(setup: RewardSetup, name: str, completion_ids) -> int:
@@ -292,7 +311,7 @@ def _cosine(setup, parsed, completion_ids, columns):
 
 
 _SCORERS = {"accuracy": _accuracy, "format": _format, "language": _language, "length": _length,
-            "cosine": _cosine, "arithmetic": _arithmetic}
+            "cosine": _cosine, "arithmetic": _arithmetic, "code": _code}
 
 accuracy_reward = Reward("accuracy")
 format_reward = Reward("format")
@@ -300,11 +319,12 @@ language_reward = Reward("language")
 soft_overlong_reward = Reward("length")
 cosine_length_reward = Reward("cosine")
 arithmetic_reward = Reward("arithmetic")
+code_reward = Reward("code")
 
 #: name -> the module-level reward (no generation limit, English, the math verifier).
 REWARDS: dict[str, Reward] = {"accuracy": accuracy_reward, "format": format_reward, "language": language_reward,
                               "length": soft_overlong_reward, "cosine": cosine_length_reward,
-                              "arithmetic": arithmetic_reward}
+                              "arithmetic": arithmetic_reward, "code": code_reward}
 
 
 def _unknown(name: str) -> UserError:
@@ -328,7 +348,7 @@ def make_rewards(weights: dict[str, float], *, max_completion_length: int, lang:
     >>> make_rewards({"accuracy": 1.0, "speed": 1.0}, max_completion_length=64)
     Traceback (most recent call last):
     ...
-    reasonkit.errors.UserError: unknown reward 'speed'; expected one of accuracy, format, language, length, cosine, arithmetic
+    reasonkit.errors.UserError: unknown reward 'speed'; expected one of accuracy, format, language, length, cosine, arithmetic, code
     """
     from reasonkit.filters.verify import VERIFIERS
 

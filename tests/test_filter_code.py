@@ -171,3 +171,19 @@ def test_doctests(name):
 
     result = doctest.testmod(importlib.import_module(f"reasonkit.filters.{name}"))
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_code_reward_agrees_with_the_checker_and_has_trl_signature():
+    from reasonkit.filters.rewards import make_rewards
+
+    (reward,), weights = make_rewards({"code": 1.0}, max_completion_length=64, verify_timeout=2.0)
+    completions = [f"<think>sum them</think>```python\n{RIGHT}```", "<think>x</think>```python\nprint(0)\n```",
+                   "<think>x</think>no program", f"<think>```python\n{RIGHT}```</think>none after the think block",
+                   f"<think>x</think>```python\n{RIGHT}```"]
+    tests = [FIVE] * 4 + [None]  # the last row has no tests: no reward
+    ids = [[1] * 10] * 5
+    assert reward(["q"] * 5, completions, ids, tests=tests) == [1.0, 0.0, 0.0, 0.0, None] and weights == [1.0]
+    truncated = reward(["q"], completions[:1], [[1] * 64], tests=[FIVE])  # used all 64 tokens: cut, no answer
+    assert truncated == [0.0]
+    with pytest.raises(Exception, match="needs a 'tests' column"):
+        reward(["q"], completions[:1], [[1]], answer=["3"])

@@ -46,7 +46,8 @@ def call(f, completions, answers=None, prompts=None, ids=None):
     prompts = prompts if prompts is not None else [Q] * len(completions)
     answers = answers if answers is not None else ["391"] * len(completions)
     ids = ids if ids is not None else [[0] * 50 for _ in completions]
-    return f(prompts, completions, ids, answer=answers)
+    tests = ['{"inputs": ["2 3"], "outputs": ["6"]}'] * len(completions)  # the code reward's column
+    return f(prompts, completions, ids, answer=answers, tests=tests)
 
 
 # -- accuracy --------------------------------------------------------------------------------------
@@ -338,7 +339,7 @@ def test_make_rewards_names_weights_and_pickles():
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"weights": {"accuracy": 1.0, "speed": 1.0}}, "unknown reward 'speed'; expected one of accuracy, format, "
-                                                   "language, length, cosine, arithmetic"),
+                                                   "language, length, cosine, arithmetic, code"),
     ({"weights": {}}, "no reward asked for"),
     ({"weights": {"format": "high"}}, "reward format: the weight must be a finite number"),
     ({"weights": {"format": float("nan")}}, "the weight must be a finite number"),
@@ -380,10 +381,11 @@ def test_cost_of_a_grpo_step_of_the_synthetic_task(fns):
             completions.append([{"role": "assistant", "content": text}])
             answers.append(p["answer"])
     ids = [[1] * (60 + i) for i in range(64)]
-    for f in fns.values():  # warm: lingua's detector, TRL's import
+    timed = [f for name, f in fns.items() if name != "code"]  # the code reward runs programs: bench/code.py
+    for f in timed:  # warm: lingua's detector, TRL's import
         f(prompts, completions, ids, answer=answers)
     start = time.perf_counter()
-    for f in fns.values():
+    for f in timed:
         out = f(prompts, completions, ids, answer=answers)
         assert len(out) == 64
     elapsed = time.perf_counter() - start
