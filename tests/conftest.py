@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests/gen_helpers.py
 
 REPO = Path(__file__).resolve().parent.parent
 TEACHER_DIR = REPO / "recipes" / "assets" / "teacher"
+AGENT_TEACHER_DIR = REPO / "recipes" / "assets" / "agent_teacher"
 
 
 @pytest.fixture(scope="session")
@@ -33,6 +34,14 @@ def teacher_dir() -> str:
     if not (TEACHER_DIR / "config.json").is_file():
         pytest.fail(f"embedded teacher missing at {TEACHER_DIR}; run `distill make-teacher`")
     return str(TEACHER_DIR)
+
+
+@pytest.fixture(scope="session")
+def agent_teacher_dir() -> str:
+    """The committed tool-using teacher (recipes/agent_teacher.py: TRL's Qwen2.5 template, calls search), read-only."""
+    if not (AGENT_TEACHER_DIR / "config.json").is_file():
+        pytest.fail(f"embedded agent teacher missing at {AGENT_TEACHER_DIR}; run `distill make-teacher --task agent`")
+    return str(AGENT_TEACHER_DIR)
 
 
 @pytest.fixture(scope="session")
