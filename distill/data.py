@@ -175,8 +175,19 @@ def read_prompt_rows(cfg) -> pa.Table:
     problems = prompts.column("problem").to_pylist() if "problem" in prompts.column_names else [None] * prompts.num_rows
     rendered = [build_messages(m, problem=p, instruction=cfg.instruction, system=cfg.system)
                 for m, p in zip(prompts.column("messages").to_pylist(), problems)]
-    return pa.table({"id": prompts.column("id"), "prompt": pa.array(rendered, MESSAGES), "answer": answers,
-                     "source": prompts.column("source")})
+    columns = {"id": prompts.column("id"), "prompt": pa.array(rendered, MESSAGES), "answer": answers,
+               "source": prompts.column("source")}
+    if "code" in cfg.rewards:  # the code reward runs each completion's program against the prompt's tests
+        if "tests" not in prompts.column_names:
+            raise UserError(f"{name}: the code reward needs each prompt's tests (JSON: APPS/TACO, CodeContests or "
+                            f"LiveCodeBench shapes) in a 'tests' column; found columns {prompts.column_names}")
+        tests = prompts.column("tests")
+        if not pa.types.is_string(tests.type):  # an object column read from JSONL: back to JSON text
+            import json
+
+            tests = pa.array([None if t is None else json.dumps(t) for t in tests.to_pylist()], pa.string())
+        columns["tests"] = tests
+    return pa.table(columns)
 
 
 def to_dataset(table: pa.Table, method: str):
@@ -195,7 +206,8 @@ def to_dataset(table: pa.Table, method: str):
         features = datasets.Features({"messages": datasets.List(datasets.Json()), "tools": datasets.Value("string")})
         return datasets.Dataset.from_dict({"messages": [m for m, _ in rows],
                                            "tools": [json.dumps(t) if t else None for _, t in rows]}, features=features)
-    return datasets.Dataset(table.select(list(_NEEDS[method])))
+    extra = ["tests"] if method == "grpo" and "tests" in table.column_names else []  # the code reward's column
+    return datasets.Dataset(table.select(list(_NEEDS[method]) + extra))
 
 
 # -- the student's tokenizer and template ---------------------------------------------------------

@@ -51,7 +51,9 @@ _REPLICAS = _Replicas()
 @click.option("--id-col", default="id", show_default=True)
 @click.option("--limit", type=int, default=None, help="Evaluate only the first N problems.")
 @click.option("--decontam-against", multiple=True, help="Training-data directory to check eval problems against (repeatable).")
-@click.option("--verifier", type=click.Choice(["math", "int"]), default="math", show_default=True)
+@click.option("--verifier", type=click.Choice(["math", "int", "code"]), default="math", show_default=True,
+              help="code: the response's last Python block run against the problem's tests (column `tests`, JSON) "
+                   "in the sandbox; cons@k votes on the programs' outputs. Pass an --instruction asking for code.")
 @click.option("--score-truncated", is_flag=True, default=None,
               help="Extract and score answers from truncated samples too (default: they count as no answer).")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto", show_default=True)

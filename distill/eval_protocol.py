@@ -75,7 +75,8 @@ def protocol(config, identities: dict, adapter_mode: str | None, gen_manifest: d
         "dataset_fingerprint": data_fp,
         "limit": config.limit,
         "verifier": config.verifier,
-        "verifier_version": _version("math-verify") if config.verifier == "math" else "int fast path",
+        "verifier_version": _version("math-verify") if config.verifier == "math" else (
+            "sandboxed tests (filters/code.py)" if config.verifier == "code" else "int fast path"),
         "gen_config": gen_manifest.get("gen_config"),
         "reasonkit_version": __version__,
         "extra": config.extra,

@@ -47,19 +47,24 @@ def verify_samples(traces: pa.Table, config, out_dir: Path, *, score_truncated: 
 
     if score_truncated is None:
         score_truncated = bool(getattr(config, "score_truncated", False))
-    preds, reasons = extract_preds(traces, score_truncated=score_truncated)
-    golds = traces.column("answer").to_pylist()
     ids, numbers = traces.column("id").to_pylist(), traces.column("sample").to_pylist()
     by_problem: dict[str, list[int]] = defaultdict(list)  # row positions, in sample order
     for i in sorted(range(len(ids)), key=lambda i: (ids[i], numbers[i])):
         by_problem[ids[i]].append(i)
-    verifier = Verifier(config.verifier, timeout=config.verify_timeout)
-    try:
-        checked = verifier.check(list(zip(preds, golds)))
-        rows_of = list(by_problem.values())
-        grouped = vote_groups([[preds[i] for i in rows] for rows in rows_of], verifier_same(verifier))
-    finally:
-        verifier.close()
+    rows_of = list(by_problem.values())
+    if config.verifier == "code":  # programs run against the tests; the vote is on their outputs
+        from reasonkit.distill.eval_code import verify_programs
+
+        preds, checked, reasons, grouped = verify_programs(traces, config, rows_of, score_truncated=score_truncated)
+    else:
+        preds, reasons = extract_preds(traces, score_truncated=score_truncated)
+        golds = traces.column("answer").to_pylist()
+        verifier = Verifier(config.verifier, timeout=config.verify_timeout)
+        try:
+            checked = verifier.check(list(zip(preds, golds)))
+            grouped = vote_groups([[preds[i] for i in rows] for rows in rows_of], verifier_same(verifier))
+        finally:
+            verifier.close()
     vote_group: list[int | None] = [None] * len(ids)
     for rows, groups in zip(rows_of, grouped):
         for i, g in zip(rows, groups):

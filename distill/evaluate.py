@@ -53,8 +53,9 @@ class EvalConfig:
     split: str | None = None  # of a Hugging Face dataset: its only split unless named (hub_data.py)
     decontam_against: tuple[str, ...] = ()
     ngram: int = 8
-    verifier: Literal["math", "int"] = "math"
-    verify_timeout: float = 5.0
+    verifier: Literal["math", "int", "code"] = "math"
+    verify_timeout: float = 5.0  # per answer; with the code verifier, per test
+    tests_col: str = "tests"  # the code verifier's tests (JSON; filters/code_tests.py)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     tensor_parallel: int = 1
     # engine replicas on this node, each on tensor_parallel GPUs of its own (gen/parallel.py);
@@ -100,6 +101,11 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     columns = ColumnMap(id=config.id_col, problem=config.problem_col, answer=config.answer_col)
     prompts = read_prompts(config.data, columns, limit=config.limit, split=config.split)
     missing = [i for i, a in enumerate(prompts.column("answer").to_pylist()) if a is None or not str(a).strip()]
+    if config.verifier == "code":  # the tests are the gold (distill/eval_code.py checks them)
+        from reasonkit.distill.eval_code import tests_of
+
+        tests_of(prompts, config.tests_col)
+        missing = []
     if missing:
         raise UserError(f"{config.data}: row {missing[0]}: no gold answer in column {config.answer_col!r}; every eval problem needs one")
     contamination = _contamination(config, prompts) if config.decontam_against else None
@@ -165,6 +171,8 @@ def _check_same_eval(config: EvalConfig, out: Path) -> dict:
         if (manifest.get("config") or {}).get("teacher") == config.model:
             remember(config.model, manifest.get("teacher_files"))
     settings = {k: v for k, v in asdict(config).items() if k not in _RUN_ONLY and k != "out"}
+    if config.verifier != "code":  # evaluations made before the code verifier keep their fingerprint
+        settings.pop("tests_col")
     if output_engine_args(config.engine_args):  # only those that change samples, and only when set
         settings["engine_args"] = output_engine_args(config.engine_args)
     settings["model_hash"] = model_identity(config.model, api=config.backend == "openai")

@@ -187,3 +187,19 @@ def test_code_reward_agrees_with_the_checker_and_has_trl_signature():
     assert truncated == [0.0]
     with pytest.raises(Exception, match="needs a 'tests' column"):
         reward(["q"], completions[:1], [[1]], answer=["3"])
+
+
+def test_grpo_prompts_carry_the_tests_for_the_code_reward(tmp_path):
+    from reasonkit.distill.config import TrainConfig
+    from reasonkit.distill.data import read_prompt_rows, to_dataset
+    from reasonkit.errors import UserError
+
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps({"problem": "Add the two numbers.", "tests": json.loads(FIVE)}) + "\n")
+    cfg = TrainConfig(method="grpo", student="m", data=str(path), out="o", rewards={"code": 1.0})
+    rows = read_prompt_rows(cfg)
+    assert parse_tests(rows.column("tests")[0].as_py()) == parse_tests(FIVE)  # an object column back to JSON
+    assert "tests" in to_dataset(rows, "grpo").column_names
+    path.write_text(json.dumps({"problem": "Add the two numbers.", "answer": "3"}) + "\n")
+    with pytest.raises(UserError, match="the code reward needs each prompt's tests"):
+        read_prompt_rows(cfg)
