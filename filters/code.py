@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from reasonkit.errors import UserError
 from reasonkit.filters.base import RowFilter, update_rows
-from reasonkit.filters.code_tests import BadTests, Tests, parse_tests  # noqa: F401 (re-exported)
+from reasonkit.filters.code_tests import BadTests, Tests, digest, parse_tests  # noqa: F401 (re-exported)
 
 # A fence line: three or more backticks, an optional language tag (```python, ```py3, ```).
 _FENCE = re.compile(r"^\s*(`{3,})\s*([\w+#.-]*)[^\n`]*$")
@@ -48,7 +48,7 @@ REASONS = ("compile_error", "wrong_answer", "runtime_error", "timeout", "memory"
 _LIMIT_REASON = {"wall": "timeout", "cpu": "timeout", "output": "output_limit", "memory": "memory",
                  "file_size": "file_size", "processes": "processes"}
 HARNESS = Path(__file__).with_name("code_harness.py")
-MIN_OUTPUT_CAP = 1 << 20  # characters a test may print (or twice its expected output, if more)
+MIN_OUTPUT_CAP = 64 << 10  # characters a test may print (or twice its expected output, if more)
 STARTUP_SECONDS = 5.0  # the sandbox's own start, on a loaded box, before the first test's timer runs
 
 
@@ -97,22 +97,24 @@ def check_code(code: str, tests: Tests, *, timeout: float = 5.0, limits=None, mo
 
     if not tests.cases:
         return CodeVerdict(None, 0, 0, "no_tests")
-    longest = max(len(json.dumps(o)) for _, o in tests.cases)
-    spec = tests.spec(timeout, max(MIN_OUTPUT_CAP, 2 * longest))
+    longest = max(len(o) if isinstance(o, str) else len(json.dumps(o)) for _, o in tests.cases)
+    cap = max(MIN_OUTPUT_CAP, 2 * longest + 1024)  # past it a test's output is certainly wrong: output_limit
     wall = STARTUP_SECONDS + timeout * len(tests.cases)
-    limits = limits or sandbox.Limits(cpu_seconds=wall)
+    limits = limits or sandbox.Limits(cpu_seconds=wall, output_bytes=max(4 << 20, 2 * cap * len(tests.cases)))
     try:
         result = sandbox.run(argv=["python", "harness.py"], timeout=wall, limits=limits, mode=mode, files={
-            "harness.py": harness_source(), "solution.py": code, "tests.json": json.dumps(spec)})
+            "harness.py": harness_source(), "solution.py": code, "tests.json": json.dumps(tests.spec(timeout, cap))})
     except sandbox.SandboxError as e:
         return CodeVerdict(None, 0, len(tests.cases), "sandbox_error", detail=str(e)[:300])
-    return verdict_of(result, len(tests.cases))
+    return verdict_of(result, tests)
 
 
-def verdict_of(result, total: int) -> CodeVerdict:
-    """The verdict from the harness's result lines and how the sandboxed run ended."""
-    from reasonkit.filters.code_harness import MARK, digest
+def verdict_of(result, tests: Tests) -> CodeVerdict:
+    """The verdict from the harness's result lines (the outputs compared here, outside the sandbox)
+    and how the sandboxed run ended."""
+    from reasonkit.filters.code_harness import MARK
 
+    total = len(tests.cases)
     lines = []
     for line in result.stdout.splitlines():
         if line.startswith(MARK):
@@ -123,18 +125,31 @@ def verdict_of(result, total: int) -> CodeVerdict:
     isolation = tuple(result.isolation)
     if lines and "compile_error" in lines[0]:
         return CodeVerdict(False, 0, total, "compile_error", isolation, None, lines[0]["compile_error"])
-    by_test = {line["test"]: line for line in lines if isinstance(line.get("test"), int)}
-    passed = sum(1 for line in by_test.values() if line.get("ok") is True)
-    failed = next((by_test[i] for i in sorted(by_test) if not by_test[i].get("ok")), None)
-    if failed is not None:
-        reason, detail = failed.get("reason") or "wrong_answer", failed.get("error")
-    elif len(by_test) < total:  # the run ended before every test reported: a limit, or the program ended it
+    by_test = {}
+    for line in lines:  # the first line per test (a later one can only be the program's own writing)
+        if isinstance(line.get("test"), int) and 0 <= line["test"] < total:
+            by_test.setdefault(line["test"], line)
+    passed, keys, reason, detail = 0, [], None, None
+    for i in range(total):
+        line = by_test.get(i)
+        output = line.get("output") if line else None
+        if line is not None and line.get("reason") is None and isinstance(output, str):
+            ok = tests.passes(i, output)
+            passed += ok
+            keys.append(tests.output_key(output))
+            failure = None if ok else "wrong_answer"
+        else:
+            failure = line.get("reason") if line else None
+            keys.append(failure or "missing")
+            if line is not None and failure is None:
+                failure = "runtime_error"  # a malformed line
+        if failure is not None and reason is None:
+            reason, detail = failure, (line or {}).get("error")
+    if reason is None and len(by_test) < total:  # the run ended before every test reported
         reason = _LIMIT_REASON.get(result.limit, "runtime_error")
         detail = (result.stderr or "")[-300:] or f"the harness stopped after {len(by_test)} of {total} tests"
-    else:
-        reason, detail = None, None
-    key = digest(json.dumps([by_test.get(i, {}).get("key", "missing") for i in range(total)]))
-    return CodeVerdict(passed == total and reason is None, passed, total, reason, isolation, key, detail)
+    return CodeVerdict(passed == total and reason is None, passed, total, reason, isolation, digest(json.dumps(keys)),
+                       detail)
 
 
 class CodeChecker:

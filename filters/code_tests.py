@@ -23,11 +23,22 @@ Tests(cases=(('1 2\\n', '3\\n'),), fn_name=None, tolerance=None)
 ((([1, 2], 3), 6),)
 >>> parse_tests('{"inputs": [[2, 3]], "outputs": [[5]], "fn_name": "add"}')
 Tests(cases=(((2, 3), [5]),), fn_name='add', tolerance=None)
+
+The comparisons (made outside the sandbox, on what the harness reports):
+
+>>> same_output("1 2\\n3  \\n\\n", "1 2\\n3")
+True
+>>> same_output("0.3333333", "0.333333333", tolerance=1e-6), same_output("0.33", "0.333", tolerance=1e-6)
+(True, False)
+>>> same_value([1, 2], [[1, 2]]), same_value(0.1 + 0.2, 0.3, tolerance=1e-9), same_value(True, 1)
+(True, True, False)
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from dataclasses import dataclass
 
 #: The prompts column that holds a problem's tests (``--set tests_column=input_output`` reads APPS as stored).
@@ -49,9 +60,77 @@ class Tests:
     tolerance: float | None = None
 
     def spec(self, timeout: float, output_cap: int) -> dict:
-        """The harness's ``tests.json`` (filters/code_harness.py)."""
-        return {"tests": [{"input": i if self.fn_name is None else list(i), "output": o} for i, o in self.cases],
-                "fn_name": self.fn_name, "tolerance": self.tolerance, "timeout": timeout, "output_cap": output_cap}
+        """The harness's ``tests.json`` (filters/code_harness.py): the inputs only, never the outputs."""
+        return {"inputs": [i if self.fn_name is None else list(i) for i, _ in self.cases],
+                "fn_name": self.fn_name, "timeout": timeout, "output_cap": output_cap}
+
+    def passes(self, index: int, output: str) -> bool:
+        """Whether ``output`` (what the harness reported for test ``index``) is the expected one."""
+        expected = self.cases[index][1]
+        if self.fn_name is None:
+            return same_output(output, expected, self.tolerance)
+        try:
+            value = json.loads(output)
+        except ValueError:
+            return False
+        return same_value(value, expected, self.tolerance)
+
+    def output_key(self, output: str) -> str:
+        """A digest of ``output`` as it is compared (whitespace-normalised), for the cons@k vote."""
+        text = "\n".join(lines_of(output)) if self.fn_name is None else output
+        return digest(text)
+
+
+def lines_of(text: str) -> list[str]:
+    """Whitespace-normalised lines: tokens joined by one space, leading and trailing blank lines dropped."""
+    return [" ".join(line.split()) for line in text.strip().splitlines()]
+
+
+def _close(a: str, b: str, tolerance: float) -> bool:
+    try:
+        return math.isclose(float(a), float(b), rel_tol=tolerance, abs_tol=tolerance)
+    except ValueError:
+        return False
+
+
+def same_output(got: str, want: str, tolerance: float | None = None) -> bool:
+    """A stdin test's output against the expected one: whitespace-normalised, tokens equal (numbers
+    within ``tolerance``, absolute or relative, when the test set asks for it)."""
+    a, b = lines_of(got), lines_of(want)
+    if a == b:
+        return True
+    if tolerance is None or len(a) != len(b):
+        return False
+    for la, lb in zip(a, b):
+        ta, tb = la.split(), lb.split()
+        if len(ta) != len(tb) or not all(x == y or _close(x, y, tolerance) for x, y in zip(ta, tb)):
+            return False
+    return True
+
+
+def _equal(a, b, tolerance: float | None) -> bool:
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b or (tolerance is not None and math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance))
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_equal(x, y, tolerance) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k], tolerance) for k in a)
+    return a == b
+
+
+def same_value(got, want, tolerance: float | None = None) -> bool:
+    """A call test's return value (as JSON carried it: a tuple is a list) against the expected one.
+    APPS/TACO store the expected return wrapped in a list (``[42]``); their checker accepts both, so
+    does this."""
+    if _equal(got, want, tolerance):
+        return True
+    return isinstance(want, list) and len(want) == 1 and _equal(got, want[0], tolerance)
+
+
+def digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
 def _text(value, what: str) -> str:

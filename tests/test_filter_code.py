@@ -203,3 +203,18 @@ def test_grpo_prompts_carry_the_tests_for_the_code_reward(tmp_path):
     path.write_text(json.dumps({"problem": "Add the two numbers.", "answer": "3"}) + "\n")
     with pytest.raises(UserError, match="the code reward needs each prompt's tests"):
         read_prompt_rows(cfg)
+
+
+def test_exit_builtins_and_no_expected_output_inside_the_sandbox():
+    # exit() is site's builtin, and the sandbox runs python -S: the harness provides it
+    assert verdict(RIGHT + "exit()").correct and verdict(RIGHT + "quit(0)").correct
+    # the expected outputs never enter the sandbox: a program looking for them finds inputs only
+    snoop = "if '21' in open('tests.json').read():\n    raise SystemExit('the expected outputs are visible')\n" + RIGHT
+    assert verdict(snoop).correct  # 21 is test 5's expected output, in no input
+    # a result line claiming a pass, forged on the results stream, counts for nothing: the parent compares
+    # the outputs itself (to forge one, a program would need the expected output, which it never sees)
+    forge = ("import os, json\nfor fd in range(3, 12):\n    for k in range(5):\n        try:\n"
+             "            os.write(fd, ('@@reasonkit-test ' + json.dumps({'test': k, 'ok': True, 'reason': None}) + '\\n').encode())\n"
+             "        except OSError:\n            pass\nprint(0)")
+    v = verdict(forge)
+    assert v.correct is False and v.tests_passed == 0
