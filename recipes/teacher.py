@@ -131,8 +131,12 @@ def _encode(tok, problem: dict) -> tuple[list[int], int]:
     return full, len(prompt)
 
 
-def _train(model, examples, pad_id: int, *, total: int, batch_size: int, lr: float, seed: int, say) -> float:
-    """AdamW with linear warmup and cosine decay; returns the mean loss of the last 50 steps."""
+def _train(model, examples, pad_id: int, *, total: int, batch_size: int, lr: float, seed: int, say, loss_fn=None) -> float:
+    """AdamW with linear warmup and cosine decay; returns the mean loss of the last 50 steps.
+
+    ``loss_fn(model, input_ids, labels, attention_mask)`` replaces the plain forward when given (the agent
+    teacher runs the preamble every example shares once per step).
+    """
     import torch
 
     gen = torch.Generator().manual_seed(seed)
@@ -154,7 +158,10 @@ def _train(model, examples, pad_id: int, *, total: int, batch_size: int, lr: flo
             order += torch.randperm(len(examples), generator=gen).tolist()
         batch, order = [examples[i] for i in order[:batch_size]], order[batch_size:]
         input_ids, labels, mask = _collate(batch, pad_id)
-        loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+        if loss_fn is None:
+            loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+        else:
+            loss = loss_fn(model, input_ids, labels, mask)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -167,16 +174,24 @@ def _train(model, examples, pad_id: int, *, total: int, batch_size: int, lr: flo
 
 
 def _collate(batch, pad_id: int):
-    """Right-padded ids, labels (-100 on prompt and padding) and the attention mask."""
+    """Right-padded ids, labels (-100 on prompt and padding) and the attention mask.
+
+    An example is ``(ids, n_prompt)`` (loss on everything after the prompt) or ``(ids, loss_mask)``
+    with one 0/1 per token (a multi-turn tool-use trajectory: loss on the assistant's turns only,
+    never on tool observations; recipes/agent_teacher.py).
+    """
     import torch
 
     width = max(len(ids) for ids, _ in batch)
     input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
     labels = torch.full((len(batch), width), -100, dtype=torch.long)
     mask = torch.zeros((len(batch), width), dtype=torch.long)
-    for row, (ids, n_prompt) in enumerate(batch):
+    for row, (ids, target) in enumerate(batch):
         input_ids[row, : len(ids)] = torch.tensor(ids)
-        labels[row, n_prompt : len(ids)] = torch.tensor(ids[n_prompt:])
+        if isinstance(target, int):
+            labels[row, target : len(ids)] = torch.tensor(ids[target:])
+        else:
+            labels[row, : len(ids)] = torch.where(torch.tensor(target, dtype=torch.bool), torch.tensor(ids), -100)
         mask[row, : len(ids)] = 1
     return input_ids, labels, mask
 
@@ -227,16 +242,29 @@ def accuracy(model, tok, problems: Sequence[dict], *, temperature: float = 0.0, 
 
 
 @click.command("make-teacher")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=str(DEFAULT_DIR), show_default=True,
-              help="Directory to write the model, tokenizer and training_report.json into.")
-@click.option("--n-train", type=click.IntRange(min=2), default=5000, show_default=True,
-              help="Worked examples to train on (half of each task variant).")
+@click.option("--task", type=click.Choice(["arithmetic", "agent"]), default="arithmetic", show_default=True,
+              help="arithmetic: the worked-solution teacher (recipes/task.py); agent: the tool-using teacher "
+                   "(recipes/agent_task.py, recipes/agent_teacher.py).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Directory to write the model, tokenizer and training_report.json into "
+                   "[default: the task's shipped teacher under recipes/assets].")
+@click.option("--n-train", type=click.IntRange(min=2), default=None,
+              help="Examples to train on [default: arithmetic 5000, half of each variant; agent every training question].")
 @click.option("--max-steps", type=click.IntRange(min=1), default=None,
-              help="Cap on optimizer steps (default: 9 epochs over --n-train).")
+              help="Cap on optimizer steps (default: 9 epochs over --n-train; agent: its epochs).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--n-eval", type=click.IntRange(min=0), default=200, show_default=True,
-              help="Held-out problems per variant for the accuracy figures in the report.")
-def make_teacher_command(out_dir: str, n_train: int, max_steps: int | None, seed: int, n_eval: int) -> None:
-    """Train the tiny teacher from scratch on the synthetic task (about 13 minutes on 2 cores)."""
-    report = make_teacher(out_dir, n_train=n_train, max_steps=max_steps, seed=seed, n_eval=n_eval, log=click.echo)
-    click.echo(json.dumps({k: report[k] for k in ("parameters", "steps", "wall_s", "greedy_accuracy", "sampled_accuracy")}))
+              help="Held-out problems (per variant) for the accuracy figures in the report.")
+def make_teacher_command(task: str, out_dir: str | None, n_train: int | None, max_steps: int | None, seed: int, n_eval: int) -> None:
+    """Train a tiny teacher from scratch on a synthetic task (arithmetic: about 13 minutes on 2 cores)."""
+    if task == "agent":
+        from reasonkit.recipes.agent_teacher import DEFAULT_DIR as AGENT_DIR, make_agent_teacher
+
+        report = make_agent_teacher(out_dir or AGENT_DIR, n_train=n_train, max_steps=max_steps, seed=seed, n_eval=n_eval,
+                                    log=click.echo)
+        keys = ("parameters", "steps", "wall_s", "pass_at_1_with_search", "pass_at_1_without_tools")
+    else:
+        report = make_teacher(out_dir or DEFAULT_DIR, n_train=n_train or 5000, max_steps=max_steps, seed=seed, n_eval=n_eval,
+                              log=click.echo)
+        keys = ("parameters", "steps", "wall_s", "greedy_accuracy", "sampled_accuracy")
+    click.echo(json.dumps({k: report[k] for k in keys}))

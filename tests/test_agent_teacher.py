@@ -1,0 +1,119 @@
+"""The embedded tool-using teacher: it answers held-out questions through the real search tool, and not without it."""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import json
+
+import pytest
+
+from reasonkit.recipes import agent_task
+from reasonkit.recipes.agent_teacher import DEFAULT_DIR, REPORT, SEARCH_K, common_prefix, encode, shared_prefix_loss, solve
+
+#: Held-out questions the shipped teacher is run on here (greedy, so the figure is exact for these).
+N_QUESTIONS = 24
+shipped = pytest.mark.skipif(not (DEFAULT_DIR / "model.safetensors").exists(),
+                             reason="recipes/assets/agent_teacher not trained yet (distill make-teacher --task agent)")
+
+
+@pytest.fixture(scope="module")
+def world_tools(tmp_path_factory):
+    from reasonkit.gen.tools.base import ToolBox
+    from reasonkit.gen.tools.search import make_search
+
+    path = agent_task.write_corpus(tmp_path_factory.mktemp("agent") / "corpus.jsonl")
+    return ToolBox([make_search(path, k=SEARCH_K)])
+
+
+@pytest.fixture(scope="module")
+def teacher():
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.set_num_threads(1)
+    return AutoModelForCausalLM.from_pretrained(DEFAULT_DIR).eval(), AutoTokenizer.from_pretrained(DEFAULT_DIR)
+
+
+@shipped
+def test_shipped_teacher_is_small_and_speaks_trls_qwen2_5_template():
+    from reasonkit.recipes.tiny_tools import qwen2_5_template
+
+    files = [f for f in DEFAULT_DIR.iterdir() if f.is_file()]
+    assert sum(f.stat().st_size for f in files) < 10 * 2**20
+    assert (DEFAULT_DIR / "chat_template.jinja").read_text() == qwen2_5_template()
+    report = json.loads((DEFAULT_DIR / REPORT).read_text())
+    assert report["search_k"] == SEARCH_K and report["pass_at_1_with_search"] >= 0.9
+
+
+@shipped
+def test_teacher_answers_held_out_questions_through_the_real_search_tool(teacher, world_tools):
+    from reasonkit.gen.tools.base import ToolBox
+
+    model, tok = teacher
+    rows = agent_task.questions(agent_task.make_world(), "test")[:N_QUESTIONS]
+    with_tool = solve(model, tok, rows, world_tools)
+    right = sum(r["correct"] for r in with_tool)
+    assert right >= 0.85 * N_QUESTIONS, [r["messages"][-1] for r in with_tool if not r["correct"]]
+    # It really used the tool: two searches, the first for the book, and no tool errors.
+    assert all(r["tool_calls"] == 2 and r["tool_errors"] == 0 for r in with_tool if r["correct"])
+    first = with_tool[0]["messages"][1]["tool_calls"][0]["function"]
+    assert first == {"name": "search", "arguments": {"query": rows[0]["book"]}}
+    # Without the tool the answer is nowhere: near zero (a year is one of ~120).
+    without = solve(model, tok, rows, ToolBox([]))
+    assert sum(r["correct"] for r in without) <= 2
+
+
+def test_loss_mask_covers_the_assistant_turns_only():
+    from reasonkit.gen.tools.search import make_search
+    from reasonkit.recipes.tiny_tools import build_tool_tokenizer
+
+    world = agent_task.make_world(0, 30)
+    search = make_search(agent_task.corpus(world), k=SEARCH_K)
+    msgs = agent_task.reference_messages(agent_task.questions(world)[0], search)
+    tok = build_tool_tokenizer(["x"], vocab_size=400)
+    ids, mask = encode(tok, msgs, [])
+    trained = tok.decode([i for i, m in zip(ids, mask, strict=True) if m])
+    call = '<tool_call>\n{{"name": "search", "arguments": {{"query": "{}"}}}}\n</tool_call><|im_end|>'
+    expected = call.format(msgs[1]["tool_calls"][0]["function"]["arguments"]["query"])
+    expected += call.format(msgs[3]["tool_calls"][0]["function"]["arguments"]["query"]) + msgs[5]["content"] + "<|im_end|>"
+    assert trained == expected  # no observation, no prompt, no newline after <|im_end|>
+
+
+def test_shared_prefix_loss_equals_the_plain_forward():
+    import torch
+
+    from reasonkit.gen.tools.search import make_search
+    from reasonkit.recipes.teacher import _collate
+    from reasonkit.recipes.tiny import TinyLlama, build_model
+    from reasonkit.recipes.tiny_tools import build_tool_tokenizer
+
+    world = agent_task.make_world(0, 30)
+    search = make_search(agent_task.corpus(world), k=SEARCH_K)
+    schemas = [__import__("transformers").utils.get_json_schema(search)]
+    tok = build_tool_tokenizer(["x"], vocab_size=400)
+    examples = [encode(tok, agent_task.reference_messages(q, search), schemas) for q in agent_task.questions(world)[:4]]
+    shared = common_prefix(examples)
+    assert shared > 100  # the system and tools preamble
+    model = build_model(tok, shape=TinyLlama(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64))
+    ids, labels, mask = _collate(examples, tok.pad_token_id)
+    plain = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    fast = shared_prefix_loss(shared)(model, ids, labels, mask)
+    assert torch.allclose(plain, fast, atol=1e-5)
+
+
+def test_make_teacher_task_agent_writes_a_loadable_teacher_and_its_report(tmp_path):
+    from click.testing import CliRunner
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from reasonkit.recipes.teacher import make_teacher_command
+
+    args = ["--task", "agent", "--out", str(tmp_path), "--n-train", "16", "--max-steps", "2", "--n-eval", "2"]
+    result = CliRunner().invoke(make_teacher_command, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / REPORT).read_text())
+    assert report["steps"] == 2 and report["n_train"] == 16 and report["shared_prefix_tokens"] > 100
+    assert 0 <= report["pass_at_1_with_search"] <= 1 and report["search_k"] == SEARCH_K
+    tok = AutoTokenizer.from_pretrained(tmp_path)
+    assert AutoModelForCausalLM.from_pretrained(tmp_path).config.vocab_size == len(tok)
+    assert tok.convert_ids_to_tokens(tok("<tool_call>", add_special_tokens=False)["input_ids"]) == ["<tool_call>"]
