@@ -8,12 +8,12 @@ import os
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
 from reasonkit import sandbox
 from reasonkit.filters.code import CodeChecker, check_code, extract_code, parse_tests
+from test_sandbox import processes_with  # host pids whose command line holds a marker
 
 MODE = sandbox.available_mode()
 ISOLATION = sandbox.isolation_of(MODE)
@@ -28,18 +28,6 @@ PLANTED = "hf_" + secrets.token_hex(12)
 
 def verdict(program: str, tests: str = FIVE, timeout: float = 2.0):
     return check_code(program, parse_tests(tests), timeout=timeout)
-
-
-def host_processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
 
 
 def test_extraction_takes_the_last_python_block_and_names_what_is_missing():
@@ -112,7 +100,7 @@ def test_a_detached_child_is_not_left_behind():
     v = verdict(program, json.dumps({"inputs": ["1 2"], "outputs": ["3"]}))
     assert (v.correct, v.reason) == (True, None)
     time.sleep(0.2)
-    assert host_processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_call_based_tests_apps_and_livecodebench_shapes():
