@@ -13,7 +13,9 @@ test. The verdict:
 - ``isolation``: what the sandbox enforced (``netns``, ``pidns``, ``mountns``, ``uid-drop`` ...).
 - ``key``: a digest of the outputs on every test (cons@k votes on it, not on the program text).
 
->>> extract_code("Here:\n```python\nprint(1)\n```\nand a test:\n```\nprint(2)\n```\nDone.")
+>>> extract_code("Here:\n```python\nprint(1)\n```\nOutput:\n```\n1\n```\nDone.")  # the tagged block wins
+('print(1)\n', None)
+>>> extract_code("```\nprint(2)\n```")
 ('print(2)\n', None)
 >>> extract_code("```cpp\nint main(){}\n```"), extract_code("```python\nprint(1)\n")
 ((None, 'no_code'), (None, 'unclosed_fence'))
@@ -53,7 +55,7 @@ STARTUP_SECONDS = 5.0  # the sandbox's own start, on a loaded box, before the fi
 
 
 def extract_code(response: str) -> tuple[str | None, str | None]:
-    """``(code, reason)``: the last fenced block tagged python (or untagged), or why there is none:
+    """``(code, reason)``: the last fenced block tagged python (else the last untagged one), or why there is none:
     ``no_code`` (no such block), ``unclosed_fence`` (the response ends inside a block: cut while
     writing it; an earlier complete block is not the answer, as a torn last box is no answer)."""
     blocks, current, tag, ticks = [], None, "", ""
@@ -69,9 +71,12 @@ def extract_code(response: str) -> tuple[str | None, str | None]:
             current.append(line)
     if current is not None and tag in PYTHON_TAGS:
         return None, "unclosed_fence"
-    for tag, code in reversed(blocks):
-        if tag in PYTHON_TAGS and code.strip():
-            return code, None
+    # A block tagged python wins over an untagged one after it (often the sample output, shown last);
+    # untagged blocks count when none is tagged.
+    for wanted in (PYTHON_TAGS[1:], ("",)):
+        for tag, code in reversed(blocks):
+            if tag in wanted and code.strip():
+                return code, None
     return None, "no_code"
 
 

@@ -34,6 +34,9 @@ def test_extraction_takes_the_last_python_block_and_names_what_is_missing():
     two = "First try:\n```python\nprint(1)\n```\nBetter:\n```py\nprint(2)\n```\nOutput:\n```text\n2\n```\n"
     assert extract_code(two) == ("print(2)\n", None)
     assert extract_code("Untagged:\n```\nx = 1\n```") == ("x = 1\n", None)
+    assert extract_code("```\nx = 1\n```\nthen\n```\nx = 2\n```") == ("x = 2\n", None)
+    # a python block before an untagged one (the sample output, say) is the program
+    assert extract_code("```python\nprint(3)\n```\nOutput:\n```\n3\n```") == ("print(3)\n", None)
     assert extract_code("no code at all") == (None, "no_code")
     assert extract_code("```python\nprint(1)\n```\nthen, cut:\n```python\nprint(") == (None, "unclosed_fence")
     assert extract_code("```python\n```") == (None, "no_code")  # an empty block is no program
