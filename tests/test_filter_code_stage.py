@@ -71,6 +71,23 @@ def test_bad_tests_are_one_error_before_anything_is_written(tmp_path):
 def test_cli_verifier_code(tmp_path):
     write_traces(tmp_path / "traces", [code_trace("p1", 0, RIGHT), code_trace("p1", 1, "```python\nprint(0)\n```")])
     result = CliRunner().invoke(filter_command, [str(tmp_path / "traces"), "--out", str(tmp_path / "out"),
-                                       "--verifier", "code", "--lang", "none", "--verify-timeout", "2", "-q"])
+                                       "--verifier", "code", "--verify-timeout", "2", "-q"])
     assert result.exit_code == 0, result.output
     assert "wrote 1 rows" in result.output
+
+
+def test_a_sandbox_that_cannot_start_makes_rows_unverifiable_not_wrong(tmp_path, monkeypatch):
+    from reasonkit import sandbox
+
+    def broken(*args, **kwargs):
+        raise sandbox.SandboxError("sandbox did not start: unshare: permission denied")
+
+    monkeypatch.setattr(sandbox, "run", broken)
+    write_traces(tmp_path / "traces", [code_trace("p1", 0, RIGHT), code_trace("p1", 1, "```python\nprint(0)\n```")])
+    for policy, kept in (("drop", 0), ("keep", 2)):
+        report = run_filter(FilterConfig(traces=str(tmp_path / "traces"), out=str(tmp_path / policy), verifier="code",
+                                         unverifiable=policy, lang=None, dedup="none"))
+        assert report["rows_out"] == kept and report["unverifiable"] == {"sandbox_error": 2}
+    rejected = read_stage(tmp_path / "drop" / "rejected", kind="verdicts")
+    assert rejected.column("drop_reason").to_pylist() == ["unverifiable"] * 2
+    assert rejected.column("correct").to_pylist() == [None, None]
