@@ -39,8 +39,8 @@ def teacher_dir() -> str:
 @pytest.fixture(scope="session")
 def agent_teacher_dir() -> str:
     """The committed tool-using teacher (recipes/agent_teacher.py: TRL's Qwen2.5 template, calls search), read-only."""
-    if not (AGENT_TEACHER_DIR / "config.json").is_file():
-        pytest.fail(f"embedded agent teacher missing at {AGENT_TEACHER_DIR}; run `distill make-teacher --task agent`")
+    if not (AGENT_TEACHER_DIR / "model.safetensors").is_file():  # as tests/test_agent_teacher.py waits for it
+        pytest.skip(f"embedded agent teacher not trained yet at {AGENT_TEACHER_DIR} (distill make-teacher --task agent)")
     return str(AGENT_TEACHER_DIR)
 
 
