@@ -122,7 +122,7 @@ def main():
         return
     function = None
     if spec.get("fn_name"):
-        status = _run(code, {"__name__": "solution"}, "", timeout, cap, harness_pid)
+        status = _run(code, _namespace("solution"), "", timeout, cap, harness_pid)
         if status["reason"] is not None:
             report(compile_error=f"loading the program: {status['reason']}: {status.get('error', '')}"[:300])
             return
@@ -135,7 +135,7 @@ def main():
             status = _call(function, test, timeout, cap, harness_pid)
             output = status.get("shown")
         else:
-            status = _run(code, {"__name__": "__main__"}, test, timeout, cap, harness_pid)
+            status = _run(code, _namespace("__main__"), test, timeout, cap, harness_pid)
             output = status["stdout"]
         line = {"test": i, "reason": status["reason"]}
         if status["reason"] is None:
@@ -145,6 +145,14 @@ def main():
         report(**line)
         if status["reason"] in ("timeout", "memory", "processes"):
             break  # the verdict is settled; the rest would only spend the budget (counted as not passed)
+
+
+def _namespace(name):
+    """A fresh module namespace with typing's names in it: LeetCode-style starter code (LiveCodeBench's
+    ``class Solution`` with ``List[int]`` hints) comes without its imports, as TACO's checker assumes too."""
+    namespace = {"__name__": name}
+    exec("from typing import *", namespace)
+    return namespace
 
 
 def _alarm(signum, frame):

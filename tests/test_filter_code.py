@@ -114,7 +114,7 @@ def test_call_based_tests_apps_and_livecodebench_shapes():
     lcb = json.dumps({"func_name": "maxPair", "tests": json.dumps([
         {"input": "[1, 5, 3]\n2", "output": "8", "testtype": "functional"},
         {"input": "[4]\n1", "output": "4", "testtype": "functional"}])})
-    solution = ("class Solution:\n    def maxPair(self, nums: list, k: int) -> int:\n"
+    solution = ("class Solution:\n    def maxPair(self, nums: List[int], k: int) -> int:  # LeetCode: no import\n"
                 "        return sum(sorted(nums)[-k:])\n")
     v = verdict(solution, lcb)
     assert (v.correct, v.tests_passed, v.tests_total) == (True, 2, 2)
