@@ -258,3 +258,15 @@ def test_doctests(module):
     result = doctest.testmod(importlib.import_module(f"reasonkit.distill.{module}"))
     assert result.failed == 0 and result.attempted > 0
 
+
+
+def test_the_fingerprint_holds_the_tools_and_the_corpus_content_and_plain_runs_are_unchanged(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "contents": "Favi Guges won the Kuge Prize in 1983."}) + "\n")
+    base = dict(method="grpo", student="m", data="d", out="o")
+    plain = TrainConfig(**base).fingerprinted()
+    assert not {"tools", "corpus", "max_turns", "tool_timeout"} & set(plain)  # GRPO runs from before tools still resume
+    tooled = TrainConfig(**base, tools="search", corpus=str(corpus), max_turns=4).fingerprinted()
+    assert tooled["tools"] == "search" and tooled["max_turns"] == 4
+    corpus.write_text(json.dumps({"id": "a", "contents": "Favi Guges won the Kuge Prize in 1984."}) + "\n")
+    assert TrainConfig(**base, tools="search", corpus=str(corpus), max_turns=4).fingerprinted()["corpus"] != tooled["corpus"]
