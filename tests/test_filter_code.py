@@ -209,3 +209,12 @@ def test_exit_builtins_and_no_expected_output_inside_the_sandbox():
              "        except OSError:\n            pass\nprint(0)")
     v = verdict(forge)
     assert v.correct is False and v.tests_passed == 0
+
+
+@pytest.mark.skipif(MODE == "none", reason="no namespaces on this machine")
+def test_the_unprivileged_mode_gives_the_same_verdicts():
+    # "userns" is what a non-root user gets: the verdicts match, and the verdict says which isolation held
+    tests = parse_tests(FIVE)
+    for program, correct, reason in ((RIGHT, True, None), ("while True: pass", False, "timeout")):
+        v = check_code(program, tests, timeout=0.5, mode="userns")
+        assert (v.correct, v.reason) == (correct, reason) and "userns" in v.isolation
