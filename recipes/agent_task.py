@@ -122,9 +122,12 @@ def corpus(world: World) -> list[dict]:
     >>> sorted(rows[0]), len(rows)
     (['contents', 'id'], 32)
     """
+    # The publication passage is worded longer than the novel passage on purpose: both match a title query
+    # on the same two words, and BM25's length normalisation then ranks the novel passage (the one naming
+    # the author) first, so even a top-1 search for the title finds the author.
     texts = [f"{name} was born in {born}." for name, born in world.authors]
     for title, author, published in world.books:
-        texts += [f"{title} is a novel by {author}.", f"{title} was published in {published}."]
+        texts += [f"{title} is a novel by {author}.", f"{title} was first published in the year {published}."]
     texts += [f"{a} won the {p} in {y}." for a, p, y in world.wins]
     random.Random(0).shuffle(texts)
     return [{"id": passage_id(i), "contents": text} for i, text in enumerate(texts)]
