@@ -242,16 +242,17 @@ def accuracy(model, tok, problems: Sequence[dict], *, temperature: float = 0.0, 
 
 
 @click.command("make-teacher")
-@click.option("--task", type=click.Choice(["arithmetic", "agent"]), default="arithmetic", show_default=True,
+@click.option("--task", type=click.Choice(["arithmetic", "agent", "code"]), default="arithmetic", show_default=True,
               help="arithmetic: the worked-solution teacher (recipes/task.py); agent: the tool-using teacher "
-                   "(recipes/agent_task.py, recipes/agent_teacher.py).")
+                   "(recipes/agent_task.py, recipes/agent_teacher.py); code: the program-writing teacher "
+                   "(recipes/code_task.py, recipes/code_teacher.py).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Directory to write the model, tokenizer and training_report.json into "
                    "[default: the task's shipped teacher under recipes/assets].")
 @click.option("--n-train", type=click.IntRange(min=2), default=None,
-              help="Examples to train on [default: arithmetic 5000, half of each variant; agent every training question].")
+              help="Examples to train on [default: arithmetic 5000, half of each variant; agent every training question; code 2000].")
 @click.option("--max-steps", type=click.IntRange(min=1), default=None,
-              help="Cap on optimizer steps (default: arithmetic 9 epochs over --n-train; agent 600 steps of 16).")
+              help="Cap on optimizer steps (default: arithmetic 9 epochs over --n-train; agent 600 steps of 16; code 4 epochs of 32).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--n-eval", type=click.IntRange(min=0), default=200, show_default=True,
               help="Held-out problems (per variant) for the accuracy figures in the report.")
@@ -263,6 +264,12 @@ def make_teacher_command(task: str, out_dir: str | None, n_train: int | None, ma
         report = make_agent_teacher(out_dir or AGENT_DIR, n_train=n_train, max_steps=max_steps, seed=seed, n_eval=n_eval,
                                     log=click.echo)
         keys = ("parameters", "steps", "wall_s", "pass_at_1_with_search", "pass_at_1_without_tools")
+    elif task == "code":
+        from reasonkit.recipes.code_teacher import DEFAULT_DIR as CODE_DIR, make_code_teacher
+
+        report = make_code_teacher(out_dir or CODE_DIR, n_train=n_train or 2000, max_steps=max_steps, seed=seed, n_eval=n_eval,
+                                   log=click.echo)
+        keys = ("parameters", "steps", "wall_s", "greedy_pass_at_1", "sampled_pass_at_1")
     else:
         report = make_teacher(out_dir or DEFAULT_DIR, n_train=n_train or 5000, max_steps=max_steps, seed=seed, n_eval=n_eval,
                               log=click.echo)
