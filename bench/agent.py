@@ -110,8 +110,13 @@ def main() -> None:
     ap.add_argument("--max-turns", type=int, default=4)
     ap.add_argument("--tool-latency", type=float, default=0.0, help="seconds added to every tool call")
     ap.add_argument("--tool-workers", type=int, default=8)
+    ap.add_argument("--search-k", type=int, default=None, help="passages per search [default: the agent teacher's]")
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
+    if args.search_k is None:
+        from reasonkit.recipes.agent_teacher import SEARCH_K
+
+        args.search_k = SEARCH_K
 
     from reasonkit.gen.stage import GenerateConfig
     from reasonkit.gen.tools import base
@@ -137,13 +142,13 @@ def main() -> None:
     messages = [m for m in pq.read_table(prompts).column("messages").to_pylist()]
 
     # both contenders' tools carry the latency: the stage builds its own through load_tools
-    search = slowed(make_search(corpus), args.tool_latency)
+    search = slowed(make_search(corpus, k=args.search_k), args.tool_latency)
     base._FACTORIES["search"] = f"{__name__}:_bench_search"
     globals()["_bench_search"] = lambda corpus=None, k=3: search
     toolbox = ToolBox([search])
     cfg = GenerateConfig(prompts=prompts, teacher=model, out="", n=1, temperature=0.0, max_tokens=args.max_tokens,
                          dtype="float32", max_model_len=MAX_MODEL_LEN, tools="search", corpus=corpus,
-                         max_turns=args.max_turns, tool_workers=args.tool_workers, shard_size=max(1, args.prompts // 4))
+                         max_turns=args.max_turns, tool_workers=args.tool_workers, search_k=args.search_k, shard_size=max(1, args.prompts // 4))
 
     llm = vllm.LLM(**engine_kwargs(model, dtype="float32", max_model_len=MAX_MODEL_LEN, seed=0))
     times: dict[str, list[float]] = {"sequential": [], "distill": []}

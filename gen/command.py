@@ -53,6 +53,7 @@ _COLUMN_FLAGS = {"id_col": "id", "problem_col": "problem", "answer_col": "answer
               help="Comma-separated tools (search,python): rows become multi-turn trajectories (`trajectories` table).")
 @click.option("--corpus", type=click.Path(), default=None, help="search tool: passages, JSONL or Parquet with id and contents.")
 @click.option("--max-turns", type=int, default=8, help="tools: assistant turns per trajectory.")
+@click.option("--search-k", type=int, default=3, help="search tool: passages per observation.")
 @click.option("--tool-timeout", type=float, default=10.0, help="tools: seconds per python call.")
 @click.option("--tool-workers", type=int, default=8, help="tools: calls running at once.")
 @click.option("--split", default=None, help="Split of a Hugging Face dataset (default: its only split); or write ID:SPLIT.")

@@ -78,6 +78,7 @@ class GenerateConfig:
     tools: str | None = None  # comma-separated: search,python
     corpus: str | None = None  # the search tool's passages ({"id", "contents"} JSONL or Parquet)
     max_turns: int = 8  # assistant turns per trajectory
+    search_k: int = 3  # passages per search observation
     tool_timeout: float = 10.0  # seconds per python tool call
     tool_workers: int = 8  # tool calls running at once
 
@@ -88,7 +89,7 @@ class GenerateConfig:
                             f"use --replicas {self.data_parallel} (one engine per replica)")
         for name, low in (("n", 1), ("max_tokens", 1), ("shard_size", 1), ("concurrency", 1), ("tensor_parallel", 1),
                           ("data_parallel", 1), ("batch_size", 1), ("max_retries", 0), ("max_turns", 1),
-                          ("tool_workers", 1)):
+                          ("tool_workers", 1), ("search_k", 1)):
             if getattr(self, name) < low:
                 raise UserError(f"--{name.replace('_', '-')} {getattr(self, name)}: expected at least {low}")
         if self.backend not in BACKENDS:

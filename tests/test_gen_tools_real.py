@@ -15,6 +15,7 @@ import pytest
 
 from reasonkit.gen.stage import GenerateConfig, generate, make_backend
 from reasonkit.recipes import agent_task
+from reasonkit.recipes.agent_teacher import SEARCH_K  # passages per observation: what the teacher learnt to read
 from reasonkit.store import load_manifest, read_stage
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -58,7 +59,7 @@ def tool_engine(tool_model):
 def tool_config(task, model, out, **kw):
     corpus, prompts = task
     base = dict(prompts=prompts, teacher=model, out=str(out), n=1, max_tokens=64, temperature=0.0, shard_size=2,
-                dtype="float32", max_model_len=MAX_MODEL_LEN, tools="search", corpus=corpus, max_turns=4)
+                dtype="float32", max_model_len=MAX_MODEL_LEN, tools="search", corpus=corpus, max_turns=4, search_k=SEARCH_K)
     return GenerateConfig(**{**base, **kw})
 
 
@@ -115,7 +116,7 @@ def test_openai_backend_reads_the_servers_parsed_tool_calls(tmp_path, task, tool
         assert manifest["complete"] and manifest["backend_info"]["backend"] == "openai"
         rows = check_trajectories(tmp_path / "out", 4)
         if TRAINED:  # the server, not our parser, split the call off: one turn asked directly
-            box = load_tools("search", corpus=task[0])
+            box = load_tools("search", corpus=task[0], k=SEARCH_K)
             question = rows[0]["messages"][:1]
             backend = OpenAIBackend(tool_model, base_url=url)
             [done] = backend.generate([Request("q", question, 1, Sampling(0.0, 1.0, 64, 0), tools=box.schemas())])
@@ -130,7 +131,7 @@ def test_sigkill_mid_run_resumes_with_nothing_lost_or_repeated(tmp_path, task, t
     out = tmp_path / "out"
     args = ["--prompts", prompts, "--teacher", tool_model, "--out", str(out), "--backend", "hf", "--n", "2",
             "--max-tokens", "32", "--temperature", "0", "--shard-size", "1", "--batch-size", "4", "--dtype", "float32",
-            "--tools", "search", "--corpus", corpus, "--max-turns", "4"]
+            "--tools", "search", "--corpus", corpus, "--max-turns", "4", "--search-k", str(SEARCH_K)]
     killed = kill_after_first_shard(distill_generate(args), out, tmp_path / "log")
     assert not killed["complete"] and 0 < killed["rows"] < 8
     done = subprocess.run(distill_generate(args), capture_output=True, text=True, timeout=600)

@@ -45,17 +45,17 @@ def load_run_tools(config):
     """The run's ToolBox; an unknown tool or a bad corpus fails here, before OUT is written."""
     from reasonkit.gen.tools.base import load_tools
 
-    return load_tools(tool_names(config.tools), corpus=config.corpus, timeout=config.tool_timeout)
+    return load_tools(tool_names(config.tools), corpus=config.corpus, k=config.search_k, timeout=config.tool_timeout)
 
 
 def tool_settings(config, toolbox) -> dict:
     """What the tools add to the run's fingerprint: their schemas (the model sees them), the corpus
-    by content, the turn limit and the timeout (both change what rows say)."""
+    by content, the turn limit, the timeout and the passages per search (all change what rows say)."""
     from reasonkit.store import fingerprint, fingerprint_path
 
     return {"tools": tool_names(config.tools), "tool_schemas": fingerprint(toolbox.schemas()),
             "corpus": None if config.corpus is None else fingerprint_path(config.corpus),
-            "max_turns": config.max_turns, "tool_timeout": config.tool_timeout}
+            "max_turns": config.max_turns, "tool_timeout": config.tool_timeout, "search_k": config.search_k}
 
 
 class TrajectoryAssembler(Assembler):
