@@ -1,5 +1,8 @@
 """The ``synth`` stage: write a synthetic AIME-style prompts set, so an offline recipe needs no data.
 
+``task: code`` writes the code task instead (recipes/code_task.py: programs computing the same
+arithmetic, read from stdin, with a ``tests`` column for ``--verifier code``).
+
 >>> import tempfile
 >>> cfg = SynthConfig(out=tempfile.mkdtemp(), n=3, split="test")
 >>> run_synth(cfg)["rows"]
@@ -8,7 +11,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -20,6 +23,7 @@ class SynthConfig:
     seed: int = 0
     variant: Literal["mul", "aime"] = "mul"
     split: Literal["train", "test"] = "train"  # test problems are held out from every train split
+    task: Literal["math", "code"] = "math"  # code: recipes/code_task.py's programs, with their tests
     overwrite: bool = False
 
     def __post_init__(self) -> None:
@@ -30,13 +34,18 @@ class SynthConfig:
 def run_synth(config: SynthConfig) -> dict:
     """Write ``config.n`` problems as a one-shard ``prompts`` stage directory."""
     from reasonkit.readers import read_prompts
-    from reasonkit.recipes.task import write_prompts
     from reasonkit.store import StageWriter
 
     out = Path(config.out)
-    writer = StageWriter(out, stage="synth", kind="prompts", config=config, keys=("id",), overwrite=config.overwrite)
+    # a math set's fingerprint leaves ``task`` out: synth outputs written before it existed still resume
+    recorded = config if config.task != "math" else {k: v for k, v in asdict(config).items() if k != "task"}
+    writer = StageWriter(out, stage="synth", kind="prompts", config=recorded, keys=("id",), overwrite=config.overwrite)
     if writer.manifest["complete"]:
         return writer.manifest
+    if config.task == "code":
+        from reasonkit.recipes.code_task import write_prompts
+    else:
+        from reasonkit.recipes.task import write_prompts
     tmp = out / ".synth.parquet"
     write_prompts(tmp, config.n, config.seed, config.variant, split=config.split)
     table = read_prompts(tmp)
