@@ -51,9 +51,15 @@ _REPLICAS = _Replicas()
 @click.option("--id-col", default="id", show_default=True)
 @click.option("--limit", type=int, default=None, help="Evaluate only the first N problems.")
 @click.option("--decontam-against", multiple=True, help="Training-data directory to check eval problems against (repeatable).")
-@click.option("--verifier", type=click.Choice(["math", "int", "code"]), default="math", show_default=True,
+@click.option("--verifier", type=click.Choice(["math", "int", "code", "exact"]), default="math", show_default=True,
               help="code: the response's last Python block run against the problem's tests (column `tests`, JSON) "
-                   "in the sandbox; cons@k votes on the programs' outputs. Pass an --instruction asking for code.")
+                   "in the sandbox; cons@k votes on the programs' outputs. Pass an --instruction asking for code. "
+                   "exact: the answer's text.")
+@click.option("--tools", default=None, help="Comma-separated tools (search,python): each sample is a tool-use "
+              "trajectory scored on its final answer; summary.json adds tool calls per trajectory and the tool-error rate.")
+@click.option("--corpus", default=None, help="search tool: passages, JSONL or Parquet with id and contents.")
+@click.option("--max-turns", type=int, default=8, show_default=True, help="tools: assistant turns per trajectory.")
+@click.option("--search-k", type=int, default=3, show_default=True, help="search tool: passages per observation.")
 @click.option("--score-truncated", is_flag=True, default=None,
               help="Extract and score answers from truncated samples too (default: they count as no answer).")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto", show_default=True)
@@ -88,6 +94,10 @@ def eval_(ctx: click.Context, overrides: tuple[str, ...], **options) -> None:
         f"pass@{k} {summary.get(f'pass@{k}', summary['pass@1']):.3f}  on {summary['n_problems']} problems x {k} samples "
         f"-> {config.out}/summary.json"
     )
+    if "tools" in summary:
+        t = summary["tools"]
+        click.echo(f"tools: {t['tool_calls_per_trajectory']} calls and {t['turns_per_trajectory']} turns a trajectory, "
+                   f"tool-error rate {t['tool_error_rate']}, finish {t['finish_reason']}")
 
 
 @eval_.command("compare")

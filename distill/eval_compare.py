@@ -29,7 +29,7 @@ from reasonkit.errors import UserError
 #: seed and engine are what is being compared, or do not change what a sample is scored on. The
 #: dataset is its content fingerprint (and Hub revision), so a copy of the same file pairs.
 PAIRED_PROTOCOL = ("dataset_fingerprint", "dataset_revision", "k", "temperature", "top_p", "max_tokens",
-                   "verifier", "score_truncated", "instruction", "system", "prefill_think")
+                   "verifier", "score_truncated", "instruction", "system", "prefill_think", "tools")
 
 
 def verdict(lo: float, hi: float) -> str:

@@ -78,9 +78,20 @@ def protocol(config, identities: dict, adapter_mode: str | None, gen_manifest: d
         "verifier_version": _version("math-verify") if config.verifier == "math" else (
             "sandboxed tests (filters/code.py)" if config.verifier == "code" else "int fast path"),
         "gen_config": gen_manifest.get("gen_config"),
+        # only where tools ran: a summary from before tools existed still pairs with one that used none
+        **({"tools": _tools(config)} if getattr(config, "tools", None) else {}),
         "reasonkit_version": __version__,
         "extra": config.extra,
     }
+
+
+def _tools(config) -> dict:
+    """The tool settings a trajectory's score depends on: the tools, the corpus by content, the turn limit."""
+    from reasonkit.store import fingerprint_path
+
+    return {"tools": config.tools, "max_turns": config.max_turns, "tool_timeout": config.tool_timeout,
+            "search_k": config.search_k,
+            "corpus_fingerprint": fingerprint_path(config.corpus) if config.corpus else None}
 
 
 def hub_revision_of(reference: str | None, repo_type: str) -> str | None:

@@ -22,14 +22,18 @@ from reasonkit.distill.metrics import ks_for, majority, pass1_stats, pass_at_k
 TRUNCATED = "truncated"  # the verify_reason of a truncated sample left unscored
 
 
-def extract_preds(traces: pa.Table, *, score_truncated: bool) -> tuple[list[str | None], list[str | None]]:
+def extract_preds(traces: pa.Table, *, score_truncated: bool, trajectories: bool = False
+                  ) -> tuple[list[str | None], list[str | None]]:
     """``(preds, reasons)``: the extracted answer of every response; none for a truncated sample
-    unless ``score_truncated``."""
+    unless ``score_truncated``. A tool-use trajectory's answer is read as ``distill filter`` reads it
+    (filters/trajectory.py's final_answer: a box, else a one-line reply taken whole)."""
     from reasonkit.filters.extract import extract_answer
+    from reasonkit.filters.trajectory import final_answer
 
+    read = final_answer if trajectories else extract_answer
     preds, reasons = [], []
     for response, finish in zip(traces.column("response").to_pylist(), traces.column("finish_reason").to_pylist()):
-        pred, reason = (None, TRUNCATED) if finish == "length" and not score_truncated else extract_answer(response)
+        pred, reason = (None, TRUNCATED) if finish == "length" and not score_truncated else read(response)
         preds.append(pred)
         reasons.append(reason)
     return preds, reasons
@@ -57,9 +61,14 @@ def verify_samples(traces: pa.Table, config, out_dir: Path, *, score_truncated: 
 
         preds, checked, reasons, grouped = verify_programs(traces, config, rows_of, score_truncated=score_truncated)
     else:
-        preds, reasons = extract_preds(traces, score_truncated=score_truncated)
+        tools = bool(getattr(config, "tools", None))
+        preds, reasons = extract_preds(traces, score_truncated=score_truncated, trajectories=tools)
         golds = traces.column("answer").to_pylist()
         verifier = Verifier(config.verifier, timeout=config.verify_timeout)
+        if tools:  # golds that are words (names, titles) match as text, as the filter matches them
+            from reasonkit.filters.trajectory import TextAwareVerifier
+
+            verifier = TextAwareVerifier(verifier)
         try:
             checked = verifier.check(list(zip(preds, golds)))
             grouped = vote_groups([[preds[i] for i in rows] for rows in rows_of], verifier_same(verifier))

@@ -53,9 +53,15 @@ class EvalConfig:
     split: str | None = None  # of a Hugging Face dataset: its only split unless named (hub_data.py)
     decontam_against: tuple[str, ...] = ()
     ngram: int = 8
-    verifier: Literal["math", "int", "code"] = "math"
+    verifier: Literal["math", "int", "code", "exact"] = "math"
     verify_timeout: float = 5.0  # per answer; with the code verifier, per test
     tests_col: str = "tests"  # the code verifier's tests (JSON; filters/code_tests.py)
+    # tools (gen/tools/): each sample is a tool-use trajectory, scored on its final answer as distill filter does
+    tools: str | None = None  # comma-separated: search,python
+    corpus: str | None = None  # the search tool's passages ({"id", "contents"} JSONL or Parquet)
+    max_turns: int = 8  # assistant turns per trajectory
+    tool_timeout: float = 10.0  # seconds per python tool call
+    search_k: int = 3  # passages per search observation (the embedded agent teacher reads 1)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     tensor_parallel: int = 1
     # engine replicas on this node, each on tensor_parallel GPUs of its own (gen/parallel.py);
@@ -80,6 +86,16 @@ class EvalConfig:
         check_engine(self.engine, self.replicas, self.ray_address)
         if self.k < 1:
             raise ValueError(f"k: expected at least 1 sample per problem, found {self.k}")
+        if self.max_turns < 1:
+            raise UserError(f"--max-turns {self.max_turns}: expected at least 1")
+        if self.tools is not None or self.corpus is not None:  # the generate stage's checks, before OUT exists
+            from types import SimpleNamespace
+
+            from reasonkit.gen.tools.trajectories import check_tool_config
+
+            replicas = self.data_parallel if isinstance(self.data_parallel, int) else 2  # auto: more than one
+            check_tool_config(SimpleNamespace(tools=self.tools, corpus=self.corpus, engine=self.engine,
+                                              data_parallel=replicas, prefill_think=self.prefill_think))
         if self.data_parallel != "auto" and (isinstance(self.data_parallel, bool) or self.data_parallel < 1):
             raise ValueError(f"data_parallel: expected at least 1 or auto, found {self.data_parallel!r}")
 
@@ -109,6 +125,10 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     if missing:
         raise UserError(f"{config.data}: row {missing[0]}: no gold answer in column {config.answer_col!r}; every eval problem needs one")
     contamination = _contamination(config, prompts) if config.decontam_against else None
+    if config.tools:  # an unknown tool or a bad corpus fails here, before OUT is written (the index is cached)
+        from reasonkit.gen.tools.trajectories import load_run_tools
+
+        load_run_tools(config)
     out.mkdir(parents=True, exist_ok=True)
     identities = _check_same_eval(config, out)  # before a merge or a sample: refuse other weights first
     model, adapter_mode = resolve_model(config, out)
@@ -123,6 +143,8 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
         gpu_memory_utilization=config.gpu_memory_utilization, dtype=config.dtype, batch_size=config.batch_size,
         engine=config.engine, replicas=config.replicas, ray_address=config.ray_address,
         data_parallel=replicas if config.engine == "local" else 1, engine_args=config.engine_args,
+        tools=config.tools, corpus=config.corpus, max_turns=config.max_turns, tool_timeout=config.tool_timeout,
+        search_k=config.search_k,
     )
     owned = None
     if backend is None and adapter_mode == "vllm-lora":
@@ -133,9 +155,14 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
         if owned is not None:
             owned.close()
     gen_seconds = time.perf_counter() - started
-    traces = read_stage(out / "generations", kind="traces")
+    traces = read_stage(out / "generations", kind="trajectories" if config.tools else "traces")
     samples = verify_samples(traces, config, out / "samples")
     summary, problems = score(samples, traces, k=config.k, seed=config.seed)
+    if config.tools:  # what the tools did: calls and turns per trajectory, the share of calls that failed
+        from reasonkit.filters.trajectory import summary as trajectory_summary
+
+        summary["tools"] = trajectory_summary(*(traces.column(c).to_pylist() for c in
+                                                ("turns", "tool_calls", "tool_errors", "finish_reason")))
     summary["protocol"] = protocol(config, identities, adapter_mode, gen_manifest, fingerprint_path(config.data, config.split),
                                    traces, replicas)
     if contamination is not None:
@@ -173,6 +200,13 @@ def _check_same_eval(config: EvalConfig, out: Path) -> dict:
     settings = {k: v for k, v in asdict(config).items() if k not in _RUN_ONLY and k != "out"}
     if config.verifier != "code":  # evaluations made before the code verifier keep their fingerprint
         settings.pop("tests_col")
+    if not config.tools:  # likewise those made before tools; with tools, the corpus counts by content
+        for name in ("tools", "corpus", "max_turns", "tool_timeout", "search_k"):
+            settings.pop(name)
+    elif config.corpus:
+        from reasonkit.store import fingerprint_path
+
+        settings["corpus_fingerprint"] = fingerprint_path(config.corpus)
     if output_engine_args(config.engine_args):  # only those that change samples, and only when set
         settings["engine_args"] = output_engine_args(config.engine_args)
     settings["model_hash"] = model_identity(config.model, api=config.backend == "openai")
