@@ -1,7 +1,10 @@
 """The ``synth`` stage: write a synthetic AIME-style prompts set, so an offline recipe needs no data.
 
 ``task: code`` writes the code task instead (recipes/code_task.py: programs computing the same
-arithmetic, read from stdin, with a ``tests`` column for ``--verifier code``).
+arithmetic, read from stdin, with a ``tests`` column for ``--verifier code``). ``task: agent`` writes the
+tool-use task's questions (recipes/agent_task.py) and, beside the shard, the corpus the ``search`` tool
+reads, ``OUT/corpus.jsonl``: the world is the seed's, so a train and a test step with one seed share it
+(their questions are disjoint by book).
 
 >>> import tempfile
 >>> cfg = SynthConfig(out=tempfile.mkdtemp(), n=3, split="test")
@@ -23,7 +26,8 @@ class SynthConfig:
     seed: int = 0
     variant: Literal["mul", "aime"] = "mul"
     split: Literal["train", "test"] = "train"  # test problems are held out from every train split
-    task: Literal["math", "code"] = "math"  # code: recipes/code_task.py's programs, with their tests
+    task: Literal["math", "code", "agent"] = "math"  # code: recipes/code_task.py's programs, with their tests;
+    # agent: recipes/agent_task.py's questions, and OUT/corpus.jsonl for the search tool
     overwrite: bool = False
 
     def __post_init__(self) -> None:
@@ -42,12 +46,19 @@ def run_synth(config: SynthConfig) -> dict:
     writer = StageWriter(out, stage="synth", kind="prompts", config=recorded, keys=("id",), overwrite=config.overwrite)
     if writer.manifest["complete"]:
         return writer.manifest
-    if config.task == "code":
-        from reasonkit.recipes.code_task import write_prompts
-    else:
-        from reasonkit.recipes.task import write_prompts
     tmp = out / ".synth.parquet"
-    write_prompts(tmp, config.n, config.seed, config.variant, split=config.split)
+    if config.task == "agent":
+        from reasonkit.recipes import agent_task
+
+        world = agent_task.make_world(config.seed)
+        agent_task.write_corpus(out / "corpus.jsonl", world)
+        agent_task.write_prompts(tmp, config.n, config.seed, split=config.split, world=world)
+    else:
+        if config.task == "code":
+            from reasonkit.recipes.code_task import write_prompts
+        else:
+            from reasonkit.recipes.task import write_prompts
+        write_prompts(tmp, config.n, config.seed, config.variant, split=config.split)
     table = read_prompts(tmp)
     tmp.unlink()
     done = writer.done_keys()
