@@ -63,6 +63,7 @@ def _d(name: str) -> str:
               "tool loop as `distill generate --tools` runs them; tool results are masked out of the loss [none].")
 @click.option("--corpus", help="GRPO --tools search: the passages, JSONL or Parquet with id and contents.")
 @click.option("--max-turns", type=int, help=f"GRPO --tools: assistant turns per completion [{_d('max_turns')}].")
+@click.option("--search-k", type=int, help=f"GRPO --tools search: passages per observation [{_d('search_k')}].")
 @click.option("--eval-share", type=float, help=f"rm, prm: share of the prompts held out for the report's accuracy [{_d('eval_share')}].")
 @click.option("--margin-scale", type=float, help=f"rm: margin = this x (chosen_score - rejected_score) where both are given; "
               f"0: no margin [{_d('margin_scale')}].")

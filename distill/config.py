@@ -53,7 +53,7 @@ NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_ro
                      "max_prompt_length", "rollouts_every")
 #: GRPO with tools (distill/grpo_tools.py): left out of a run's fingerprint when it names no tools, so GRPO runs
 #: started before tools existed still resume.
-TOOL_FIELDS = ("tools", "corpus", "max_turns", "tool_timeout")
+TOOL_FIELDS = ("tools", "corpus", "max_turns", "tool_timeout", "search_k")
 #: GRPO's own settings: left out of the fingerprint of SFT and DPO runs (which they do not touch), so the
 #: runs started before GRPO existed still resume.
 GRPO_FIELDS = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsilon_high", "max_completion_length",
@@ -141,6 +141,7 @@ class TrainConfig:
     corpus: str | None = None  # the search tool's passages: JSONL or Parquet with id and contents
     max_turns: int = 8  # assistant turns per completion (TRL's max_tool_calling_iterations = max_turns - 1)
     tool_timeout: float = 10.0  # seconds per python call
+    search_k: int = 3  # passages per search observation, as generate and eval show them (the agent teacher reads 1)
 
     # Reward models: rm (TRL's RewardTrainer, distill/rm.py) and prm (token classification, distill/prm.py).
     eval_share: float = 0.1  # share of the rows held out (seeded) for the report's held-out accuracy; 0: none
@@ -294,6 +295,8 @@ class TrainConfig:
 
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1 (assistant turns per completion), found {self.max_turns}")
+        if self.search_k < 1:
+            raise ValueError(f"search_k must be >= 1 (passages per search observation), found {self.search_k}")
         if self.tool_timeout <= 0:
             raise ValueError(f"tool_timeout must be > 0 seconds, found {self.tool_timeout}")
         names = self.tool_names

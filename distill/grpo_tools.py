@@ -51,7 +51,7 @@ def tool_functions(cfg) -> list[Callable]:
     corpus is one UserError. The search index is built once per corpus in a process (gen/tools/search.py)."""
     from reasonkit.gen.tools.base import load_tools
 
-    return list(load_tools(cfg.tool_names, corpus=cfg.corpus, timeout=cfg.tool_timeout).tools.values())
+    return list(load_tools(cfg.tool_names, corpus=cfg.corpus, k=cfg.search_k, timeout=cfg.tool_timeout).tools.values())
 
 
 def tool_schemas(cfg) -> list[dict]:

@@ -260,7 +260,8 @@ def _rollout_stamp(cfg, extra: dict) -> dict:
     sampling = {k: getattr(cfg, k) for k in ("num_generations", "temperature", "top_p", "max_completion_length",
                                              "instruction", "system")}
     if cfg.tools:  # what the policy could call, and for how many turns, is part of how it sampled
-        sampling.update(tools=cfg.tool_names, max_turns=cfg.max_turns, corpus=cfg.corpus and fingerprint_path(cfg.corpus))
+        sampling.update(tools=cfg.tool_names, max_turns=cfg.max_turns, corpus=cfg.corpus and fingerprint_path(cfg.corpus),
+                        search_k=cfg.search_k)
     return {"teacher": public_model(cfg.student, extra["student_identity"]),
             "gen_config": fingerprint({"student": extra["student_identity"], **sampling})}
 

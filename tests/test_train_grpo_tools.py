@@ -24,6 +24,7 @@ from reasonkit.filters.stage import run_filter
 from reasonkit.filters.trajectory import TrajectoryVerifyFilter
 from reasonkit.gen.tools.search import make_search
 from reasonkit.recipes import agent_task
+from reasonkit.recipes.agent_teacher import SEARCH_K
 from reasonkit.store import read_stage
 
 STEPS, G, BATCH, TURNS = 2, 4, 8, 3
@@ -52,8 +53,8 @@ def tool_student(tmp_path_factory):
 
 def settings(student, prompts, corpus, out, **kw):
     return dict(method="grpo", student=str(student), data=str(prompts), out=str(out), tools="search", corpus=str(corpus),
-                max_turns=TURNS, max_steps=STEPS, num_generations=G, batch_size=BATCH, max_completion_length=320, lr=2e-3,
-                warmup=0, threads=1, save_steps=1000, temperature=1.0,
+                search_k=SEARCH_K, max_turns=TURNS, max_steps=STEPS, num_generations=G, batch_size=BATCH,
+                max_completion_length=320, lr=2e-3, warmup=0, threads=1, save_steps=1000, temperature=1.0,
                 # cosine (open-r1's length-scaled accuracy) gives a group of equally right or wrong trajectories an
                 # advantage too, so the weights move whatever share of answers the tiny teacher gets right
                 rewards={"accuracy": 1.0, "cosine": 0.5}) | kw
@@ -102,7 +103,7 @@ def test_the_policy_calls_the_real_search_and_its_weights_move(run, task_files):
     rows = read_stage(out / "rollouts").to_pylist()
     assert len(rows) == STEPS * BATCH and sum(r["tool_calls"] for r in rows) > 0
     assert max(r["turns"] for r in rows) <= TURNS  # max_turns 3: at most two rounds of calls (TRL's iterations)
-    search = make_search(str(task_files[0]))  # the tool as `distill generate --tools search` builds it
+    search = make_search(str(task_files[0]), k=SEARCH_K)  # the tool as `distill generate --tools search` builds it
     for r in rows:
         observations = [m for m in r["messages"] if m["role"] == "tool"]
         assert r["tool_calls"] == len(observations) and r["turns"] == sum(m["role"] == "assistant" for m in r["messages"])
@@ -240,6 +241,7 @@ def cli_train(*args):
     (["--tools", "search"], "tools: search needs a corpus (--corpus FILE"),
     (["--tools", "search", "--corpus", "MISSING"], "missing.jsonl"),
     (["--tools", "python", "--corpus", "CORPUS"], "only the search tool reads a corpus"),
+    (["--tools", "search", "--corpus", "CORPUS", "--search-k", "0"], "search_k must be >= 1"),
 ])
 def test_bad_tool_settings_are_one_line_exit_2_nothing_written(flags, message, tool_student, task_files, tmp_path):
     corpus, prompts = task_files
@@ -275,7 +277,7 @@ def test_the_fingerprint_holds_the_tools_and_the_corpus_content_and_plain_runs_a
     corpus.write_text(json.dumps({"id": "a", "contents": "Favi Guges won the Kuge Prize in 1983."}) + "\n")
     base = dict(method="grpo", student="m", data="d", out="o")
     plain = TrainConfig(**base).fingerprinted()
-    assert not {"tools", "corpus", "max_turns", "tool_timeout"} & set(plain)  # GRPO runs from before tools still resume
+    assert not {"tools", "corpus", "max_turns", "tool_timeout", "search_k"} & set(plain)  # GRPO runs from before tools still resume
     tooled = TrainConfig(**base, tools="search", corpus=str(corpus), max_turns=4).fingerprinted()
     assert tooled["tools"] == "search" and tooled["max_turns"] == 4
     corpus.write_text(json.dumps({"id": "a", "contents": "Favi Guges won the Kuge Prize in 1984."}) + "\n")
