@@ -124,7 +124,7 @@ def cli_train(*args):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--reward", "speed=1"], "rewards: unknown reward 'speed'; expected one of accuracy, arithmetic, cosine, format, language, length"),
+    (["--reward", "speed=1"], "rewards: unknown reward 'speed'; expected one of accuracy, arithmetic, code, cosine, format, language, length"),
     (["--num-generations", "1"], "num_generations must be >= 2"),
     (["--num-generations", "3", "--batch-size", "8"], "num_generations 3 must divide the generation batch (batch_size 8"),
 ])
