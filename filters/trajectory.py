@@ -71,8 +71,14 @@ def is_trajectories(names: Iterable[str]) -> bool:
 
 
 def is_error(content: str | None) -> bool:
-    """Whether a tool observation is an error (the tool loop starts every error observation so)."""
-    return (content or "").lstrip().startswith("error:")
+    """Whether a tool observation is an error: our tool loop starts every error observation with
+    ``error:``; TRL's GRPO tool loop (GRPO rollouts with tools) writes ``str({"error": ...})``.
+
+    >>> is_error("error: search failed"), is_error("{'error': 'timed out'}"), is_error("[a] 1987")
+    (True, True, False)
+    """
+    text = (content or "").lstrip()
+    return text.startswith("error:") or text.startswith("{'error': ")
 
 
 def unrecovered_error(messages: Sequence[dict]) -> str | None:
