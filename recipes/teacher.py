@@ -252,7 +252,7 @@ def accuracy(model, tok, problems: Sequence[dict], *, temperature: float = 0.0, 
 @click.option("--n-train", type=click.IntRange(min=2), default=None,
               help="Examples to train on [default: arithmetic 5000, half of each variant; agent every training question; code 2000].")
 @click.option("--max-steps", type=click.IntRange(min=1), default=None,
-              help="Cap on optimizer steps (default: arithmetic 9 epochs over --n-train; agent 600 steps of 16; code 4 epochs of 32).")
+              help="Cap on optimizer steps (default: arithmetic 9 epochs over --n-train; agent 3000 steps of 16; code 4 epochs of 32).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--n-eval", type=click.IntRange(min=0), default=200, show_default=True,
               help="Held-out problems (per variant) for the accuracy figures in the report.")
