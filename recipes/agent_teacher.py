@@ -19,8 +19,6 @@ Shell: ``distill make-teacher --task agent --out /tmp/agent_teacher``.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import random
 import time
@@ -202,7 +200,7 @@ def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, n_
     import torch
 
     from reasonkit.gen.tools.base import ToolBox
-    from reasonkit.recipes.teacher import _train
+    from reasonkit.recipes.teacher import _train, save_teacher
     from reasonkit.recipes.tiny import TinyLlama, build_model
     from reasonkit.recipes.tiny_tools import build_tool_tokenizer
 
@@ -248,38 +246,20 @@ def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, n_
     held_out = random.Random(seed).sample(held_out, min(n_eval, len(held_out)))
     with_tool = solve(model, tok, held_out, tools)
     without = solve(model, tok, held_out, ToolBox([]))
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    report = {
-        "parameters": n_params,
-        "shape": dataclasses.asdict(shape),
+    report = save_teacher(model, tok, out, started=started, n_params=n_params, shape=shape, n_train=len(examples),
+                          steps=total, batch_size=batch_size, lr=lr, seed=seed, final_loss=final_loss, train_s=train_s, extra={
         "vocab_size": len(tok),
         "world_seed": world_seed,
         "search_k": SEARCH_K,
-        "n_train": len(examples),
         "mean_tokens": round(mean_len, 1),
         "shared_prefix_tokens": shared,
         "loss_on": loss_on,
-        "steps": total,
-        "epochs": round(total * batch_size / len(examples), 2),
-        "batch_size": batch_size,
-        "lr": lr,
-        "seed": seed,
-        "final_loss": round(final_loss, 4),
-        "train_wall_s": round(train_s, 1),
         "eval": f"{len(held_out)} held-out questions (books of split 'test'), greedy, tool loop of at most {MAX_TURNS} turns",
         "pass_at_1_with_search": pass_at_1(with_tool),
         "pass_at_1_without_tools": pass_at_1(without),
         "tool_calls_per_trajectory": round(sum(r["tool_calls"] for r in with_tool) / max(1, len(with_tool)), 3),
         "tool_errors_per_trajectory": round(sum(r["tool_errors"] for r in with_tool) / max(1, len(with_tool)), 3),
-        "wall_s": round(time.time() - started, 1),
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "transformers": __import__("transformers").__version__,
-    }
-    report["size_bytes"] = sum(f.stat().st_size for f in out.iterdir() if f.is_file() and f.name != REPORT)
-    (out / REPORT).write_text(json.dumps(report, indent=2) + "\n")
+    })
     say(f"agent teacher: pass@1 with search {report['pass_at_1_with_search']}, without {report['pass_at_1_without_tools']}, "
         f"{report['wall_s']} s -> {out}")
     return report

@@ -17,8 +17,6 @@ Shell: ``distill make-teacher --task code --out /tmp/code_teacher``.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 import os
 import time
@@ -102,7 +100,7 @@ def make_code_teacher(
     """
     import torch
 
-    from reasonkit.recipes.teacher import _train
+    from reasonkit.recipes.teacher import _train, save_teacher
     from reasonkit.recipes.tiny import TinyLlama, build_model, build_tokenizer
 
     started = time.time()
@@ -124,29 +122,12 @@ def make_code_teacher(
     greedy = {v: pass_at_1(complete(model, tok, ps), ps) for v, ps in held_out.items()}
     sampled = {str(t): {v: pass_at_1(complete(model, tok, ps, temperature=t, seed=seed), ps) for v, ps in held_out.items()}
                for t in temperatures}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    report = {
-        "parameters": n_params,
-        "shape": dataclasses.asdict(shape),
-        "n_train": len(examples),
-        "steps": total,
-        "batch_size": batch_size,
-        "lr": lr,
-        "seed": seed,
-        "final_loss": round(final_loss, 4),
-        "train_wall_s": round(train_s, 1),
-        "wall_s": round(time.time() - started, 1),
+    report = save_teacher(model, tok, Path(out_dir), started=started, n_params=n_params, shape=shape, n_train=len(examples),
+                          steps=total, batch_size=batch_size, lr=lr, seed=seed, final_loss=final_loss, train_s=train_s, extra={
         "instruction": INSTRUCTION,
         "eval": f"{n_eval} held-out problems per variant (split 'test'), programs run by the code verifier",
         "greedy_pass_at_1": greedy,
         "sampled_pass_at_1": sampled,
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-    }
-    report["size_bytes"] = sum(f.stat().st_size for f in out.iterdir() if f.is_file())
-    (out / REPORT).write_text(json.dumps(report, indent=2) + "\n")
-    say(f"code teacher: greedy pass@1 {greedy}, sampled {sampled}, {report['wall_s']} s -> {out}")
+    })
+    say(f"code teacher: greedy pass@1 {greedy}, sampled {sampled}, {report['wall_s']} s -> {out_dir}")
     return report

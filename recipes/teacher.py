@@ -88,34 +88,46 @@ def make_teacher(
         str(t): {v: accuracy(model, tok, ps, temperature=t, seed=seed) for v, ps in held_out.items()}
         for t in temperatures
     }
-    out = Path(out_dir)
+    report = save_teacher(model, tok, Path(out_dir), started=started, n_params=n_params, shape=shape, n_train=len(examples),
+                          steps=total, batch_size=batch_size, lr=lr, seed=seed, final_loss=final_loss, train_s=train_s, extra={
+        "eval": f"{n_eval} held-out problems per variant (task split 'test', disjoint from training pairs)",
+        "greedy_accuracy": greedy,
+        "sampled_accuracy": sampled,
+        # The share the filters will drop: what makes the teacher useful downstream.
+        "sampled_error_share": {t: {v: round(1 - a, 4) for v, a in accs.items()} for t, accs in sampled.items()},
+    })
+    say(f"teacher: greedy {greedy}, sampled {sampled}, {report['wall_s']} s -> {out_dir}")
+    return report
+
+
+def save_teacher(model, tok, out: Path, *, started: float, n_params: int, shape, n_train: int, steps: int,
+                 batch_size: int, lr: float, seed: int, final_loss: float, train_s: float, extra: dict) -> dict:
+    """Write a trained teacher (model, tokenizer, ``training_report.json``) and return its report: what every
+    teacher records (shape, data, schedule, loss, times, versions, size), with ``extra`` (its task's figures)."""
+    import torch
+
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tok.save_pretrained(out)
     report = {
         "parameters": n_params,
         "shape": dataclasses.asdict(shape),
-        "n_train": len(examples),
-        "steps": total,
-        "epochs": round(total * batch_size / len(examples), 2),
+        "n_train": n_train,
+        "steps": steps,
+        "epochs": round(steps * batch_size / n_train, 2),
         "batch_size": batch_size,
         "lr": lr,
         "seed": seed,
         "final_loss": round(final_loss, 4),
         "train_wall_s": round(train_s, 1),
+        **extra,
         "wall_s": round(time.time() - started, 1),
-        "eval": f"{n_eval} held-out problems per variant (task split 'test', disjoint from training pairs)",
-        "greedy_accuracy": greedy,
-        "sampled_accuracy": sampled,
-        # The share the filters will drop: what makes the teacher useful downstream.
-        "sampled_error_share": {t: {v: round(1 - a, 4) for v, a in accs.items()} for t, accs in sampled.items()},
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "transformers": __import__("transformers").__version__,
     }
-    report["size_bytes"] = sum(f.stat().st_size for f in out.iterdir() if f.is_file())
+    report["size_bytes"] = sum(f.stat().st_size for f in out.iterdir() if f.is_file() and f.name != REPORT)
     (out / REPORT).write_text(json.dumps(report, indent=2) + "\n")
-    say(f"teacher: greedy {greedy}, sampled {sampled}, {report['wall_s']} s -> {out}")
     return report
 
 
