@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from recipe_helpers import overrides_for
 
 from reasonkit.config import load_yaml
 from reasonkit.recipes.plan import PUBLISHED, PUBLISHED_SHAPES, model_size, plan, render
@@ -22,8 +23,8 @@ def planned(path, out, overrides=()):
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.name)
-def test_every_shipped_recipe_has_a_plan(path, tmp_path):
-    steps = planned(path, tmp_path)
+def test_every_shipped_recipe_has_a_plan(path, tmp_path, teacher_dir):
+    steps = planned(path, tmp_path, overrides_for(path, teacher_dir))
     assert steps and all(s.action == "run" for s in steps.values())
     for s in steps.values():
         if s.stage in ("synth", "filter", "pairs", "student"):

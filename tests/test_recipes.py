@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from recipe_helpers import overrides_for
 
 from reasonkit.cli import cli
 from reasonkit.config import load_yaml
@@ -175,15 +176,10 @@ def test_cli_validate_and_run_exit_2_on_a_bad_recipe(tmp_path):
         assert "unknown stage 'genrate'; did you mean generate?" in result.output
 
 
-# Recipes that start from another recipe's output: the test points them at a model that exists here.
-READS_ANOTHER_RUN = {"step-dpo.yaml": ["sft_student.model={teacher}"]}  # runs/quickstart/sft/model
-
-
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.name)
 def test_every_shipped_recipe_validates(path, tmp_path, teacher_dir):
     data = load_yaml(path)
-    overrides = [o.format(teacher=teacher_dir) for o in READS_ANOTHER_RUN.get(path.name, [])]
-    validate(parse_recipe(data, str(path), overrides, out=str(tmp_path)))
+    validate(parse_recipe(data, str(path), overrides_for(path, teacher_dir), out=str(tmp_path)))
     header = path.read_text().splitlines()[:15]
     assert any("distill run" in line or "distill quickstart" in line for line in header), "header shows the command"
     assert any("--set" in line for line in header), "header shows how to override a value"
