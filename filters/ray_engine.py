@@ -32,7 +32,7 @@ _BATCH = "_batch"
 class FilterReplica:
     """One Ray actor: the row filters built once, then one input shard per call."""
 
-    def __init__(self, config, make_filters=None):
+    def __init__(self, config, make_filters=None, kind: str = "traces"):
         from reasonkit.filters.decontam import load_eval_sets
         from reasonkit.filters.stage import build_deduper, build_filters
 
@@ -40,7 +40,7 @@ class FilterReplica:
         self.config = dataclasses.replace(config, engine="local", replicas=1, ray_address=None,
                                           workers=config.workers or 1)
         eval_sets = load_eval_sets(config.decontam, config.decontam_column, config.ngram)
-        self.filters = (make_filters or build_filters)(self.config, eval_sets)
+        self.filters = make_filters(self.config, eval_sets) if make_filters else build_filters(self.config, eval_sets, kind)
         self.deduper = build_deduper(self.config)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -76,8 +76,9 @@ def plan_units(shards: list[Path], done: set[tuple]) -> tuple[list[dict], dict[i
     return units, expected
 
 
-def pass1_on_ray(shards: list[Path], config, work_w, log, *, make_filters=None) -> None:
-    """Pass 1 over every input shard on Ray, committing to ``work_w`` as the local pass would."""
+def pass1_on_ray(shards: list[Path], config, work_w, log, *, kind: str = "traces", make_filters=None) -> None:
+    """Pass 1 over every input shard on Ray, committing to ``work_w`` as the local pass would.
+    ``kind``: the input table's (traces, trajectories: build_filters); ``make_filters`` replaces build_filters (tests)."""
     connect(config.ray_address)
     units, expected = plan_units(shards, work_w.done_keys())
     log(f"ray: {len(units)} of {len(shards)} input shards to filter on "
@@ -94,6 +95,6 @@ def pass1_on_ray(shards: list[Path], config, work_w, log, *, make_filters=None) 
         kept = pc.sum(rows.column("keep")).as_py() or 0
         log(f"pass 1: {seen} rows filtered ({kept} kept in shard {Path(shards[shard]).name})")
 
-    run_shards(units, expected, FilterReplica, {"config": config, "make_filters": make_filters},
+    run_shards(units, expected, FilterReplica, {"config": config, "make_filters": make_filters, "kind": kind},
                replicas=config.replicas, num_cpus=config.workers or 1, ordered=True, on_shard=commit)
     work_w.finish()

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
@@ -181,7 +180,7 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
         if not work_w.manifest["complete"] and config.engine == "ray":
             from reasonkit.filters.ray_engine import pass1_on_ray
 
-            pass1_on_ray(shards, config, work_w, log, make_filters=functools.partial(build_filters, kind=kind))
+            pass1_on_ray(shards, config, work_w, log, kind=kind)
         elif not work_w.manifest["complete"]:
             _pass1(shards, config, filters, deduper, work_w, log, timings)
     finally:
