@@ -54,22 +54,10 @@ def encode(tok, problem: dict) -> tuple[list[int], int]:
 
 def complete(model, tok, problems: Sequence[dict], *, temperature: float = 0.0, seed: int = 0, batch_size: int = 128) -> list[str]:
     """The model's answers to ``problems`` (greedy at temperature 0), left-padded batches."""
-    import torch
+    from reasonkit.recipes.teacher import generate_texts
 
-    torch.manual_seed(seed)
-    sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature > 0 else {"do_sample": False}
-    side, tok.padding_side = tok.padding_side, "left"
-    texts: list[str] = []
-    try:
-        for start in range(0, len(problems), batch_size):
-            enc = tok([prompt_text(p) for p in problems[start : start + batch_size]], return_tensors="pt", padding=True,
-                      add_special_tokens=False)
-            with torch.no_grad():
-                out = model.generate(**enc, max_new_tokens=MAX_NEW_TOKENS, pad_token_id=tok.pad_token_id, **sampling)
-            texts += tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-    finally:
-        tok.padding_side = side
-    return texts
+    return generate_texts(model, tok, [prompt_text(p) for p in problems], max_new_tokens=MAX_NEW_TOKENS,
+                          temperature=temperature, seed=seed, batch_size=batch_size)
 
 
 def pass_at_1(answers: Sequence[str], problems: Sequence[dict]) -> float:

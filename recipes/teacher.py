@@ -225,19 +225,26 @@ def complete(model, tok, problems: Sequence[dict], *, temperature: float = 0.0, 
 
     Batched with left padding, the way generation stages call the model.
     """
+    return generate_texts(model, tok, [task.render(p, with_solution=False) for p in problems], max_new_tokens=MAX_NEW_TOKENS,
+                          temperature=temperature, seed=seed, batch_size=batch_size)
+
+
+def generate_texts(model, tok, prompts: Sequence[str], *, max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
+                   batch_size: int = 256) -> list[str]:
+    """Completions of rendered ``prompts`` (special tokens stripped): left-padded batches, greedy at temperature 0,
+    else pure temperature sampling (no top-k/top-p), as the generate stage's defaults would do. Every teacher's
+    report measures its model through this."""
     import torch
 
     torch.manual_seed(seed)
-    prompts = [task.render(p, with_solution=False) for p in problems]
-    texts: list[str] = []
-    # Pure temperature sampling (no top-k/top-p), as the generate stage's defaults would do.
     sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature > 0 else {"do_sample": False}
     side, tok.padding_side = tok.padding_side, "left"
+    texts: list[str] = []
     try:
         for start in range(0, len(prompts), batch_size):
-            enc = tok(prompts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
+            enc = tok(list(prompts[start : start + batch_size]), return_tensors="pt", padding=True, add_special_tokens=False)
             with torch.no_grad():
-                out = model.generate(**enc, max_new_tokens=MAX_NEW_TOKENS, pad_token_id=tok.pad_token_id, **sampling)
+                out = model.generate(**enc, max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id, **sampling)
             texts += tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     finally:
         tok.padding_side = side
