@@ -166,3 +166,30 @@ class RolloutLog:
             for path in empty:
                 path.unlink(missing_ok=True)
         return dropped
+
+
+# -- a GRPO run's rollouts: opened by distill/train.py ---------------------------------------------
+def open_rollouts(cfg, out: Path, checkpoint: Path | None, extra: dict, say):
+    """OUT/rollouts, opened to append; a resumed run first drops the rows of the steps it retrains."""
+    log = RolloutLog(out / DIRNAME, names=list(cfg.rewards), run={"fingerprint": extra["fingerprint"]},
+                     input_fingerprint=extra["data_fingerprint"], data=cfg.data, tools=bool(cfg.tools))
+    step = int(checkpoint.name.split("-")[1]) if checkpoint else 0
+    dropped = log.drop_after(step)
+    if dropped:
+        say(f"rollouts: dropped {dropped} rows of steps after {step}, which this run trains again")
+    return log
+
+
+def rollout_stamp(cfg, extra: dict) -> dict:
+    """The ``teacher`` (the student that sampled, named as generate names a teacher) and ``gen_config``
+    (the sampling settings' fingerprint) columns of every rollout row."""
+    from reasonkit.hub_public import public_model
+    from reasonkit.store import fingerprint, fingerprint_path
+
+    sampling = {k: getattr(cfg, k) for k in ("num_generations", "temperature", "top_p", "max_completion_length",
+                                             "instruction", "system")}
+    if cfg.tools:  # what the policy could call, and for how many turns, is part of how it sampled
+        sampling.update(tools=cfg.tool_names, max_turns=cfg.max_turns, corpus=cfg.corpus and fingerprint_path(cfg.corpus),
+                        search_k=cfg.search_k)
+    return {"teacher": public_model(cfg.student, extra["student_identity"]),
+            "gen_config": fingerprint({"student": extra["student_identity"], **sampling})}

@@ -152,8 +152,10 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
         from reasonkit.distill.grpo import build_grpo_trainer, grpo_arguments
 
         arguments = functools.partial(grpo_arguments, longest_prompt=extra["lengths"].get("prompt_longest"))
-        rollouts = _open_rollouts(cfg, out, checkpoint, extra, say) if launch.is_main() else None
-        build = functools.partial(build_grpo_trainer, rollouts=rollouts, stamp=_rollout_stamp(cfg, extra))
+        from reasonkit.distill.rollouts import open_rollouts, rollout_stamp
+
+        rollouts = open_rollouts(cfg, out, checkpoint, extra, say) if launch.is_main() else None
+        build = functools.partial(build_grpo_trainer, rollouts=rollouts, stamp=rollout_stamp(cfg, extra))
     # Before the model: under accelerate's DeepSpeed ZeRO-3 the training arguments register the
     # DeepSpeed config that makes from_pretrained load each weight already partitioned
     # (transformers' is_deepspeed_zero3_enabled); loaded first, every process would hold it whole.
@@ -237,33 +239,6 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     for line in summary(report):
         say(line)
     return report
-
-
-def _open_rollouts(cfg, out: Path, checkpoint: Path | None, extra: dict, say):
-    """OUT/rollouts, opened to append; a resumed run first drops the rows of the steps it retrains."""
-    from reasonkit.distill.rollouts import DIRNAME, RolloutLog
-
-    log = RolloutLog(out / DIRNAME, names=list(cfg.rewards), run={"fingerprint": extra["fingerprint"]},
-                     input_fingerprint=extra["data_fingerprint"], data=cfg.data, tools=bool(cfg.tools))
-    step = int(checkpoint.name.split("-")[1]) if checkpoint else 0
-    dropped = log.drop_after(step)
-    if dropped:
-        say(f"rollouts: dropped {dropped} rows of steps after {step}, which this run trains again")
-    return log
-
-
-def _rollout_stamp(cfg, extra: dict) -> dict:
-    """The ``teacher`` (the student that sampled, named as generate names a teacher) and ``gen_config``
-    (the sampling settings' fingerprint) columns of every rollout row."""
-    from reasonkit.hub_public import public_model
-
-    sampling = {k: getattr(cfg, k) for k in ("num_generations", "temperature", "top_p", "max_completion_length",
-                                             "instruction", "system")}
-    if cfg.tools:  # what the policy could call, and for how many turns, is part of how it sampled
-        sampling.update(tools=cfg.tool_names, max_turns=cfg.max_turns, corpus=cfg.corpus and fingerprint_path(cfg.corpus),
-                        search_k=cfg.search_k)
-    return {"teacher": public_model(cfg.student, extra["student_identity"]),
-            "gen_config": fingerprint({"student": extra["student_identity"], **sampling})}
 
 
 # -- the output directory ------------------------------------------------------------------------
