@@ -45,8 +45,23 @@ def build_tokenizer(texts: Iterable[str], out_dir: str | os.PathLike | None = No
     Single-digit tokens make arithmetic learnable by a model of a million parameters: the
     number 408 is always the same three symbols, never a merged "40" + "8".
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
+
+    tok = train_digit_bpe(texts, vocab_size=vocab_size, special_tokens=[PAD, EOS, *ROLE_TOKENS])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=PAD)
+    fast.add_tokens(list(THINK_TOKENS))
+    fast.chat_template = CHAT_TEMPLATE
+    fast.padding_side = "left"  # generation pads on the left; trainers set their own side
+    if out_dir is not None:
+        fast.save_pretrained(out_dir)
+    return fast
+
+
+def train_digit_bpe(texts: Iterable[str], *, vocab_size: int, special_tokens: list[str]):
+    """A byte-level BPE (``tokenizers.Tokenizer``) trained on ``texts`` whose digits are always single tokens,
+    ``special_tokens`` first in its vocabulary: the core of every tiny tokenizer here (this module's, and
+    recipes/tiny_tools.py's under the Qwen2.5 template)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(
@@ -55,18 +70,12 @@ def build_tokenizer(texts: Iterable[str], out_dir: str | os.PathLike | None = No
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=[PAD, EOS, *ROLE_TOKENS],
+        special_tokens=special_tokens,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(list(texts), trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=PAD)
-    fast.add_tokens(list(THINK_TOKENS))
-    fast.chat_template = CHAT_TEMPLATE
-    fast.padding_side = "left"  # generation pads on the left; trainers set their own side
-    if out_dir is not None:
-        fast.save_pretrained(out_dir)
-    return fast
+    return tok
 
 
 @dataclass(frozen=True)

@@ -43,23 +43,13 @@ def build_tool_tokenizer(texts: Iterable[str], out_dir: str | os.PathLike | None
     ``texts`` should be rendered chat text (the template's fixed system and tools preamble repeats in
     every example, so BPE folds it into few tokens). Digits stay single tokens, as in recipes/tiny.py.
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
-    )
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=[PAD, IM_START, IM_END, *TAG_TOKENS],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
+    from reasonkit.recipes.tiny import train_digit_bpe
+
     # The tags are learnt as single tokens by the trainer's special list; they are re-registered below as
     # plain added tokens so decoding keeps them.
-    tok.train_from_iterator(list(texts), trainer=trainer)
+    tok = train_digit_bpe(texts, vocab_size=vocab_size, special_tokens=[PAD, IM_START, IM_END, *TAG_TOKENS])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=IM_END, pad_token=PAD)
     fast.add_special_tokens({"additional_special_tokens": [IM_START]})
     fast.add_tokens(list(TAG_TOKENS))
