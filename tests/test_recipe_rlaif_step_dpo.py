@@ -62,3 +62,16 @@ def test_the_header_shows_how_to_run_and_compare(name):
     header = (ROOT / name).read_text().splitlines()[:12]
     assert any("distill run recipes/" + name in line for line in header)
     assert any("distill eval compare" in line for line in header)
+
+
+def test_plan_sizes_the_reward_model_without_vocabulary_logits_and_a_pair_as_two_rows(tmp_path):
+    """--plan sized `method: rm` as SFT: 19.9 GB of logits over the vocabulary a score head never computes, and half
+    the tokens of a micro-step (each pair is a chosen and a rejected row)."""
+    from reasonkit.recipes.plan import plan
+    from reasonkit.recipes.runner import load_state
+
+    recipe, c = configs("rlaif-constitutional.yaml", tmp_path)
+    planned = {s.name: s for s in plan(recipe, validate(recipe), load_state(Path(recipe.out)))}
+    rm = c["rm"]
+    tokens = rm.batch_size * rm.max_length * 2
+    assert f"at {tokens:,} tokens a micro-step" in planned["rm"].memory and "logits 0.0" in planned["rm"].memory
