@@ -143,11 +143,13 @@ def _encode(tok, problem: dict) -> tuple[list[int], int]:
     return full, len(prompt)
 
 
-def _train(model, examples, pad_id: int, *, total: int, batch_size: int, lr: float, seed: int, say, loss_fn=None) -> float:
+def _train(model, examples, pad_id: int, *, total: int, batch_size: int, lr: float, seed: int, say, loss_fn=None,
+           after_step=None) -> float:
     """AdamW with linear warmup and cosine decay; returns the mean loss of the last 50 steps.
 
     ``loss_fn(model, input_ids, labels, attention_mask)`` replaces the plain forward when given (the agent
-    teacher runs the preamble every example shares once per step).
+    teacher runs the preamble every example shares once per step). ``after_step(steps_done)`` is called after
+    each optimizer step (the agent teacher saves snapshots there).
     """
     import torch
 
@@ -180,6 +182,8 @@ def _train(model, examples, pad_id: int, *, total: int, batch_size: int, lr: flo
         sched.step()
         opt.zero_grad(set_to_none=True)
         recent = (recent + [loss.item()])[-50:]
+        if after_step is not None:
+            after_step(step + 1)
         if step % 100 == 0 or step == total - 1:
             say(f"step {step + 1}/{total} loss {sum(recent) / len(recent):.4f} lr {sched.get_last_lr()[0]:.2e}")
     return sum(recent) / len(recent)
@@ -275,13 +279,23 @@ def accuracy(model, tok, problems: Sequence[dict], *, temperature: float = 0.0, 
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--n-eval", type=click.IntRange(min=0), default=200, show_default=True,
               help="Held-out problems (per variant) for the accuracy figures in the report.")
-def make_teacher_command(task: str, out_dir: str | None, n_train: int | None, max_steps: int | None, seed: int, n_eval: int) -> None:
+@click.option("--train-worlds", type=click.IntRange(min=0), default=0, show_default=True,
+              help="agent: train on the questions of this many other worlds (seeds 1..N), so facts never repeat "
+                   "and the teacher must read the observations; 0: world 0's own training questions.")
+@click.option("--init-from", type=click.Path(exists=True, file_okay=False), default=None,
+              help="agent: continue training this model directory (with its tokenizer) instead of a fresh one.")
+@click.option("--lr", type=float, default=None, help="agent: peak learning rate [default: 3e-3].")
+def make_teacher_command(task: str, out_dir: str | None, n_train: int | None, max_steps: int | None, seed: int, n_eval: int,
+                         train_worlds: int, init_from: str | None, lr: float | None) -> None:
     """Train a tiny teacher from scratch on a synthetic task (arithmetic: about 13 minutes on 2 cores)."""
+    if task != "agent" and (train_worlds or init_from or lr is not None):
+        raise click.UsageError("--train-worlds, --init-from and --lr apply to --task agent")
     if task == "agent":
         from reasonkit.recipes.agent_teacher import DEFAULT_DIR as AGENT_DIR, make_agent_teacher
 
         report = make_agent_teacher(out_dir or AGENT_DIR, n_train=n_train, max_steps=max_steps, seed=seed, n_eval=n_eval,
-                                    log=click.echo)
+                                    train_worlds=train_worlds, init_from=init_from, log=click.echo,
+                                    **({"lr": lr} if lr is not None else {}))
         keys = ("parameters", "steps", "wall_s", "pass_at_1_with_search", "pass_at_1_without_tools")
     elif task == "code":
         from reasonkit.recipes.code_teacher import DEFAULT_DIR as CODE_DIR, make_code_teacher

@@ -120,3 +120,28 @@ def test_make_teacher_task_agent_writes_a_loadable_teacher_and_its_report(tmp_pa
     tok = AutoTokenizer.from_pretrained(tmp_path)
     assert AutoModelForCausalLM.from_pretrained(tmp_path).config.vocab_size == len(tok)
     assert tok.convert_ids_to_tokens(tok("<tool_call>", add_special_tokens=False)["input_ids"]) == ["<tool_call>"]
+
+
+def test_agent_only_options_are_refused_for_other_tasks():
+    from click.testing import CliRunner
+
+    from reasonkit.recipes.teacher import make_teacher_command
+
+    result = CliRunner().invoke(make_teacher_command, ["--task", "code", "--train-worlds", "2"])
+    assert result.exit_code == 2 and "--train-worlds, --init-from and --lr apply to --task agent" in result.output
+
+
+def test_snapshots_and_continued_training_keep_the_tokenizer(tmp_path):
+    """A run saves the snapshots asked for; a run continued from one keeps that tokenizer, token for token."""
+    from transformers import AutoTokenizer
+
+    from reasonkit.recipes.agent_teacher import make_agent_teacher
+    from reasonkit.recipes.tiny import TinyLlama
+
+    shape = TinyLlama(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
+    first = make_agent_teacher(tmp_path / "a", n_train=16, max_steps=3, n_eval=1, snapshots=(2,), shape=shape, log=None)
+    assert (tmp_path / "a" / "step_2" / "model.safetensors").is_file() and first["steps"] == 3
+    again = make_agent_teacher(tmp_path / "b", n_train=16, max_steps=1, n_eval=1, init_from=tmp_path / "a" / "step_2", log=None)
+    assert again["parameters"] == first["parameters"] and again["shape"] == first["shape"]
+    a, b = (AutoTokenizer.from_pretrained(tmp_path / d) for d in ("a", "b"))
+    assert a.get_vocab() == b.get_vocab()

