@@ -14,7 +14,21 @@ The report's pass@1 comes from running the tool loop (:func:`solve`: greedy, bat
 executed between turns through gen/tools/base.py's ToolBox; calls parsed by TRL's
 ``parse_response``), with the tool and with it removed.
 
-Shell: ``distill make-teacher --task agent --out /tmp/agent_teacher``.
+How the shipped models were made (one loaded core each; every report names its start by weight hash).
+Facts must never repeat: trained on world 0 alone the model memorised "book and prize -> year" (3,000
+steps: training loss 0.043, held-out pass@1 0.1375), so both train on other worlds (:func:`training_worlds`)
+and world 0, the quickstart's, is new to them. What the model learns last is *where* a copy starts (the
+title's first token in the question, the author's in the observation); continuing a copy comes early::
+
+    distill make-teacher --task agent --train-worlds 16 --max-steps 1500 --n-eval 80 --out A      # 17 min
+    distill make-teacher --task agent --train-worlds 24 --max-steps 2000 --lr 2e-3 --seed 1 \
+        --n-eval 80 --init-from A --out recipes/assets/agent_base                                 # 25 min
+    distill make-teacher --task agent --train-worlds 24 --max-steps 2500 --lr 1.5e-3 --seed 2 \
+        --n-train 40000 --n-eval 80 --init-from recipes/assets/agent_base                        # 30 min
+
+A (pass@1 0.0) continues copies but starts them at the wrong name; agent_base (0.35) has learnt where
+to start; the teacher is agent_base trained on. One run of 3,500 steps from scratch at lr 3e-3 ended at
+0.0125 (loss 0.139, still starting copies at the wrong name): the warm restarts are part of the recipe.
 """
 
 from __future__ import annotations
