@@ -43,9 +43,10 @@ def test_shipped_teacher_is_small_and_speaks_trls_qwen2_5_template():
     assert sum(f.stat().st_size for f in files) < 10 * 2**20
     assert (DEFAULT_DIR / "chat_template.jinja").read_text() == qwen2_5_template()
     report = json.loads((DEFAULT_DIR / REPORT).read_text())
-    # the shipped teacher (3,000 steps, 28 min here) is weak: 0.1375 of 80 held-out questions with the tool, 0 without;
-    # it copies the title into its first search but rarely the author into its second (see the issue 18 note)
-    assert report["search_k"] == SEARCH_K and report["pass_at_1_with_search"] >= 0.1
+    # measured: 0.375 of 80 held-out questions with the tool, 0 without (recipes/agent_teacher.py: 6,000 steps in
+    # three runs, on 24 worlds other than the quickstart's); its misses are mostly a prize name misspelt in the
+    # second search
+    assert report["search_k"] == SEARCH_K and report["pass_at_1_with_search"] >= 0.35
     assert report["pass_at_1_without_tools"] == 0.0 and report["tool_errors_per_trajectory"] == 0.0
 
 
@@ -57,11 +58,13 @@ def test_teacher_answers_held_out_questions_through_the_real_search_tool(teacher
     rows = agent_task.questions(agent_task.make_world(), "test")[:N_QUESTIONS]
     with_tool = solve(model, tok, rows, world_tools)
     right = sum(r["correct"] for r in with_tool)
-    assert right >= 3, [r["messages"][-1] for r in with_tool if not r["correct"]]  # measured 4 of 24
-    # It really used the tool: two searches in every trajectory, no tool errors, the first for the book's title.
-    assert all(r["tool_calls"] == 2 and r["tool_errors"] == 0 for r in with_tool)
+    assert right >= 7, [r["messages"][-1] for r in with_tool if not r["correct"]]  # measured 8 of 24
+    # It really used the tool: two searches (a third when the second found no prize), no tool errors, the first
+    # for the book's title (measured: 21 of 24 exactly the title).
+    assert all(r["tool_calls"] in (2, 3) and r["tool_errors"] == 0 for r in with_tool)
     firsts = [r["messages"][1]["tool_calls"][0]["function"] for r in with_tool]
-    assert firsts == [{"name": "search", "arguments": {"query": row["book"]}} for row in rows]
+    assert all(f["name"] == "search" for f in firsts)
+    assert sum(f["arguments"] == {"query": row["book"]} for f, row in zip(firsts, rows)) >= 20
     # Without the tool the answer is nowhere: near zero (a year is one of ~120).
     without = solve(model, tok, rows, ToolBox([]))
     assert sum(r["correct"] for r in without) <= 2
@@ -145,3 +148,18 @@ def test_snapshots_and_continued_training_keep_the_tokenizer(tmp_path):
     assert again["parameters"] == first["parameters"] and again["shape"] == first["shape"]
     a, b = (AutoTokenizer.from_pretrained(tmp_path / d) for d in ("a", "b"))
     assert a.get_vocab() == b.get_vocab()
+
+
+@shipped
+def test_shipped_teacher_continues_the_shipped_base_named_by_its_weights():
+    """recipes/assets/agent_teacher is agent_base trained on: its report names agent_base by content, and both
+    trained on worlds other than world 0 (the quickstart's), so the quickstart's questions are new to both."""
+    from reasonkit.recipes.agent_teacher import weights_sha256
+
+    base = DEFAULT_DIR.parent / "agent_base"
+    teacher_report = json.loads((DEFAULT_DIR / REPORT).read_text())
+    base_report = json.loads((base / REPORT).read_text())
+    assert teacher_report["init_from"]["weights_sha256"] == weights_sha256(base)
+    for report in (teacher_report, base_report):
+        assert 0 not in report["train_worlds"] and report["world_seed"] == 0
+    assert teacher_report["pass_at_1_with_search"] > base_report["pass_at_1_with_search"]

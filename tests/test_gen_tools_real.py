@@ -74,12 +74,14 @@ def check_trajectories(out, n_rows):
         assistant = [m for m in r["messages"] if m["role"] == "assistant"]
         tools = [m for m in r["messages"] if m["role"] == "tool"]
         assert len(assistant) == r["turns"] and len(tools) == r["tool_calls"]
-        assert all(m["name"] for m in tools)
-    if TRAINED:  # the shipped teacher is weak on answers (0.14 held out) but sure of its form: two searches, a box
-        assert all(r["tool_calls"] == 2 and r["tool_errors"] == 0 and r["finish_reason"] == "stop" for r in rows), rows
+        assert all(m["name"] or m["content"].startswith("error: bad tool call") for m in tools)  # unparseable: no name
+    if TRAINED:  # the shipped teacher (0.375 held out) is sure of its form: two searches, a box; when its second
+        # search finds no prize it tries a third, whose JSON it sometimes breaks (an error observation, counted)
+        assert all(r["tool_calls"] in (2, 3) and r["tool_errors"] <= r["tool_calls"] - 2 for r in rows), rows
         firsts = [next(m["content"] for m in r["messages"] if m["role"] == "tool") for r in rows]
         assert all(" is a novel by " in o for o in firsts), firsts  # its title search hits the book's passage
-        assert all("\\boxed{" in r["response"] for r in rows), [r["response"] for r in rows]
+        boxed = [r for r in rows if r["finish_reason"] == "stop" and "\\boxed{" in r["response"]]
+        assert len(boxed) >= len(rows) / 2, [r["response"] for r in rows]  # measured: 5 of 8 sampled at T 0.7, 3 of 4 greedy
     return rows
 
 
