@@ -14,7 +14,7 @@ The report's pass@1 comes from running the tool loop (:func:`solve`: greedy, bat
 executed between turns through gen/tools/base.py's ToolBox; calls parsed by TRL's
 ``parse_response``), with the tool and with it removed.
 
-How the shipped models were made (one loaded core each; every report names its start by weight hash).
+How the shipped models were made (one loaded core each; every report names the model it continued by content).
 Facts must never repeat: trained on world 0 alone the model memorised "book and prize -> year" (3,000
 steps: training loss 0.043, held-out pass@1 0.1375), so both train on other worlds (:func:`training_worlds`)
 and world 0, the quickstart's, is new to them. What the model learns last is *where* a copy starts (the
@@ -24,7 +24,7 @@ title's first token in the question, the author's in the observation); continuin
     distill make-teacher --task agent --train-worlds 24 --max-steps 2000 --lr 2e-3 --seed 1 \
         --n-eval 80 --init-from A --out recipes/assets/agent_base                                 # 25 min
     distill make-teacher --task agent --train-worlds 24 --max-steps 2500 --lr 1.5e-3 --seed 2 \
-        --n-train 40000 --n-eval 80 --init-from recipes/assets/agent_base                        # 30 min
+        --n-train 40000 --n-eval 80 --init-from recipes/assets/agent_base                        # 27 min
 
 A (pass@1 0.0) continues copies but starts them at the wrong name; agent_base (0.35) has learnt where
 to start; the teacher is agent_base trained on. One run of 3,500 steps from scratch at lr 3e-3 ended at
@@ -69,16 +69,6 @@ def training_worlds(world_seed: int, n: int) -> list[int]:
     ([0], [1, 2, 3])
     """
     return [world_seed] if n == 0 else list(range(world_seed + 1, world_seed + 1 + n))
-
-
-def weights_sha256(model_dir: str | os.PathLike) -> str:
-    """The content hash of a model directory's weights: a continued run names its start by content, not by path."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for f in sorted(Path(model_dir).glob("*.safetensors")):
-        digest.update(f.read_bytes())
-    return digest.hexdigest()
 
 
 def default_search(corpus: Sequence[dict], k: int = SEARCH_K) -> Callable:
@@ -218,7 +208,7 @@ def make_agent_teacher(
 
     ``n_train`` reference trajectories (None: every training question of the training worlds: see
     :func:`training_worlds` for ``train_worlds``); ``init_from``: a model directory to continue (its
-    tokenizer kept), recorded in the report by the hash of its weights; ``snapshots``: steps after which the
+    tokenizer kept), recorded in the report by its content identity (identity.py); ``snapshots``: steps after which the
     model is also saved to ``out_dir/step_<n>``. ``max_steps`` optimizer steps of ``batch_size`` (None: STEPS, what the shipped teacher took). pass@1 is measured on ``n_eval``
     held-out questions (books never seen in training), greedy, with the search tool and without it.
     ``threads``: torch threads while it runs (restored after). One by default: on 2 cores shared with
@@ -242,6 +232,7 @@ def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, tr
     import torch
 
     from reasonkit.gen.tools.base import ToolBox
+    from reasonkit.identity import model_identity
     from reasonkit.recipes.teacher import _train, save_teacher
     from reasonkit.recipes.tiny import TinyLlama, build_model
     from reasonkit.recipes.tiny_tools import build_tool_tokenizer
@@ -311,7 +302,8 @@ def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, tr
         "vocab_size": len(tok),
         "world_seed": world_seed,
         "train_worlds": training_worlds(world_seed, train_worlds),
-        "init_from": None if init_from is None else {"path": str(init_from), "weights_sha256": weights_sha256(init_from)},
+        # named by content (identity.py: weights, config, tokenizer and template), as every stage names a model
+        "init_from": None if init_from is None else {"path": str(init_from), "identity": model_identity(str(init_from))},
         "search_k": SEARCH_K,
         "mean_tokens": round(mean_len, 1),
         "shared_prefix_tokens": shared,

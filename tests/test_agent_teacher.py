@@ -146,6 +146,7 @@ def test_snapshots_and_continued_training_keep_the_tokenizer(tmp_path):
     assert (tmp_path / "a" / "step_2" / "model.safetensors").is_file() and first["steps"] == 3
     again = make_agent_teacher(tmp_path / "b", n_train=16, max_steps=1, n_eval=1, init_from=tmp_path / "a" / "step_2", log=None)
     assert again["parameters"] == first["parameters"] and again["shape"] == first["shape"]
+    assert again["init_from"]["identity"].startswith("sha256:")
     a, b = (AutoTokenizer.from_pretrained(tmp_path / d) for d in ("a", "b"))
     assert a.get_vocab() == b.get_vocab()
 
@@ -154,12 +155,30 @@ def test_snapshots_and_continued_training_keep_the_tokenizer(tmp_path):
 def test_shipped_teacher_continues_the_shipped_base_named_by_its_weights():
     """recipes/assets/agent_teacher is agent_base trained on: its report names agent_base by content, and both
     trained on worlds other than world 0 (the quickstart's), so the quickstart's questions are new to both."""
-    from reasonkit.recipes.agent_teacher import weights_sha256
+    from reasonkit.identity import model_identity
 
     base = DEFAULT_DIR.parent / "agent_base"
     teacher_report = json.loads((DEFAULT_DIR / REPORT).read_text())
     base_report = json.loads((base / REPORT).read_text())
-    assert teacher_report["init_from"]["weights_sha256"] == weights_sha256(base)
+    assert teacher_report["init_from"]["identity"] == model_identity(str(base))
     for report in (teacher_report, base_report):
         assert 0 not in report["train_worlds"] and report["world_seed"] == 0
     assert teacher_report["pass_at_1_with_search"] > base_report["pass_at_1_with_search"]
+
+
+def test_make_teacher_command_passes_the_agent_options_through(tmp_path):
+    """The shell form of the docstring's commands: other worlds, a continued model, a learning rate."""
+    from click.testing import CliRunner
+
+    from reasonkit.identity import model_identity
+    from reasonkit.recipes.teacher import make_teacher_command
+
+    common = ["--task", "agent", "--n-train", "16", "--max-steps", "1", "--n-eval", "1"]
+    first = CliRunner().invoke(make_teacher_command, [*common, "--out", str(tmp_path / "a"), "--train-worlds", "1"])
+    assert first.exit_code == 0, first.output
+    args = [*common, "--out", str(tmp_path / "b"), "--init-from", str(tmp_path / "a"), "--lr", "1e-3"]
+    again = CliRunner().invoke(make_teacher_command, args)
+    assert again.exit_code == 0, again.output
+    a, b = (json.loads((tmp_path / d / REPORT).read_text()) for d in ("a", "b"))
+    assert a["train_worlds"] == [1] and a["init_from"] is None
+    assert b["lr"] == 1e-3 and b["init_from"]["identity"] == model_identity(str(tmp_path / "a"))
