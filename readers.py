@@ -118,7 +118,8 @@ def read_prompts(
 
     ``messages`` is taken from the messages column, or built as one user turn from the problem
     column (which is kept, so generation can append an instruction). ``id`` defaults to a stable
-    hash of the problem text; duplicate ids are an error that names them.
+    hash of the problem text, and a problem text seen again is dropped (counted in the table's notes as
+    ``duplicate_problems_dropped``); duplicate ids given in an id column are an error that names them.
 
     A prompt never ends with an assistant turn: rows whose messages do (a reference solution, as
     open-r1/OpenR1-Math-220k stores R1's) are prompted with the turns before it, said once on
@@ -150,7 +151,8 @@ def read_prompts(
             f"{name}: no {columns.messages!r} or {columns.problem!r} column; found {cols} "
             "(use --messages-col or --problem-col)"
         )
-    if columns.id in cols:
+    hashed = columns.id not in cols
+    if not hashed:
         out["id"] = table.column(columns.id).cast(pa.string())
     else:
         texts = out["problem"].to_pylist() if "problem" in out else [_last_user(m) for m in out["messages"].to_pylist()]
@@ -164,6 +166,12 @@ def read_prompts(
         if extra not in used and extra not in out:
             out[extra] = table.column(extra)
     prompts = validate(pa.table(out), "prompts", source=name)
+    if hashed:  # the same problem text twice is one prompt: keep its first row, count the others
+        prompts, repeats = _first_of_each_problem(prompts)
+        if repeats:
+            notes["duplicate_problems_dropped"] = repeats
+            print(f"{name}: {repeats} rows repeat an earlier row's problem text; each problem is prompted once "
+                  "(its first row)", file=sys.stderr, flush=True)
     _check_unique_ids(prompts, name)
     if limit is not None:
         prompts = prompts.slice(0, limit)
@@ -262,6 +270,23 @@ def _trim_rows(rows: list, problems: list, first_row: int, name: str, columns: C
 def _last_user(messages: list[dict]) -> str:
     users = [m["content"] for m in messages or [] if m["role"] == "user"]
     return users[-1] if users else ""
+
+
+def _first_of_each_problem(table: pa.Table) -> tuple[pa.Table, int]:
+    """The rows whose hashed id (the problem text's) is seen for the first time, and how many were not.
+
+    Hub sets repeat problems (open-r1/OpenR1-Math-220k's ``default`` holds the same text from several
+    sources): their hashed ids collide, and a generation keyed by ``(id, sample)`` needs each once. An
+    id is the problem's identity, so a repeat is dropped, not renamed: renaming (``id-2``) would sample
+    the same problem twice as two prompts and let it outweigh the others in training.
+    """
+    import numpy as np
+
+    ids = table.column("id").to_pylist()
+    seen: set[str] = set()
+    first = np.fromiter((not (i in seen or seen.add(i)) for i in ids), dtype=bool, count=len(ids))
+    repeats = len(ids) - int(first.sum())
+    return (table.filter(pa.array(first)) if repeats else table), repeats
 
 
 def _check_unique_ids(table: pa.Table, name: str) -> None:
