@@ -86,8 +86,8 @@ def test_write_outside_its_directory(box):
     try:
         obs = call(box, f"open({str(target)!r}, 'w').write('x')\nprint('written')")
         assert not target.exists()
-        if "uid-drop" in ISOLATION:
-            assert obs.error == "tool_error" and "PermissionError" in obs.content
+        if "minroot" in ISOLATION:  # the repository is not in the program's view (its skeleton is read-only)
+            assert obs.error == "tool_error" and ("Read-only file system" in obs.content or "FileNotFoundError" in obs.content)
     finally:
         target.unlink(missing_ok=True)
 

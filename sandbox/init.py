@@ -1,17 +1,18 @@
-"""The sandbox's first process: prepares the namespaces, runs the program, cleans up, reports.
+"""The sandbox's first process: builds the program's view, runs the program, cleans up, reports.
 
-Not imported: ``sandbox.py`` starts it as ``python -I -S sandbox_init.py SPOOL`` (stdlib only, so it
-starts in ~20 ms), usually as PID 1 of fresh PID, mount and network namespaces made by ``unshare``.
-SPOOL is a root-only directory holding ``spec.json`` (argv, environment, limits, mode) and ``work/``
-(the program's files); the status (exit, signal, CPU seconds, stray processes) goes back to
-``SPOOL/status.json``.
+Not imported: ``sandbox/runner.py`` starts it as ``python -I -S sandbox/init.py SPOOL`` (stdlib only,
+so it starts in ~20 ms), usually as PID 1 of fresh PID, mount and network namespaces made by
+``unshare`` (and a user namespace in ``userns`` mode). SPOOL is a directory only the caller may
+enter, holding ``spec.json`` (argv, environment, limits, mode, the view) and ``work/`` (the
+program's files); the status (exit, signal, CPU seconds, stray processes) goes back to
+``SPOOL/status.json`` through a descriptor opened before the view replaces the root.
 
-Steps: private ``/tmp``, ``/var/tmp``, ``/dev/shm`` (size-capped tmpfs: a write outside the working
-directory lands there and vanishes with the namespace), a fresh ``/proc`` (the program sees only its
-own processes), the working directory copied into that tmpfs; then fork the program with its
-rlimits, an unprivileged uid and no_new_privs; wait for it with a wall-clock alarm; then kill every
-process left (as PID 1, ``kill(-1)``; without a PID namespace, every descendant, found because this
-process is their child subreaper).
+Steps: read the program's files; build the view (view.py: a minimal read-only root of its own,
+private size-capped ``/tmp``, own ``/proc``) and pivot into it; fork the program with its rlimits,
+then take every privilege (confine.py: empty capability sets, bounding set included, an unprivileged
+uid as root, ``no_new_privs``, a seccomp filter); wait for it under a wall-clock alarm; then kill
+every process left (as PID 1, ``kill(-1)``; without a PID namespace, every descendant, found because
+this process is their child subreaper).
 """
 
 import ctypes
@@ -21,9 +22,12 @@ import resource
 import signal
 import sys
 
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC = 2, 4, 8, 4096, 16384
-PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 38, 36
-PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+# With -I the script's own directory is not on sys.path: its two stdlib-only siblings are added by hand.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import confine  # noqa: E402
+import view  # noqa: E402
+
+PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 36, 4
 RLIMITS = {  # spec["limits"] key -> (resource, scale to the rlimit's unit)
     "cpu_seconds": (resource.RLIMIT_CPU, 1),
     "memory_mb": (resource.RLIMIT_AS, 1 << 20),
@@ -35,76 +39,19 @@ RLIMITS = {  # spec["limits"] key -> (resource, scale to the rlimit's unit)
 libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _check(ret: int, what: str) -> None:
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = lambda s: None if s is None else s.encode()  # noqa: E731
-    _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
-
-
 def read_tree(root: str) -> list[tuple[str, bytes | None]]:
-    """(relative path, bytes) of every file, (relative dir, None) of every directory, parents first."""
+    """(relative path, bytes) of every file, (relative dir, None) of every directory, parents first.
+    Symlinks are not followed (the spool holds none; if one appeared, it would not be read through)."""
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         rel = os.path.relpath(dirpath, root)
         if rel != ".":
             out.append((rel, None))
         for name in filenames:
-            with open(os.path.join(dirpath, name), "rb") as f:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as f:
                 out.append((os.path.normpath(os.path.join(rel, name)), f.read()))
     return out
-
-
-def hidden_ancestor(path: str) -> str | None:
-    """The topmost directory above ``path`` that others may not traverse (e.g. ``/root``, 0700)."""
-    current = "/"
-    for part in path.strip("/").split("/")[:-1]:
-        current = os.path.join(current, part)
-        if os.stat(current).st_mode & 0o001 == 0:
-            return current
-    return None
-
-
-def setup_mounts(spec: dict, spool: str) -> str:
-    """Private temp dirs and /proc; the interpreter's directories reachable by the dropped uid."""
-    files = read_tree(os.path.join(spool, "work"))  # before /tmp (which holds the spool) is covered
-    if spec["pidns"]:
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    # A root-only ancestor (pyenv under /root) would make the interpreter unreadable after the uid
-    # drop: cover the ancestor with an empty tmpfs and bind just the needed directories back.
-    covers: dict[str, list[tuple[str, int]]] = {}
-    for keep in spec["keep_readable"]:
-        ancestor = hidden_ancestor(keep) if spec["uid"] is not None else None
-        if ancestor:
-            covers.setdefault(ancestor, []).append((keep, os.open(keep, os.O_PATH | os.O_DIRECTORY)))
-    for ancestor, keeps in covers.items():
-        mount("tmpfs", ancestor, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-        for keep, fd in keeps:
-            os.makedirs(keep, exist_ok=True)
-            mount(f"/proc/self/fd/{fd}", keep, None, MS_BIND | MS_REC)
-            os.close(fd)
-    size = f"size={spec['limits']['tmpfs_mb']}m,mode=1777"
-    for target in PRIVATE_TMP:
-        if os.path.isdir(target):
-            mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, size)
-    workdir = spec["workdir"]
-    os.mkdir(workdir, 0o700)
-    for rel, data in files:
-        path = os.path.join(workdir, rel)
-        if data is None:
-            os.mkdir(path, 0o700)
-        else:
-            with open(path, "wb") as f:
-                f.write(data)
-    if spec["uid"] is not None:
-        for dirpath, dirnames, filenames in os.walk(workdir):
-            for name in [dirpath] + [os.path.join(dirpath, n) for n in filenames]:
-                os.chown(name, spec["uid"], spec["uid"])
-    return workdir
 
 
 def own_processes() -> int:
@@ -131,11 +78,8 @@ def exec_program(spec: dict, workdir: str) -> None:
                 soft += own_processes()  # the count is the caller's uid's, all its processes
             # CPU: SIGXCPU at the soft limit, SIGKILL a second later if it is caught.
             resource.setrlimit(res, (soft, soft + 1 if key == "cpu_seconds" else soft))
-        if spec["uid"] is not None:
-            os.setgroups([])
-            os.setgid(spec["uid"])
-            os.setuid(spec["uid"])
-        libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # no setuid binary can give privileges back
+        # root (or root of its user namespace) may drop the bounding set; the uid change comes after it
+        confine.confine(spec["uid"], privileged=spec["mode"] != "none" or os.geteuid() == 0)
         os.execve(spec["argv"][0], spec["argv"], spec["env"])
     except BaseException as e:
         who = f" as uid {spec['uid']} (is it under a directory only root may enter?)" if spec["uid"] else ""
@@ -239,18 +183,25 @@ def run_program(spec: dict, workdir: str, status: dict) -> dict:
 def main(spool: str) -> None:
     with open(os.path.join(spool, "spec.json")) as f:
         spec = json.load(f)
-    spool_fd = os.open(spool, os.O_RDONLY | os.O_DIRECTORY)
+    spool_fd = os.open(spool, os.O_RDONLY | os.O_DIRECTORY)  # O_CLOEXEC: never the program's
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # nothing of the same uid may ptrace or read /proc/1/fd
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
     status: dict = {"timed_out": False, "stopped": False}
     try:
-        workdir = setup_mounts(spec, spool) if spec["mountns"] else spec["workdir"]
+        if spec["mountns"]:
+            files = read_tree(os.path.join(spool, "work"))
+            newroot = os.path.join(spool, "root")
+            os.mkdir(newroot, 0o700)
+            workdir = view.build(spec, newroot, files)
+        else:
+            workdir = spec["workdir"]
     except OSError as e:
         status["setup_error"] = str(e)
         workdir = None
     if workdir is not None:
         status.update(run_program(spec, workdir, status))
-    fd = os.open("status.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600, dir_fd=spool_fd)
+    fd = os.open("status.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600, dir_fd=spool_fd)
     os.write(fd, json.dumps(status).encode())
     os.close(fd)
 

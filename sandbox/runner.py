@@ -1,37 +1,5 @@
-"""Run an untrusted program (a model's Python code) in a throwaway, limited, offline process.
-
-Shared by the ``python`` tool (gen/tools/python.py) and the code verifier; it knows no stage. One
-call of :func:`run` is one program run:
-
-- its own process group and, where the machine allows it, fresh PID, mount and network namespaces
-  (``unshare``): no network at all (not even the host's loopback, where a vLLM server may listen),
-  only its own processes visible, and every process of the run (a detached, double-forked daemon
-  included) killed when the program ends;
-- ``setrlimit`` limits on CPU seconds, address space, file size, open files and process count; as
-  root the program runs under an unprivileged uid of its own (root ignores the process limit, and
-  could write anywhere), with ``no_new_privs``;
-- an empty working directory on a size-capped tmpfs (``/tmp``, ``/var/tmp``, ``/dev/shm`` are
-  private tmpfs too: nothing it writes reaches the host), gone when the run ends;
-- a clean environment (``PATH``, ``LANG``, ``HOME``: no token or key of the caller's);
-- a wall-clock timeout that kills everything; stdout and stderr read up to a cap (the run is
-  stopped when a stream passes it), never buffered whole.
-
-Without namespaces (no ``unshare``, no user namespaces) the same limits apply, leftovers are found
-through a child subreaper, and ``Result.isolation`` says what was missing: no network isolation
-then, and a write to ``/tmp`` lands on the host's ``/tmp``.
-
-Many tests of one program: pass the test data as ``files`` and a harness as the program (or
-``argv``), so one sandboxed process runs them all.
-
->>> r = run("import sys; print(sum(map(int, sys.stdin.read().split())))", stdin="2 3 4")
->>> r.stdout, r.ok, r.limit
-('9\\n', True, None)
->>> r = run("while True: pass", timeout=0.5)
->>> r.ok, r.timed_out, r.limit
-(False, True, 'wall')
->>> run("import os; print(sorted(os.environ))").stdout
-"['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'MKL_NUM_THREADS', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'PATH', 'PYTHONPATH']\\n"
-"""
+"""One run of an untrusted program: the spool, the init under ``unshare``, its output read up to a
+cap, the status. :mod:`reasonkit.sandbox` (this folder's ``__init__``) says what a run enforces."""
 
 from __future__ import annotations
 
@@ -49,18 +17,29 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox_init.py")
+INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "init.py")
+MODES = ("root", "userns", "none")
 # Namespaces per mode. "root": unshare as root, the program under a uid of its own; "userns": an
-# unprivileged user namespace (the caller's uid, mapped to root inside); "none": no namespace.
+# unprivileged user namespace (the caller's uid, mapped to root inside, every capability dropped);
+# "none": no namespace at all (opt-in only: --sandbox none).
 UNSHARE = {
     "root": ["--mount", "--net", "--pid", "--fork", "--kill-child"],
     "userns": ["--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "--kill-child"],
 }
-# The working directory inside the mount namespace (on the private /tmp tmpfs).
+# The one setting a user gives (--sandbox, or a recipe's `sandbox:` key): every process of a run
+# (threads, Ray workers, accelerate's ranks) reads it at call time from this variable.
+ENV_MODE = "REASONKIT_SANDBOX"
+# The working directory inside the view (on the private /tmp tmpfs).
 PRIVATE_WORKDIR = "/tmp/sandbox"
+# What the program may read besides the interpreter: the system's shared libraries, at their real
+# paths, and the symlinks that lead to them (/lib -> usr/lib on a merged-/usr system).
+SYSTEM_PATHS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache")
 # Each run's uid is its own, so one run's processes never count against another's RLIMIT_NPROC.
 _UID_BASE = 200_000
 _uids = itertools.count()
+HOW_TO_FIX = ("enable unprivileged user namespaces (sysctl user.max_user_namespaces=15000; on Ubuntu 24.04 "
+              "kernel.apparmor_restrict_unprivileged_userns=0) or install bubblewrap (apt-get install bubblewrap), "
+              "or pass --sandbox none to run model programs with all of your rights (not isolated)")
 
 
 @dataclass(frozen=True)
@@ -118,32 +97,107 @@ def available_mode() -> str:
 
 
 def isolation_of(mode: str) -> tuple[str, ...]:
-    names = {"root": ("netns", "pidns", "mountns", "uid-drop"), "userns": ("netns", "pidns", "mountns", "userns")}
-    return names.get(mode, ("uid-drop",) if os.geteuid() == 0 else ())
+    """What a run in ``mode`` enforces, as the rows' ``isolation`` column lists it. ``minroot``: the
+    program's own minimal read-only root; ``nocaps``: empty capability sets (bounding set included);
+    ``seccomp``: the mount/namespace/ptrace calls refused; ``no-namespaces``: run with ``--sandbox none``."""
+    common = ("nocaps", "seccomp")
+    names = {"root": ("netns", "pidns", "mountns", "minroot", "uid-drop"),
+             "userns": ("netns", "pidns", "mountns", "minroot", "userns")}
+    if mode in names:
+        return names[mode] + common
+    return ("no-namespaces",) + (("uid-drop",) if os.geteuid() == 0 else ()) + common
+
+
+def requested_mode() -> str:
+    """What the user asked for (``--sandbox``, via REASONKIT_SANDBOX): "auto" unless set."""
+    value = os.environ.get(ENV_MODE, "auto") or "auto"
+    if value not in ("auto", *MODES):
+        raise SandboxError(f"{ENV_MODE}={value!r}: expected auto, {', '.join(MODES)}")
+    return value
+
+
+def resolve_mode(mode: str | None = None) -> str:
+    """The mode a run uses: ``mode`` if given, else the user's choice, else the strongest available.
+    Never "none" unless asked for by name: a machine without namespaces is an error, not a silent
+    downgrade to running the program with all of the caller's rights."""
+    mode = mode or requested_mode()
+    if mode == "auto":
+        mode = available_mode()
+        if mode == "none":
+            raise SandboxError(f"no isolation is possible here (no user, mount, PID or network namespaces): {HOW_TO_FIX}")
+    if mode not in MODES:
+        raise ValueError(f"sandbox mode {mode!r}: expected auto, {', '.join(MODES)}")
+    return mode
+
+
+def preflight(mode: str | None = None) -> str:
+    """Run one trivial program the way a stage will run the model's; returns the mode used.
+
+    Raises SandboxError naming the reason and the fix, before any input is read. ``none`` warns on
+    stderr (the program will run with the caller's rights).
+    """
+    mode = resolve_mode(mode)
+    try:
+        result = run("print('ok')", mode=mode, timeout=30)
+    except SandboxError as e:
+        raise SandboxError(f"the sandbox cannot start in mode {mode!r}: {e}; {HOW_TO_FIX}") from None
+    if result.stdout != "ok\n":
+        why = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
+        raise SandboxError(f"the sandbox cannot run a trivial program in mode {mode!r}: {why}; {HOW_TO_FIX}")
+    if mode == "none":
+        print("warning: --sandbox none: model programs run WITHOUT isolation, with all of your rights "
+              "(files, network, tokens); recorded as isolation 'no-namespaces'", file=sys.stderr)
+    return mode
 
 
 def clean_env(home: str) -> dict[str, str]:
     """The program's whole environment: nothing of the caller's. One thread per math library and two
     malloc arenas, so threads do not eat the address-space limit."""
-    path = os.pathsep.join(dict.fromkeys([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]))
-    env = {"PATH": path, "LANG": "C.UTF-8", "HOME": home, "MALLOC_ARENA_MAX": "2", "PYTHONPATH": _site_packages()}
+    path = os.pathsep.join(dict.fromkeys([_real_dir(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]))
+    env = {"PATH": path, "LANG": "C.UTF-8", "HOME": home, "MALLOC_ARENA_MAX": "2",
+           "PYTHONPATH": os.pathsep.join(_site_packages())}
     env.update(dict.fromkeys(["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"], "1"))
     return env
 
 
+def _real_dir(path: str) -> str:
+    """``path``'s directory with every symlink resolved (the file itself may stay a symlink: a venv's python)."""
+    return os.path.realpath(os.path.dirname(path))
+
+
 @functools.cache
-def _site_packages() -> str:
-    """This environment's site-packages, for a program run with ``-S``: the packages stay importable
-    without ``site``'s startup (its .pth hooks, e.g. an editable install's finder, cost ~20 ms a run)."""
+def _site_packages() -> tuple[str, ...]:
+    """This environment's site-packages (real paths: the view binds real paths only), for a program
+    run with ``-S``: the packages stay importable without ``site``'s startup (its .pth hooks, e.g. an
+    editable install's finder, cost ~20 ms a run)."""
     import site
 
-    return os.pathsep.join(p for p in site.getsitepackages() if os.path.isdir(p))
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in site.getsitepackages() if os.path.isdir(p)))
 
 
-def _interpreter_dirs() -> list[str]:
-    """Directories the program's interpreter reads (kept reachable after the uid drop)."""
-    dirs = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)))}
-    return sorted(d for d in dirs if not any(d != o and d.startswith(o + os.sep) for o in dirs))
+def _outermost(paths) -> list[str]:
+    paths = set(paths)
+    return sorted(p for p in paths if not any(p != o and p.startswith(o.rstrip("/") + "/") for o in paths))
+
+
+def view_of(argv0: str) -> dict:
+    """The program's filesystem (sandbox/view.py builds it): read-only binds of the interpreter's
+    prefix and base prefix, its real directory, site-packages, the system library directories and
+    the command's own directory; the symlinks on the way to them. Real paths only, so a symlinked
+    venv or clone needs nothing of the host beyond its target."""
+    binds = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), os.path.dirname(os.path.realpath(sys.executable)),
+             *_site_packages(), os.path.dirname(os.path.realpath(argv0))}
+    symlinks = []
+    for path in SYSTEM_PATHS:
+        if os.path.islink(path):
+            symlinks.append((path, os.readlink(path)))
+            path = os.path.realpath(path)
+        if os.path.exists(path):
+            binds.add(path)
+    binds = _outermost(binds)
+    if "/" in binds:
+        raise SandboxError(f"the interpreter's directories include / ({sys.prefix}): the view would hold the whole host")
+    return {"binds": binds, "symlinks": [s for s in symlinks if not any(s[0].startswith(b + "/") for b in binds)]}
 
 
 def run(
@@ -166,21 +220,19 @@ def run(
         files: more files for the working directory (``{"tests.json": ...}``), e.g. a test harness.
         timeout: wall-clock seconds for the whole run.
         limits: the resource limits.
-        mode: "root", "userns" or "none" to force an isolation level (tests); default: the strongest
-            available (``available_mode``). "userns" is the non-root caller's mode: forced as root it
-            drops no privileges.
+        mode: "root", "userns" or "none" to force an isolation level (tests); default: the user's
+            ``--sandbox`` (REASONKIT_SANDBOX), else the strongest available (``resolve_mode``: never
+            "none" unless named). "userns" is the non-root caller's mode (forced as root too, for tests).
     """
-    mode = mode or available_mode()
-    if mode not in ("root", "userns", "none"):
-        raise ValueError(f"sandbox mode {mode!r}: expected root, userns or none")
+    mode = resolve_mode(mode)
     files = dict(files or {})
     if program is not None:
         files["main.py"] = program
     argv = list(argv or (["python", "main.py"] if program is not None else []))
     if not argv:
         raise ValueError("run() needs a program or an argv")
-    if argv[0] == "python":
-        argv[:1] = [sys.executable, "-B", "-S"]  # no bytecode files, no site (see _site_packages)
+    if argv[0] == "python":  # the directory's real path (the view has no symlinked ancestors), the venv's name
+        argv[:1] = [os.path.join(_real_dir(sys.executable), os.path.basename(sys.executable)), "-B", "-S"]  # no bytecode files, no site (see _site_packages)
     elif not os.path.isabs(argv[0]) and "/" not in argv[0]:
         argv[0] = shutil.which(argv[0]) or argv[0]
     namespaces = mode in UNSHARE
@@ -204,7 +256,7 @@ def run(
     if "setup_error" in status or not status:
         raise SandboxError(f"sandbox did not start: {status.get('setup_error') or err.decode(errors='replace')[-500:]}")
     if status.get("exit") == 127 and err.startswith(b"sandbox: cannot start"):
-        # e.g. the interpreter under /root, out of the dropped uid's reach, and no mount namespace
+        # e.g. the interpreter under /root, out of the dropped uid's reach, with --sandbox none
         raise SandboxError(err.decode(errors="replace").strip())
     result = Result(
         stdout=out.decode(errors="replace"),
@@ -257,7 +309,7 @@ def _write_spool(spool: str, files: dict, argv: list[str], timeout: float, limit
         "mode": mode,
         "pidns": namespaces,
         "mountns": namespaces,
-        "keep_readable": _interpreter_dirs(),
+        "view": view_of(argv[0]) if namespaces else None,
     }
     with open(os.path.join(spool, "spec.json"), "w") as f:
         json.dump(spec, f)
