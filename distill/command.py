@@ -13,6 +13,7 @@ import dataclasses
 import click
 
 from reasonkit.distill.config import TrainConfig
+from reasonkit.sandbox.stage import sandbox_option
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
 
@@ -75,6 +76,7 @@ def _d(name: str) -> str:
 @click.option("--overwrite", is_flag=True, default=None, help="Delete the run in OUT and start over.")
 @click.option("--seed", type=int, help=f"Seed for data order and initialisation [{_d('seed')}].")
 @click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE", help="Any other setting, e.g. save_steps=50, threads=1, lint=warn.")
+@sandbox_option
 def train(assignments: tuple[str, ...], **flags) -> None:
     """SFT, DPO, GRPO, a reward model or a process reward model with LoRA (or --full) on TRL and peft: linted,
     checkpointed, resumable.

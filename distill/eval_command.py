@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from reasonkit.engine import engine_options
+from reasonkit.sandbox.stage import sandbox_option
 
 _EVAL_HELP = """Evaluate a model (and optional LoRA adapter): pass@1 over k samples, cons@k, pass@k.
 
@@ -75,6 +76,7 @@ _REPLICAS = _Replicas()
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any EvalConfig field.")
 @engine_options
 @click.pass_context
+@sandbox_option
 def eval_(ctx: click.Context, overrides: tuple[str, ...], **options) -> None:
     if ctx.invoked_subcommand is not None:
         return

@@ -113,6 +113,11 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     if config.adapter is not None and not (Path(config.adapter) / "adapter_config.json").is_file():
         raise UserError(f"--adapter {config.adapter}: not a peft adapter directory (no adapter_config.json)")
     started = time.perf_counter()
+    sandbox_mode = None
+    if config.verifier == "code" or "python" in (config.tools or "").split(","):  # before the data is read
+        from reasonkit.sandbox.stage import require_sandbox
+
+        sandbox_mode = require_sandbox("distill eval" + (" --verifier code" if config.verifier == "code" else " --tools python"))
     out = Path(config.out)
     columns = ColumnMap(id=config.id_col, problem=config.problem_col, answer=config.answer_col)
     prompts = read_prompts(config.data, columns, limit=config.limit, split=config.split)
@@ -167,6 +172,8 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
                                    traces, replicas)
     if contamination is not None:
         summary["decontamination"] = contamination
+    if sandbox_mode:  # how the model's programs ran (not in the protocol: it does not change a correct verdict)
+        summary["sandbox"] = sandbox_mode
     summary["timing"] = {"total_s": round(time.perf_counter() - started, 2), "generate_s": round(gen_seconds, 2)}
     _write_problems(problems, out / "problems.parquet")
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")

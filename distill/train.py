@@ -54,6 +54,11 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     from reasonkit.distill.vllm_support import require_vllm
 
     require_vllm(cfg)  # here, not in TrainConfig: a recipe for a GPU machine validates on any machine
+    sandbox_mode = None
+    if cfg.method == "grpo" and ("code" in cfg.rewards or "python" in (cfg.tools or "").split(",")):
+        from reasonkit.sandbox.stage import require_sandbox  # before the data is read or OUT written
+
+        sandbox_mode = require_sandbox("distill train --method grpo" + (" --reward code" if "code" in cfg.rewards else " --tools python"))
     if cfg.method == "grpo" and cfg.reward_model:  # --reward rm=PATH that is no reward model: one line, nothing written
         from reasonkit.judges.scorer import inspect_model
 
@@ -231,6 +236,8 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
         from reasonkit.distill.grpo_report import add_grpo
 
         add_grpo(report, records, cfg, rollouts, out)
+    if sandbox_mode:
+        report["sandbox"] = sandbox_mode
     if heldout is not None:
         report.update(rows=table.num_rows + heldout.num_rows, train_rows=table.num_rows, heldout_rows=heldout.num_rows, heldout_before=before,
                       heldout=after)

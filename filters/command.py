@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from reasonkit.engine import engine_options
+from reasonkit.sandbox.stage import sandbox_option
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -64,6 +65,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--overwrite", is_flag=True, help="Replace an OUT written with another config.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
 @engine_options
+@sandbox_option
 def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_lang_ratio, drop_truncated,
            think, require_boxed, require_tool, min_tokens, max_tokens, max_repetition, dedup, minhash_threshold, decontam, ngram,
            keep_per_prompt, select_, step_aggregate, workers, overrides, allow_incomplete, overwrite, quiet,

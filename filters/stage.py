@@ -148,6 +148,11 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     """Run the filter stage; returns the report (also in ``OUT/report.json``)."""
     log = log or (lambda message: None)
     started = time.time()
+    sandbox_mode = None
+    if config.verifier == "code":  # a sandbox that cannot start is one error, before the input is read
+        from reasonkit.sandbox.stage import require_sandbox
+
+        sandbox_mode = require_sandbox("distill filter --verifier code")
     timings = {"setup": 0.0}
     step = time.perf_counter()
     shards = input_shards(config)  # every check that can fail runs before anything is written
@@ -198,11 +203,12 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     extra = trajectory_report(work, decisions) if kind == "trajectories" else {}
     report = tally.report(funnel_order(config, filters, deduper), sft_rows=tally.rows_out,
                           input=str(config.traces), seconds=round(time.time() - started, 3),
-                          config=config.fingerprinted(), **reward_report(work, config), **extra)
+                          config=config.fingerprinted(), **reward_report(work, config), **extra,
+                          **({"sandbox": sandbox_mode} if sandbox_mode else {}))
     _write_json(out / REPORT, report)
     rejected_w.finish()
     sft_w.finish()
-    kept_w.finish(rows_in=report["rows_in"], rows_out=report["rows_out"])
+    kept_w.finish(rows_in=report["rows_in"], rows_out=report["rows_out"], **({"sandbox": sandbox_mode} if sandbox_mode else {}))
     shutil.rmtree(out / WORK, ignore_errors=True)
     timings["write"] = time.perf_counter() - step
     # Where the time went, for the user and for bench/filter.py (not in report.json: it is not a result).

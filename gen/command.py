@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from reasonkit.engine import engine_options
+from reasonkit.sandbox.stage import sandbox_option
 
 #: flag name -> key under GenerateConfig.columns
 _COLUMN_FLAGS = {"id_col": "id", "problem_col": "problem", "answer_col": "answer",
@@ -61,6 +62,7 @@ _COLUMN_FLAGS = {"id_col": "id", "problem_col": "problem", "answer_col": "answer
 @click.option("--config", "config_file", type=click.Path(), default=None, help="YAML of GenerateConfig keys.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override any config key (repeatable).")
 @click.pass_context
+@sandbox_option
 def generate(ctx: click.Context, config_file: str | None, sets: tuple[str, ...], **flags) -> None:
     """Sample teacher reasoning traces into a resumable `traces` stage directory.
 

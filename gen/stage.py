@@ -230,6 +230,11 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
     from reasonkit.readers import prompt_notes, read_prompts
     from reasonkit.store import StageWriter, fingerprint, fingerprint_path
 
+    sandbox_mode = None
+    if "python" in (config.tools or "").split(","):  # the python tool: the sandbox starts, before the prompts are read
+        from reasonkit.sandbox.stage import require_sandbox
+
+        sandbox_mode = require_sandbox("distill generate --tools python")
     prompts = read_prompts(config.prompts, config.columns, limit=config.limit, split=config.split)
     template = load_chat_template(config.chat_template)
     toolbox = None
@@ -321,6 +326,7 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
         backend_info=described or writer.manifest.get("backend_info"),  # a no-op rerun keeps the last one's
         teacher_files=teacher_files,
         prompt_notes=prompt_notes(prompts) or None,  # what reading changed in the user's prompts
+        **({"sandbox": sandbox_mode} if sandbox_mode else {}),
     )
 
 

@@ -9,6 +9,7 @@ would be reachable to them."""
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -43,7 +44,7 @@ def run_as_nobody(args: list[str]) -> subprocess.CompletedProcess:
         uncover = (f'stage=$(mktemp -d /var/tmp/rk-stage-XXXXXX); mount --bind "{base}" "$stage"; '
                    f'mount -t tmpfs -o mode=0755 tmpfs "{hidden}"; mkdir -p "{base}"; mount --move "$stage" "{base}"; ')
     command = (f"{uncover}exec setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups --inh-caps=-all "
-               + " ".join(f"'{a}'" for a in args))
+               + " ".join(shlex.quote(a) for a in args))
     env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "TMPDIR": "/tmp", "HF_HUB_OFFLINE": "1"}
     return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", command],
                           capture_output=True, text=True, timeout=120, env=env)

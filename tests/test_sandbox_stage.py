@@ -1,0 +1,117 @@
+"""A stage that will run model programs starts the sandbox first: where it cannot start, one error
+(exit 2, one line, nothing written), never a column of unverifiable rows; ``--sandbox none`` is the
+only way to run without namespaces, and it says so (a warning, ``sandbox`` in report.json and the
+manifest, ``no-namespaces`` in the rows' isolation)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_filter_code_stage import rows
+
+from reasonkit import sandbox
+from reasonkit.errors import UserError
+from reasonkit.filters.synthetic import write_traces
+from reasonkit.sandbox import runner
+
+DISTILL = str(Path(sys.executable).parent / "distill")
+
+
+@pytest.fixture
+def no_namespaces(monkeypatch):
+    """This process as on a machine without user namespaces or unshare."""
+    monkeypatch.setattr(runner, "available_mode", lambda: "none")
+    monkeypatch.delenv(sandbox.ENV_MODE, raising=False)
+
+
+def test_without_namespaces_auto_refuses_and_names_the_fix(no_namespaces):
+    with pytest.raises(sandbox.SandboxError, match="no isolation is possible here.*bubblewrap.*--sandbox none"):
+        sandbox.run("print(1)")
+    assert sandbox.resolve_mode("none") == "none"  # named: allowed
+
+
+def test_filter_without_a_sandbox_is_one_line_exit_2_nothing_written(tmp_path):
+    write_traces(tmp_path / "traces", rows(), shard_rows=4)
+    empty = tmp_path / "bin"
+    empty.mkdir()  # PATH without unshare: no namespace can be made
+    done = subprocess.run([DISTILL, "filter", str(tmp_path / "traces"), "--out", str(tmp_path / "out"),
+                           "--verifier", "code", "--lang", "none", "--dedup", "none"],
+                          capture_output=True, text=True, env={**os.environ, "PATH": str(empty)}, timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: distill filter --verifier code: no isolation is possible")
+    assert "--sandbox none" in lines[0] and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("stage", ["eval", "generate", "train"])
+def test_every_program_running_stage_checks_the_sandbox_before_its_input(stage, no_namespaces, tmp_path):
+    # The input does not exist: the sandbox's error comes first, so it was checked before reading.
+    missing, out = str(tmp_path / "missing.parquet"), str(tmp_path / "out")
+    if stage == "eval":
+        from reasonkit.distill.evaluate import EvalConfig, run_eval
+
+        call = lambda: run_eval(EvalConfig(model="m", data=missing, out=out, verifier="code"))  # noqa: E731
+    elif stage == "generate":
+        from reasonkit.gen.stage import GenerateConfig, generate
+
+        call = lambda: generate(GenerateConfig(prompts=missing, teacher="t", out=out, tools="python"))  # noqa: E731
+    else:
+        from reasonkit.distill.config import TrainConfig
+        from reasonkit.distill.train import train
+
+        call = lambda: train(TrainConfig(method="grpo", student="m", data=missing, out=out,  # noqa: E731
+                                         rewards={"accuracy": 1.0, "code": 1.0}))
+    with pytest.raises(UserError, match="no isolation is possible here"):
+        call()
+    assert not Path(out).exists()
+
+
+def test_sandbox_option_sets_the_mode_for_the_command_only(monkeypatch):
+    import click
+
+    from reasonkit.sandbox.stage import sandbox_option
+
+    seen = []
+
+    @click.command()
+    @sandbox_option
+    def probe():
+        seen.append(os.environ.get(sandbox.ENV_MODE))
+
+    monkeypatch.delenv(sandbox.ENV_MODE, raising=False)
+    assert CliRunner().invoke(probe, ["--sandbox", "none"]).exit_code == 0
+    assert seen == ["none"] and sandbox.ENV_MODE not in os.environ  # restored after the command
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make the non-root caller")
+def test_sandbox_none_opts_in_warns_and_is_recorded(tmp_path):
+    # A non-root user on a machine without namespaces (no unshare on PATH): --sandbox none runs the
+    # programs as that user; the run says so everywhere it is read later.
+    from test_sandbox_nonroot import NOBODY, run_as_nobody
+
+    work = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="reasonkit-none-"))
+    try:
+        write_traces(work / "traces", rows(), shard_rows=4)
+        for path in [work, *work.rglob("*")]:
+            os.chown(path, NOBODY, NOBODY)
+        script = (f"import os, sys; os.environ['PATH'] = '/nonexistent'; sys.argv = ['distill', 'filter', '{work}/traces', "
+                  f"'--out', '{work}/out', '--verifier', 'code', '--lang', 'none', '--dedup', 'none', '--sandbox', 'none', "
+                  "'--verify-timeout', '1'];\nfrom reasonkit.cli import main; main()")
+        done = run_as_nobody([sys.executable, "-c", script])
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "warning: --sandbox none" in done.stderr
+        report = json.loads((work / "out" / "report.json").read_text())
+        manifest = json.loads((work / "out" / "_manifest.json").read_text())
+        assert report["sandbox"] == "none" and manifest["sandbox"] == "none"
+        import pyarrow.parquet as pq
+
+        isolation = pq.read_table(work / "out" / "part-00000.parquet").column("isolation").to_pylist()
+        assert isolation and all(value.startswith("no-namespaces") for value in isolation)
+    finally:
+        subprocess.run(["rm", "-rf", str(work)], check=False)
