@@ -50,13 +50,16 @@ def push(
     token: str | None = None,
     license: str = "other",
     recipe: str | os.PathLike | None = None,
+    allow_secrets: bool = False,
 ) -> dict:
     """Publish the stage directory ``dir`` as the dataset repository ``repo`` (or write it to ``dry_run``).
 
     Returns ``{"repo", "configs": {name: rows}, "files": [paths in repo], "dry_run", "url", "commit",
     "deleted", "notes"}``; ``url``/``commit`` are None on a dry run. Raises :class:`UserError` before any
     work for a bad repo id or split, an incomplete or non-stage directory, a missing shard, a
-    non-empty dry-run folder, or (unless dry-running) no token or offline mode.
+    non-empty dry-run folder, or (unless dry-running) no token or offline mode; and, after reading the
+    tables but before writing or uploading anything, for a credential-shaped string in any string
+    column or generated file (hub_secrets.py), unless ``allow_secrets``.
     """
     from reasonkit import hub_card, hub_provenance
 
@@ -70,6 +73,8 @@ def push(
     if recipe is not None and not Path(recipe).is_file():
         raise UserError(f"--recipe {recipe}: no such file")
     configs, skipped = _collect(stage_dir, split)
+    if not allow_secrets:
+        _check_no_secrets_in_tables(configs)
 
     chain = hub_provenance.lineage(stage_dir, configs[0].manifest)
     card = hub_card.render(repo, configs, skipped, chain, split=split, license=license,
@@ -78,7 +83,7 @@ def push(
         "README.md": card,
         "provenance.json": json.dumps(hub_provenance.provenance(configs, chain), indent=2, default=str) + "\n",
     }
-    _check_no_secret(texts, token or os.environ.get("HF_TOKEN"))
+    _check_no_secret(texts, token or os.environ.get("HF_TOKEN"), allow_secrets)
     files = {path: src for c in configs for path, src in zip(c.files, c.shards)}
 
     result = {
@@ -194,10 +199,36 @@ def _resolve_token(token: str | None) -> str:
     return token
 
 
-def _check_no_secret(texts: dict[str, str], token: str | None) -> None:
+def _check_no_secret(texts: dict[str, str], token: str | None, allow_secrets: bool = False) -> None:
+    from reasonkit.hub_secrets import find_in_texts
+
     for name, text in texts.items():
         if token and token in text:  # e.g. a recipe or a stage config that embedded it
             raise UserError(f"refusing to publish: the Hugging Face token appears in the generated {name}")
+    found = [] if allow_secrets else find_in_texts(texts)
+    if found:
+        raise UserError(f"refusing to publish: a credential-shaped string appears in the generated {', '.join(found)}; "
+                        "remove it, or pass --allow-secrets if it is not a real credential")
+
+
+def _check_no_secrets_in_tables(configs) -> None:
+    """Every string column of every table, shard by shard (memory stays one shard's)."""
+    import pyarrow.parquet as pq
+
+    from reasonkit.hub_secrets import find_secrets
+
+    merged: dict[tuple[str, str], list] = {}
+    for c in configs:
+        for shard in c.shards:
+            for f in find_secrets({c.name: pq.read_table(shard)}):
+                merged.setdefault((f.table, f.column), []).append(f)
+    if merged:
+        from reasonkit.hub_secrets import Finding
+
+        lines = [Finding(t, col, tuple(sorted({k for f in fs for k in f.kinds})), [i for f in fs for i in f.ids],
+                         sum(f.rows for f in fs)).line() for (t, col), fs in merged.items()]
+        raise UserError("refusing to publish: credential-shaped strings found: " + "; ".join(lines)
+                        + "; remove those rows, or pass --allow-secrets if they are not real credentials")
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -306,8 +337,10 @@ def _first_line(e: BaseException) -> str:
               help="Write the repository to FOLDER (new or empty) and upload nothing; needs no token.")
 @click.option("--license", "license_", default="other", show_default=True, help="Hub license id for the card.")
 @click.option("--recipe", type=click.Path(path_type=Path), help="Recipe YAML to show in the card.")
+@click.option("--allow-secrets", is_flag=True, help="Publish even where a string column holds a credential-shaped "
+              "string (hf_ tokens, sk- keys, AWS keys, private keys); without it the push is refused, naming the rows.")
 def push_command(dir: Path, repo: str, private: bool, split: str, dry_run: Path | None, license_: str,
-                 recipe: Path | None) -> None:
+                 recipe: Path | None, allow_secrets: bool) -> None:
     """Publish the stage directory DIR as a Hugging Face Hub dataset with a generated card.
 
     \b
@@ -315,7 +348,8 @@ def push_command(dir: Path, repo: str, private: bool, split: str, dry_run: Path 
     Example:
       distill push out/filtered --repo me/r1-distill-math --dry-run /tmp/preview
     """
-    result = push(dir, repo, private=private, split=split, dry_run=dry_run, license=license_, recipe=recipe)
+    result = push(dir, repo, private=private, split=split, dry_run=dry_run, license=license_, recipe=recipe,
+                  allow_secrets=allow_secrets)
     tables = ", ".join(f"{name} {rows:,} rows" for name, rows in result["configs"].items())
     for note in result["notes"]:
         click.echo(f"note: the card says: {note}", err=True)

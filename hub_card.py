@@ -117,6 +117,7 @@ def render(
     out += _teachers_section(teacher_counts(configs, chain), teacher_identities(chain))
     out += _sampling_section(chain)
     out += _funnel_section(chain)
+    out += _sandbox_section(chain)
     out += _decontam_section(chain)
     out += _versions_section(chain)
     out += _lineage_section(chain)
@@ -133,6 +134,16 @@ def render(
         "",
     ]
     return "\n".join(out)
+
+
+def _sandbox_section(chain: list[Link]) -> list[str]:
+    """How the model's programs ran where a stage ran any (the code verifier, the python tool)."""
+    modes = {m.get("stage"): m["sandbox"] for m in (link.manifest or {} for link in chain) if m.get("sandbox")}
+    if not modes:
+        return []
+    lines = ["### Sandbox", "", "| stage | model programs ran in sandbox mode |", "|---|---|"]
+    lines += [f"| {stage} | `{mode}`{' (no namespaces: NOT isolated)' if mode == 'none' else ''} |" for stage, mode in modes.items()]
+    return lines + [""]
 
 
 def _cell(v: Any) -> str:
