@@ -10,7 +10,10 @@ What counts as the answer, in order:
    the answer (R1's rule: an intermediate box is not the final answer).
 3. A torn or empty last box is no answer (the response was cut while boxing it), never the box
    before it.
-4. No box: the last "the answer is X" / "Answer: X" phrase.
+4. No box: a "final answer is X" phrase, else the answer where math-verify's default ``parse``
+   looks for one (an "answer is" phrase, the last LaTeX expression, a bare last value), read as
+   :mod:`~reasonkit.filters.unboxed` reads it. ``--require-boxed`` is a format rule (filters/format.py),
+   not part of extraction.
 
 Pure functions on strings, bounded in time whatever the input: at most :data:`MAX_TRIES` boxes
 are joined, and a box whose content runs past :data:`MAX_ANSWER` characters is reported as too
@@ -40,6 +43,8 @@ from __future__ import annotations
 
 import re
 
+from reasonkit.filters.unboxed import unboxed_answer
+
 #: Longest answer handed to a verifier; longer ones are not answers but runaway text.
 MAX_ANSWER = 1000
 #: Most boxes joined into one answer set (and examined, from the last).
@@ -48,10 +53,6 @@ MAX_TRIES = 8
 MAX_GAP = 80
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\b")
-_ANSWER_IS = re.compile(
-    r"(?:final answer|the answer|answer)\s*(?:is|:)\s*:?\s*(.{1,200}?)\s*(?:\.\s|\.?$|\n)",
-    re.IGNORECASE,
-)
 # After the last box only a phrase that names a value and ends with it revises the answer: "The
 # final answer is $10,455$.", "final answer is 15.", "Final Answer: \(42\)"; never "I hope the
 # answer is correct", nor "the final answer is $12$ and $13$".
@@ -121,6 +122,8 @@ def final_boxes(text: str) -> tuple[str | None, str | None, int]:
     ('1, 2', None)
     >>> final_boxes(r"\boxed{1}. Adding one more gives \boxed{2}")[:2]
     ('2', None)
+    >>> final_boxes(r"\boxed{7} " * 300 + r"\boxed{13}")[:2]  # a repetition, not a set: the last box
+    ('13', None)
     >>> final_boxes(r"\boxed{1} and \boxed{}")[:2]
     (None, 'empty_box')
     """
@@ -130,7 +133,10 @@ def final_boxes(text: str) -> tuple[str | None, str | None, int]:
     answers: list[str] = []
     last_end = None
     next_start = None
-    for start, pos in reversed(starts[-MAX_TRIES:]):
+    # One box more than can be joined is read: a run that long, or one that boxes a value twice, is
+    # a repetition (a degenerate loop, "\boxed{7}" x 300 then "\boxed{13}"), not an answer set:
+    # then the last box alone is the answer.
+    for start, pos in reversed(starts[-(MAX_TRIES + 1):]):
         content, why, end = _box_at(text, pos)
         if last_end is None:
             last_end = end
@@ -138,8 +144,9 @@ def final_boxes(text: str) -> tuple[str | None, str | None, int]:
                 return None, why, last_end
         elif content is None or end > next_start or not _connects(text[end:next_start]):
             break
-        if content not in answers:
-            answers.insert(0, content)
+        elif content in answers or len(answers) == MAX_TRIES:
+            return answers[-1], None, last_end
+        answers.insert(0, content)
         next_start = start
     return ", ".join(answers), None, last_end
 
@@ -167,15 +174,6 @@ def _clean(value: str) -> str | None:
     return value.rstrip(".").strip() or None
 
 
-def answer_phrase(text: str) -> str | None:
-    """The answer in the last "the answer is X" / "Answer: X" phrase, without ``$`` and a final period."""
-    tail = text[-4000:]  # the phrase ends a response; never scan a megabyte with a regex
-    matches = list(_ANSWER_IS.finditer(tail))
-    if not matches:
-        return None
-    return _clean(matches[-1].group(1))
-
-
 def final_phrase(text: str) -> str | None:
     """The value of the last "final answer is X" phrase in ``text`` that names one."""
     matches = list(_FINAL_IS.finditer(text[-4000:]))
@@ -198,7 +196,10 @@ def extract_answer(text: str | None) -> tuple[str | None, str | None]:
             return revised, None
         if reason != "no_answer":  # "\\boxedx" is no box: look for a phrase
             return answer, reason
-    phrase = answer_phrase(text)
-    if phrase is not None:
+    # No box: a "final answer is X" phrase, else where math-verify looks (filters/unboxed.py).
+    phrase = final_phrase(text)
+    if phrase is None:
+        phrase = unboxed_answer(text)
+    if phrase is not None and len(phrase) <= MAX_ANSWER:
         return phrase, None
     return None, "no_answer"

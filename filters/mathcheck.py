@@ -24,16 +24,18 @@ from functools import lru_cache
 
 from math_verify import parse, verify
 
+from reasonkit.filters.spelling import canonical, gold_text
+
 # With timeouts off, math-verify warns once per process; the pool owns the timeout.
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 
 @lru_cache(maxsize=4096)
 def parse_gold(gold: str) -> tuple:
-    r"""A gold answer parsed once. Bare LaTeX (``2\sqrt{2}``) is wrapped in ``$...$`` first:
-    math-verify reads an unanchored ``2\sqrt{2}`` as ``2``."""
-    text = gold if ("$" in gold or "\\boxed" in gold or "\\(" in gold) else f"${gold}$"
-    return tuple(parse(text, parsing_timeout=None))
+    r"""A gold answer parsed once, as :func:`~reasonkit.filters.spelling.gold_text` writes it: bare
+    LaTeX wrapped in ``$...$`` (math-verify reads an unanchored ``2\sqrt{2}`` as ``2``), a plain
+    expression (``3**(1/2)``) or a flipped equation (``2=x``) read as meant."""
+    return tuple(parse(gold_text(gold), parsing_timeout=None))
 
 
 def _usable(parsed) -> bool:
@@ -45,20 +47,21 @@ def check_math(pred: str, gold: str) -> tuple[bool | None, str | None]:
     golds = list(parse_gold(gold))
     if not golds:
         return None, "unparseable_gold"
-    preds = parse("\\boxed{" + pred + "}", parsing_timeout=None) if pred.strip() else []
+    preds = parse("\\boxed{" + canonical(pred) + "}", parsing_timeout=None) if pred.strip() else []
     if not preds or (_usable(golds) and not _usable(preds)):
         return None, "unparseable_pred"
     return bool(verify(golds, preds, timeout_seconds=None)), None
 
 
 def check_response(response: str, gold: str) -> tuple[bool | None, str | None]:
-    """math-verify alone on a whole response, as open-r1's accuracy reward does it: the baseline
+    """math-verify alone (default ``parse`` of the gold and of the whole response, then ``verify``), as
+    open-r1's accuracy reward does it: the baseline
     our extractor is measured against (tests/test_filter_answer_cases.py), not a path the filter takes.
 
     >>> check_response(r"So $x = \\boxed{-3}$ or $x = \\boxed{3}$.", "$-3, 3$")
     (True, None)
     """
-    golds = list(parse_gold(gold))
+    golds = parse(gold, parsing_timeout=None)
     if not golds:
         return None, "unparseable_gold"
     preds = parse(response, parsing_timeout=None)

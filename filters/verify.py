@@ -100,6 +100,28 @@ def same_text(pred: str, gold: str) -> bool:
     return answer_text(pred) == answer_text(gold)
 
 
+def _int_verdict(pred: str, gold_int: int) -> bool | None:
+    p = parse_int(pred)
+    return None if p is None else p == gold_int
+
+
+def fast_verdict(pred: str, gold: str, gold_int: int | None = None) -> bool | None:
+    r"""The math verifier's verdict where it is certain without math-verify (both integers, written
+    alike, or read exactly by filters/exact.py), else None: ask math-verify. ``gold_int`` is
+    ``parse_int(gold)`` when the caller has it. tests/test_filter_peer_classes.py sweeps it against
+    ``check_math``.
+
+    >>> fast_verdict("1{,}000", "1000"), fast_verdict(r"\dfrac{1}{2}", r"\frac{1}{2}"), fast_verdict("x = 3", "3")
+    (True, True, None)
+    """
+    g = parse_int(gold) if gold_int is None else gold_int
+    if g is not None and (verdict := _int_verdict(pred, g)) is not None:
+        return verdict
+    if same_as_written(pred, gold):
+        return True
+    return exact_verdict(pred, gold)
+
+
 def default_workers() -> int:
     """The cores this process may use."""
     try:
@@ -136,14 +158,9 @@ class Verifier:
                 continue
             if gold not in ints:
                 ints[gold] = parse_int(gold)
-            g, p = ints[gold], parse_int(pred)
-            if g is not None and p is not None:
-                out[i] = (p == g, None)
-                self.fast += 1
-            elif self.kind == "math" and same_as_written(pred, gold):
-                out[i] = (True, None)
-                self.fast += 1
-            elif self.kind == "math" and (verdict := exact_verdict(pred, gold)) is not None:
+            g = ints[gold]
+            verdict = fast_verdict(pred, gold, g) if self.kind == "math" else None
+            if verdict is not None or (self.kind == "int" and g is not None and (verdict := _int_verdict(pred, g)) is not None):
                 out[i] = (verdict, None)
                 self.fast += 1
             elif self.kind == "int":

@@ -56,7 +56,7 @@ def test_accuracy_right_wrong_no_answer_and_cannot_tell(fns):
     completions = [
         r"<think>17 * 23 = 391</think>The answer is \boxed{391}.",
         r"<think>17 * 23 = 381</think>The answer is \boxed{381}.",
-        r"<think>17 * 23 = 391</think>The answer is 391, I think",  # nothing the extractor reads
+        r"<think>17 * 23 = 391</think>The answer is 391 or 392, I think",  # two values: no answer (issue 27)
         r"<think>17 * 23 = \boxed{391}</think>So that is it.",  # a box in the reasoning is no answer
         r"<think>ok</think>\boxed{391",  # a torn box
         r"<think>ok</think>\boxed{\frac{782}{2}}",  # math-verify: equal
