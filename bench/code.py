@@ -1,6 +1,7 @@
 """Benchmark: verified code rows per second, ``--verifier code`` against a SkyThought-style checker.
 
     python bench/code.py [--rows 48] [--tests 10] [--workers 2]
+    python bench/code.py --start-runs 200      # the sandbox's start alone, p50/p99 per mode
 
 Both check the same answers (ROWS programs, right, wrong, crashing, over three stdin problems of
 TESTS tests each, TACO-shaped ``input_output``) on ``--workers`` at once, in one run, rounds
@@ -124,13 +125,47 @@ def baseline(items, workers: int) -> list[bool]:
         return list(pool.map(lambda item: _baseline_answer(*item), items))
 
 
+def start_cost(runs: int) -> None:
+    """The sandbox's own start, ms a run (``print(1)``, one at a time), p50/p99 in every mode this machine
+    takes, beside the floor it stands on: ``unshare`` + a bare interpreter with no view, no init.
+    Runs against whatever ``reasonkit.sandbox`` is importable, so an older checkout on PYTHONPATH
+    measures the before."""
+    import os
+    import subprocess
+
+    from reasonkit import sandbox
+
+    def pct(xs: list[float]) -> str:
+        xs = sorted(xs)
+        return f"p50 {1000 * xs[len(xs) // 2]:6.1f} ms  p99 {1000 * xs[min(len(xs) - 1, int(len(xs) * 0.99))]:6.1f} ms"
+
+    modes = [m for m in ("root", "userns") if m != "root" or os.geteuid() == 0]
+    for mode in modes:
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            assert sandbox.run("print(1)", mode=mode).stdout == "1\n"
+            times.append(time.perf_counter() - t)
+        print(f"start {mode:7} {pct(times)}  ({runs} runs)")
+    floor = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", sys.executable,
+                        "-I", "-S", "-c", "print(1)"], check=True, capture_output=True)
+        floor.append(time.perf_counter() - t)
+    print(f"floor   unshare + python -I -S  {pct(floor)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=48)
     ap.add_argument("--tests", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--start-runs", type=int, default=0, help="Only the sandbox's start cost, over this many runs.")
     args = ap.parse_args()
+    if args.start_runs:
+        return start_cost(args.start_runs)
     items = make_rows(args.rows, args.tests)
     seconds: dict[str, list[float]] = {"ours": [], "baseline": []}
     verdicts = {}
