@@ -23,7 +23,7 @@ reasonkit adds, by subclassing without changing the loss:
 
 Device-aware defaults: on CPU TRL's transformers generation, fp32, no gradient checkpointing (TRL turns
 bf16 and checkpointing on by default; student.trainer_args sets both explicitly); on CUDA, vLLM in
-colocate mode when it is installed (``use_vllm``: None = auto), in bf16 with checkpointing.
+colocate mode (``use_vllm``: None = auto; a vLLM TRL cannot drive stops the run), in bf16 with checkpointing.
 """
 
 from __future__ import annotations
@@ -44,11 +44,11 @@ SAME_NAMES = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsil
 
 
 def resolve_vllm(cfg, cuda: bool) -> bool:
-    """``use_vllm`` as given (train() checked the vLLM it needs: vllm_support.require_vllm), else on exactly when there is a GPU and a
-    vLLM TRL supports (distill/vllm_support.py): generation then runs in TRL's colocate mode."""
-    from reasonkit.distill.vllm_support import supported_vllm
+    """``use_vllm`` as given, else on exactly when there is a GPU; a vLLM TRL cannot drive is refused
+    either way on a GPU (distill/vllm_support.py use_vllm says why: no silent fallback)."""
+    from reasonkit.distill.vllm_support import use_vllm
 
-    return cfg.use_vllm if cfg.use_vllm is not None else cuda and supported_vllm()
+    return use_vllm(cfg, cuda)
 
 
 def grpo_arguments(cfg, args: dict, *, longest_prompt: int | None = None) -> GRPOConfig:

@@ -66,6 +66,11 @@ def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: i
             f"the longest prompt ({longest} tokens) plus max_completion_length {cfg.max_completion_length} exceeds the "
             f"student's context ({max_positions} positions); lower --max-completion-length to "
             f"{max(1, max_positions - longest)} or extend the context (distill prepare-student --max-positions)")))
+    if rows and "format" in cfg.rewards and not trained_by_reasonkit(cfg.student):
+        text = tok.apply_chat_template(rows[0][1]["prompt"], tokenize=False, add_generation_prompt=True)
+        unmet = format_unmet(text)
+        if unmet:
+            findings.append(Finding("format_reward", unmet))
     group = group_finding(cfg, world_size=world_size, prompts=table.num_rows)
     findings += [group] if group else []
     if "accuracy" in cfg.rewards:
@@ -116,3 +121,34 @@ def _turn_stop(tok, prompt: list[dict], stops: set[int]) -> Finding | None:
         f"the chat template ends an assistant turn with {tok.decode(whole[len(before):][-3:])!r}, which holds no stop "
         f"token (generation stops at {names}): no completion could end before max_completion_length; make the turn "
         "end with EOS (distill prepare-student --template ...) or pass --set chat_template=FILE.jinja"))
+
+
+def format_unmet(prompt_text: str) -> str | None:
+    """Why the format reward (a closed ``<think>`` block, then a boxed answer) is ~always 0 for prompts rendered
+    like ``prompt_text``, or None when the policy can meet it: the template opens the block in the generation
+    prompt (R1's, QwQ's), or the prompt (system, instruction, template text) asks for ``<think>`` by name.
+    An instruct model never prompted for the tag (Qwen2.5-7B-Instruct) almost never writes it, so every group
+    scores 0 on format and the reward teaches nothing while its weight dilutes the others.
+
+    >>> format_unmet("<|im_start|>user\\n1 + 1?<|im_end|>\\n<|im_start|>assistant\\n")[:44]
+    'the format reward needs a <think> block, but'
+    >>> format_unmet("Think inside <think> </think> tags.\\nUser: 1 + 1?\\nAssistant:") is None
+    True
+    """
+    from reasonkit.gen.think import opens_think
+
+    if opens_think(prompt_text) or "<think>" in prompt_text:
+        return None
+    return ("the format reward needs a <think> block, but the chat template does not open one and the prompt never "
+            "asks for it (rendered prompt: ..." + prompt_text[-80:].replace("\n", "\\n") + "): it would score ~0 on "
+            "every completion; ask for <think> in `system` or `instruction`, use a template that opens it, or drop "
+            "format from rewards")
+
+
+def trained_by_reasonkit(student: str) -> bool:
+    """Whether ``student`` is the model or merge a reasonkit train step wrote (its OUT holds train_config.json):
+    such a student learnt its format from its data (SFT on think traces writes ``<think>`` unprompted), so
+    what its prompt names says nothing about what it writes."""
+    from pathlib import Path
+
+    return (Path(student).expanduser().parent / "train_config.json").is_file()

@@ -1,26 +1,37 @@
 """Peak training memory per GPU, estimated from config.json and the settings: no weights loaded.
 
-The terms, for a decoder of vocabulary V, hidden h, L layers, MLP width i, key/value width kv, and
-T = batch_size x sequence tokens per device per micro-step (packing: batch_size x max_length):
+The terms follow what the libraries allocate, for a decoder of vocabulary V, hidden h, L layers, MLP
+width i, key/value width kv, and T = rows x sequence tokens per device per micro-step (a DPO or reward
+model pair is two rows, chosen and rejected, in one forward):
 
-- weights: parameters x 2 bytes (bf16) or 4 (fp32);
-- full fine-tuning: gradients in the weights' dtype, AdamW's two moments in it too (the Trainer's
-  torch AdamW keeps them in the parameters' dtype): 8 bytes/param in bf16, 16 in fp32;
-- LoRA: the base weights as above, plus the adapters in fp32 (peft upcasts them) with their
-  gradients and moments: 16 bytes per adapter parameter;
+- weights, gradients, optimizer, by how the process holds them (``sharding``):
+  - one whole copy (a single process, or DDP): the weights in their load dtype (bf16 on a GPU), gradients
+    in it too, and torch's AdamW two moments ``zeros_like`` the parameters: 2 + 2 + 4 = 8 bytes/param;
+  - DeepSpeed ZeRO-3 (bf16): bf16 weights and gradients, and fp32 master weights plus two fp32 moments:
+    2 + 2 + 12 = 16 bytes/param, divided by the processes;
+  - FSDP2 under accelerate's mixed precision: the sharded parameters are upcast to fp32 (accelerate's
+    "FSDP upcast of low precision parameters to fp32"), so fp32 weights, gradients and moments: 4 + 4 + 8
+    = 16 bytes/param, divided by the processes;
+- LoRA: the base weights frozen as above, the adapters in fp32 (peft upcasts them) with fp32 gradients and
+  moments: 4 + 4 + 8 bytes per adapter parameter;
+- reference: TRL's frozen copy of the policy (GRPO with beta > 0, DPO without precomputed reference
+  log-probs) when the weights are full; with LoRA the reference is the base with the adapter off (no copy).
+  Sharded like the policy under ZeRO-3/FSDP (TRL prepares it with the same plugin);
+- a reward model a GRPO reward loads in every process (bf16, whole): ``frozen``;
 - activations: with gradient checkpointing each layer keeps its input (L x T x h) and one layer is
-  recomputed at a time (T x (6h + 2kv + 4i)); without it every layer keeps T x (6h + 2kv + 4i);
-  in the activation dtype. Attention is FlashAttention/SDPA (no T x T scores);
-- logits: T x V x 4 bytes, the fp32 logits the loss is computed on (alone 19.9 GB at T = 32,768 with
-  Qwen's 151,936 tokens); zero with use_liger_kernel (fused linear cross-entropy, chunked).
+  recomputed at a time (T x (6h + 2kv + 4i)); without it every layer keeps T x (6h + 2kv + 4i); in the
+  activation dtype. Attention is FlashAttention/SDPA (no T x T scores);
+- logits: TRL 1.16's SFT, DPO and GRPO trainers never build them whole: a fused LM head scores tiles of
+  4,096 tokens x 32,768 vocabulary entries (trl/kernels/chunked_logprob.py) and, when the head trains,
+  accumulates its gradient in fp32 (V x h x 4); a reward model's score head has no vocabulary logits;
+  ``whole`` (T x V x 4 bytes, fp32) is what a plain causal-LM loss would build;
+- vLLM colocated with GRPO (TRL's vllm_mode colocate): ``vllm_gpu_memory_utilization`` of the GPU.
 
-Every process holds all of it under DDP; under FSDP or ZeRO-3 the weights, gradients and optimizer
-states are divided by the process count. CUDA context, allocator fragmentation and temporaries come on
-top, so a plan near the limit will not fit.
+CUDA context, allocator fragmentation and temporaries come on top, so a plan near the limit will not fit.
 
 >>> shape = {"vocab_size": 151936, "hidden_size": 1536, "num_hidden_layers": 28, "intermediate_size": 8960,
 ...          "num_attention_heads": 12, "num_key_value_heads": 2, "tie_word_embeddings": True, "model_type": "qwen2"}
->>> e = estimate(shape, tokens=32768, bf16=True, full=True, checkpointing=True)
+>>> e = estimate(shape, tokens=32768, bf16=True, full=True, checkpointing=True, logits="whole")
 >>> round(e.logits / 1e9, 1), e.parameters
 (19.9, 1543714304)
 """
@@ -33,6 +44,14 @@ GB = 1e9
 _LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
+#: TRL's fused LM head tile: tokens x vocabulary entries scored at once (trl/kernels/chunked_logprob.py
+#: TOKEN_CHUNK_SIZE, trl/trainer/utils.py _CHUNKED_LOGPROB_CHUNK_SIZE).
+TILE_TOKENS, TILE_VOCAB = 4096, 32768
+#: (weights, gradients, optimizer) bytes per trained parameter by sharding (module docstring).
+FULL_BYTES = {"none": None, "zero3": (2, 2, 12), "fsdp": (4, 4, 8)}
+TERMS = ("weights", "gradients", "optimizer", "reference", "reward_model", "activations", "logits", "vllm")
+
+
 @dataclass(frozen=True)
 class Estimate:
     parameters: int
@@ -42,17 +61,25 @@ class Estimate:
     optimizer: float
     activations: float
     logits: float
+    reference: float = 0.0
+    reward_model: float = 0.0
+    vllm: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.logits
+        return sum(getattr(self, t) for t in TERMS)
 
     def as_dict(self) -> dict:
         return {**asdict(self), "total": self.total}
 
     def describe(self) -> str:
-        parts = ("weights", "gradients", "optimizer", "activations", "logits")
-        return f"{self.total / GB:.1f} GB (" + ", ".join(f"{p} {getattr(self, p) / GB:.1f}" for p in parts) + ")"
+        shown = [t for t in TERMS if getattr(self, t) or t in ("weights", "gradients", "optimizer", "activations", "logits")]
+        return f"{self.total / GB:.1f} GB (" + ", ".join(f"{t.replace('_', ' ')} {getattr(self, t) / GB:.1f}" for t in shown) + ")"
+
+    def largest(self) -> str:
+        """The term that weighs most, in words: where a plan that does not fit should cut first."""
+        term = max(TERMS, key=lambda t: getattr(self, t))
+        return f"{term.replace('_', ' ')} {getattr(self, term) / GB:.1f} GB"
 
 
 def _dims(shape: dict) -> tuple[int, int, int, int, int, int, int]:
@@ -81,21 +108,66 @@ def lora_count(shape: dict, rank: int, targets: str = "all-linear") -> int:
 
 
 def estimate(shape: dict, *, tokens: int, bf16: bool, full: bool, checkpointing: bool, lora_r: int = 16,
-             targets: str = "all-linear", liger: bool = False, shards: int = 1) -> Estimate:
-    """Bytes per device for one micro-step of ``tokens`` tokens (see the module docstring)."""
+             targets: str = "all-linear", logits: str = "fused", sharding: str = "none", shards: int = 1,
+             reference: bool = False, frozen: float = 0.0, vllm: float = 0.0) -> Estimate:
+    """Bytes per device for one micro-step of ``tokens`` tokens (see the module docstring).
+
+    ``logits``: "fused" (TRL's tiled LM head), "whole" (T x V fp32) or "none" (a score head);
+    ``sharding``: "none", "zero3" or "fsdp" over ``shards`` processes; ``reference``: a frozen copy of
+    the policy; ``frozen``: bytes of another model every process holds; ``vllm``: bytes vLLM takes.
+    """
     vocab, h, layers, inter, _, kv, _ = _dims(shape)
     width = 2 if bf16 else 4
     params = parameter_count(shape)
+    per_param = FULL_BYTES[sharding] if bf16 else None
+    split = shards if sharding != "none" else 1
     if full:
-        trainable, grads, optimizer = params, params * width, params * 2 * width
+        trainable = params
+        w, g, o = per_param or (width, width, 2 * width)
+        weights, grads, optimizer = params * w, params * g, params * o
     else:
         trainable = lora_count(shape, lora_r, targets)
-        grads, optimizer = trainable * 4, trainable * 8
-    weights = params * width + (0 if full else trainable * 4)
+        base = 4 if sharding == "fsdp" and bf16 else width  # FSDP upcasts every sharded parameter, frozen ones too
+        weights, grads, optimizer = params * base + trainable * 4, trainable * 4, trainable * 8
+    ref = params * width if reference and full else 0.0
     layer = tokens * (6 * h + 2 * kv + 4 * inter) * width
     activations = (layers * tokens * h * width + layer) if checkpointing else layers * layer
-    logits = 0 if liger else tokens * vocab * 4
-    return Estimate(params, trainable, weights / shards, grads / shards, optimizer / shards, activations, logits)
+    if logits == "whole":
+        head = tokens * vocab * 4
+    elif logits == "fused":
+        head = min(tokens, TILE_TOKENS) * min(vocab, TILE_VOCAB) * 4 + (vocab * h * 4 if full else 0)
+    else:
+        head = 0
+    return Estimate(params, trainable, weights / split, grads / split, optimizer / split, activations, head,
+                    reference=ref / split, reward_model=frozen, vllm=vllm)
+
+
+def sharding_of(cfg) -> tuple[str, int]:
+    """("zero3" | "fsdp" | "none", processes sharing the states) for a train config (see :func:`_shards`)."""
+    kind = _sharded_kind(cfg)
+    return (kind, _shards(cfg)) if kind else ("none", 1)
+
+
+def train_estimate(cfg, shape: dict, *, sequence: int, gpu: float | None = None, frozen: float = 0.0) -> tuple[Estimate, int]:
+    """The estimate for a train config and its tokens per micro-step: what the lint and ``--plan`` both print.
+
+    ``sequence``: tokens a row; ``gpu``: the GPU's bytes (for colocated vLLM's share); ``frozen``: a reward
+    model's bytes. A DPO or reward-model pair is two rows in one forward (TRL concatenates chosen and rejected).
+    """
+    method = cfg.method
+    rows = cfg.batch_size * (2 if method in ("dpo", "rm") else 1)
+    tokens = rows * sequence
+    sharding, shards = sharding_of(cfg)
+    reference = cfg.full and ((method == "grpo" and cfg.kl_beta > 0)
+                              or (method == "dpo" and not (cfg.precompute_ref and sharding != "fsdp")))
+    colocated = 0.0
+    if method == "grpo" and cfg.use_vllm is not False and cfg.vllm_mode == "colocate" and gpu:
+        colocated = cfg.vllm_gpu_memory_utilization * gpu
+    e = estimate(shape, tokens=tokens, bf16=cfg.bf16 is not False, full=cfg.full,
+                 checkpointing=cfg.gradient_checkpointing is not False, lora_r=cfg.lora_r, targets=cfg.target_modules,
+                 logits="none" if method in ("rm", "prm") else "fused", sharding=sharding, shards=shards,
+                 reference=reference, frozen=frozen, vllm=colocated)
+    return e, tokens
 
 
 def model_shape(student: str) -> dict | None:
@@ -136,41 +208,51 @@ def memory_finding(cfg, *, max_length: int, longest: int):
     if shape is None:
         return None
     sequence = max_length if cfg.packing else min(max_length, max(1, longest))
-    tokens = cfg.batch_size * sequence
-    shards = _shards(cfg)
-    e = estimate(shape, tokens=tokens, bf16=cfg.bf16 is not False, full=cfg.full,
-                 checkpointing=cfg.gradient_checkpointing is not False, lora_r=cfg.lora_r, targets=cfg.target_modules,
-                 liger=cfg.use_liger_kernel, shards=shards)
+    e, tokens = train_estimate(cfg, shape, sequence=sequence, gpu=budget)
     if e.total <= budget:
         return None
-    levers = ["lower batch_size (raise grad_accum to keep the global batch)"]
-    if not cfg.use_liger_kernel and e.logits:
-        levers.append(f"use_liger_kernel=true (the logits, {tokens} tokens x {shape['vocab_size']} vocab x 4 bytes, are never whole)")
-    if cfg.gradient_checkpointing is False:
-        levers.append("gradient_checkpointing=true")
-    if cfg.full:
-        levers.append("LoRA instead of full=true, or launcher accelerate with accelerate_config fsdp/zero3 (shards the states)")
     return Finding("memory", f"estimated peak memory per GPU {e.describe()} exceeds the GPU's {budget / GB:.1f} GB ({where}) "
-                             f"at {tokens} tokens per micro-step ({cfg.batch_size} x {sequence}); {'; '.join(levers)}")
+                             f"at {tokens} tokens per micro-step ({tokens // sequence} rows x {sequence}); the largest term: "
+                             f"{e.largest()}; {'; '.join(levers(cfg))}")
+
+
+def levers(cfg) -> list[str]:
+    """What lowers the estimate, in the config's own keys."""
+    out = ["lower batch_size (raise grad_accum to keep the global batch)"]
+    if cfg.gradient_checkpointing is False:
+        out.append("gradient_checkpointing=true")
+    if cfg.full and sharding_of(cfg)[0] == "none":
+        out.append("LoRA instead of full=true, or launcher accelerate with accelerate_config fsdp/zero3 (shards the states)")
+    if cfg.method == "grpo" and cfg.use_vllm is not False and cfg.vllm_mode == "colocate":
+        out.append("a lower vllm_gpu_memory_utilization")
+    return out
+
+
+def _sharded_kind(cfg) -> str | None:
+    """"zero3" or "fsdp" when the accelerate config (a shipped name or a YAML file) shards the states, else None."""
+    config = getattr(cfg, "accelerate_config", None)
+    if getattr(cfg, "launcher", "none") != "accelerate" or not config:
+        return None
+    from reasonkit.distill.launch import config_file
+    from reasonkit.errors import UserError
+
+    try:
+        import yaml
+
+        data = yaml.safe_load(config_file(config).read_text()) or {}
+    except (OSError, ValueError, UserError):
+        return None
+    if data.get("distributed_type") == "FSDP":
+        return "fsdp"
+    if (data.get("deepspeed_config") or {}).get("zero_stage") == 3:
+        return "zero3"
+    return None
 
 
 def _shards(cfg) -> int:
-    """How many processes share the weights, gradients and optimizer states: the process count under an
-    FSDP or ZeRO-3 accelerate config (shipped name or YAML file), else 1 (DDP keeps a whole copy each)."""
-    config = getattr(cfg, "accelerate_config", None)
-    if getattr(cfg, "launcher", "none") != "accelerate" or not config:
-        return 1
-    sharded = config in ("fsdp", "zero3")
-    if not sharded and config not in ("ddp",):
-        try:
-            import yaml
-
-            data = yaml.safe_load(open(config)) or {}
-        except (OSError, ValueError):
-            data = {}
-        deepspeed = data.get("deepspeed_config") or {}
-        sharded = data.get("distributed_type") == "FSDP" or deepspeed.get("zero_stage") == 3
-    if not sharded:
+    """How many processes share the weights, gradients and optimizer states: the process count (every
+    machine's) under an FSDP or ZeRO-3 accelerate config, else 1 (DDP keeps a whole copy each)."""
+    if _sharded_kind(cfg) is None:
         return 1
     if cfg.num_processes:
         return cfg.num_processes

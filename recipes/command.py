@@ -27,9 +27,12 @@ def _load(recipe_path: str, overrides: tuple[str, ...], out: str | None = None):
 @click.option("--verbose", is_flag=True, help="Show library logs (vLLM, transformers, ...) instead of writing them to OUT/STEP/run.log.")
 @click.option("--out", default=None, help="Run directory (default: the recipe's `out`).")
 @click.option("--plan", "show_plan", is_flag=True, help="Print what each step would do, where, on how many GPUs "
-              "and with how much memory per GPU (estimated), then stop; no model is loaded.")
+              "and with how much memory per GPU (estimated), then stop; no model is loaded. A step whose estimate "
+              "passes the GPU's memory is refused (exit 2).")
+@click.option("--gpu-gb", type=float, default=None, help="The GPU memory (GB) --plan fits each step in (default 80, "
+              "an H100; a train step's gpu_memory_gb wins for it).")
 def run(recipe: str, overrides: tuple[str, ...], start: str | None, only: str | None, overwrite: bool, verbose: bool,
-        out: str | None, show_plan: bool) -> None:
+        out: str | None, show_plan: bool, gpu_gb: float | None) -> None:
     """Run a whole recipe YAML, skipping steps already finished with the same config.
 
     A step that was interrupted resumes where it stopped, also when named with --only or --from;
@@ -41,10 +44,21 @@ def run(recipe: str, overrides: tuple[str, ...], start: str | None, only: str | 
         raise click.UsageError("--from and --only are exclusive")
     parsed = _load(recipe, overrides, out)
     if show_plan:
-        from reasonkit.recipes.plan import plan, render
+        from reasonkit.errors import UserError
+        from reasonkit.recipes.plan import plan, refusals, render
+        from reasonkit.recipes.preflight import missing
         from reasonkit.recipes.runner import load_state, validate as validate_recipe
 
-        click.echo(render(plan(parsed, validate_recipe(parsed), load_state(Path(parsed.out)))))
+        planned = validate_recipe(parsed)
+        plans = plan(parsed, planned, load_state(Path(parsed.out)), gpu_gb=gpu_gb)
+        # the plan is made anywhere (a laptop before the cluster): a GPU GRPO step is checked as on a GPU
+        click.echo(render(plans, missing(planned, cuda=lambda: True)))
+        from reasonkit.recipes.crosscheck import problems
+        from reasonkit.recipes.preflight import unmet_format_rewards
+
+        refused = problems(planned) + unmet_format_rewards(planned) + refusals(plans)
+        if refused:
+            raise UserError(f"{recipe}: {len(refused)} problem(s) found before the first step: {'; '.join(refused)}")
         return
     _engines_in_process()
     run_recipe(parsed, start=start, only=only, overwrite=overwrite, verbose=verbose, echo=click.echo)

@@ -8,16 +8,17 @@ transformers: a model's size comes from its ``config.json`` when it is on this m
 directory, or the Hugging Face cache), else from :data:`PUBLISHED` (the figures the model cards
 state), else the plan says it does not know.
 
-The estimates are the arithmetic a user would do on paper, not a profile:
+The estimates are the arithmetic a user would do on paper, not a profile, and a step whose estimate
+passes the GPU's memory is refused (exit 2, naming the term that does not fit: :func:`refusals`):
 
 - a vLLM engine's weights are ``params x bytes per weight`` split over ``TP x PP`` GPUs; vLLM then
-  fills ``gpu_memory_utilization`` of each GPU with KV cache, so the figure that matters is whether
-  the weights leave room for it;
-- a training process holds its weights, and for full fine-tuning their gradients and AdamW's two
-  fp32 moments (+ an fp32 master copy under bf16 mixed precision): 16 bytes a parameter in all,
-  sharded over the processes by FSDP/ZeRO-3; LoRA trains a few million parameters on frozen
-  weights; and the logits of one sequence, ``tokens x vocab x 4`` bytes, which alone exceed many
-  GPUs at 32k tokens.
+  fills ``gpu_memory_utilization`` of each GPU, and what the weights leave is KV cache: per token
+  2 (K, V) x layers x KV heads x head dim x 2 bytes (MLA: the latent and RoPE widths), split over the
+  stages and the tensor-parallel ranks; vLLM refuses to start when one ``max_model_len`` sequence
+  does not fit;
+- a training process holds what distill/memory.py lists, term by term (weights, gradients and optimizer
+  state by sharding, a reference copy, a reward model, activations, TRL's fused LM head, colocated vLLM).
+
 """
 
 from __future__ import annotations
@@ -47,16 +48,26 @@ PUBLISHED: dict[str, tuple[float, float, int, int, int]] = {
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": (7.62e9, 2.0, 152_064, 3584, 28),
 }
 _QWEN_1_5B = {"vocab_size": 151_936, "hidden_size": 1536, "num_hidden_layers": 28, "intermediate_size": 8960,
-              "num_attention_heads": 12, "num_key_value_heads": 2, "tie_word_embeddings": True, "model_type": "qwen2"}
+              "num_attention_heads": 12, "num_key_value_heads": 2, "tie_word_embeddings": True, "model_type": "qwen2",
+              "max_position_embeddings": 32768}
 _QWEN_7B = {"vocab_size": 152_064, "hidden_size": 3584, "num_hidden_layers": 28, "intermediate_size": 18944,
-            "num_attention_heads": 28, "num_key_value_heads": 4, "tie_word_embeddings": False, "model_type": "qwen2"}
+            "num_attention_heads": 28, "num_key_value_heads": 4, "tie_word_embeddings": False, "model_type": "qwen2",
+            "max_position_embeddings": 32768}
+_MATH = {"max_position_embeddings": 4096}  # Qwen2.5-Math's context
+#: DeepSeek-R1's attention (MLA): the KV cache holds a 512-wide latent and a 64-wide RoPE key a token a layer.
+_R1 = {"vocab_size": 129_280, "hidden_size": 7168, "num_hidden_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+       "max_position_embeddings": 163_840, "model_type": "deepseek_v3"}
 #: The config.json shapes of the dense students the shipped recipes name (their model cards' files),
 #: for the training estimate (distill/memory.py) before anything is downloaded.
 PUBLISHED_SHAPES: dict[str, dict] = {
-    "Qwen/Qwen2.5-Math-1.5B": _QWEN_1_5B, "Qwen/Qwen2.5-Math-1.5B-Instruct": _QWEN_1_5B,
-    "Qwen/Qwen2.5-1.5B-Instruct": _QWEN_1_5B, "Qwen/Qwen2.5-7B-Instruct": _QWEN_7B, "Qwen/Qwen2.5-Math-7B": _QWEN_7B,
-    "Qwen/Qwen2.5-7B": _QWEN_7B,
+    "Qwen/Qwen2.5-Math-1.5B": {**_QWEN_1_5B, **_MATH}, "Qwen/Qwen2.5-Math-1.5B-Instruct": {**_QWEN_1_5B, **_MATH},
+    "Qwen/Qwen2.5-1.5B-Instruct": _QWEN_1_5B, "Qwen/Qwen2.5-7B-Instruct": _QWEN_7B,
+    "Qwen/Qwen2.5-Math-7B": {**_QWEN_7B, **_MATH}, "Qwen/Qwen2.5-7B": {**_QWEN_7B, "max_position_embeddings": 131_072},
+    "deepseek-ai/DeepSeek-R1": _R1, "deepseek-ai/DeepSeek-R1-0528": _R1,
 }
+#: The GPU a plan fits when neither ``--gpu-gb`` nor a train step's ``gpu_memory_gb`` says: the 80 GB H100 the
+#: shipped GPU recipes are written for.
+DEFAULT_GPU_GB = 80.0
 _DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "float8": 1}
 GB = 1e9
 #: A GRPO prompt's tokens when max_prompt_length is not given (the lint measures the real ones; a plan reads no data).
@@ -88,6 +99,8 @@ class StepPlan:
     layout: str = ""  # how the GPUs are used, in words
     memory: str = ""  # the estimate per GPU, in words
     notes: list[str] = field(default_factory=list)
+    gpu: float = DEFAULT_GPU_GB * GB  # the GPU this step must fit, in bytes
+    refusal: str | None = None  # the term that does not fit the GPU, in words (refusals() raises with it)
 
 
 def model_size(name: str | None) -> ModelSize | None:
@@ -133,11 +146,14 @@ def _config_json(name: str) -> tuple[Path, dict] | None:
     return None
 
 
-def plan(recipe: Recipe, planned: list, state: dict) -> list[StepPlan]:
+def plan(recipe: Recipe, planned: list, state: dict, *, gpu_gb: float | None = None) -> list[StepPlan]:
     """One :class:`StepPlan` per step of a validated recipe (``planned``: runner.validate's list).
 
     A model an earlier step writes (``${sft}/merged``) is sized as the model that step trained or
-    prepared: training changes weights, not shapes."""
+    prepared: training changes weights, not shapes (prepare-student's ``max_positions`` changes the
+    context). ``gpu_gb``: the GPU every step must fit (a train step's ``gpu_memory_gb`` wins for it)."""
+    from reasonkit.recipes.schedule import schedule_note
+
     out, written = [], {}
 
     def size_of(field_name: str, p) -> tuple[ModelSize | None, str]:
@@ -149,14 +165,32 @@ def plan(recipe: Recipe, planned: list, state: dict) -> list[StepPlan]:
 
     for p in planned:
         step = StepPlan(p.step.name, p.step.stage, _action(state, p, recipe))
+        own = getattr(p.config, "gpu_memory_gb", None)
+        step.gpu = (own or gpu_gb or DEFAULT_GPU_GB) * GB
         _resources(step, p.config, lambda f, p=p: size_of(f, p))
         if p.step.stage == "student":  # a fresh student: its shape is its config
             written[p.step.name] = _fresh_student(p.config)
         elif p.step.stage == "train" or "student" in p.step.stage:
             source = next((f for f in ("student", "model") if hasattr(p.config, f)), None)
-            written[p.step.name] = size_of(source, p)[0] if source else None
+            written[p.step.name] = _with_positions(size_of(source, p)[0] if source else None,
+                                                   getattr(p.config, "max_positions", None))
+        if p.step.stage == "train":
+            step.notes += schedule_note(p.config, recipe, p.step)
         out.append(step)
     return out
+
+
+def _with_positions(size: ModelSize | None, positions: int | None) -> ModelSize | None:
+    if size is None or not positions or size.shape is None:
+        return size
+    from dataclasses import replace
+
+    return replace(size, shape={**size.shape, "max_position_embeddings": positions})
+
+
+def refusals(plans: list[StepPlan]) -> list[str]:
+    """The steps whose estimate does not fit their GPU, one line each (``distill run --plan`` exits 2 on any)."""
+    return [f"step {s.name} ({s.stage}): {s.refusal}" for s in plans if s.refusal]
 
 
 def _fresh_student(config: Any) -> ModelSize | None:
@@ -203,14 +237,18 @@ def _resources(step: StepPlan, config: Any, size_of) -> None:
             step.layout = (f"TP {tp} x PP {pp} x {replicas} engine(s)" if backend == "vllm"
                            else f"transformers, {replicas} replica(s)")
         size, name = size_of(model_field) if model_field else (None, "no model")
-        step.memory = _engine_memory(size, name, get("dtype"), per_engine, get("gpu_memory_utilization", 0.9))
+        length = get("max_model_len") or args.get("max_model_len")
+        step.memory, step.refusal = _engine_memory(size, name, get("dtype"), (tp, pp) if backend == "vllm" else (1, 1),
+                                                   get("gpu_memory_utilization", 0.9), step.gpu, length,
+                                                   args.get("kv_cache_dtype"))
     elif step.stage == "train":
         launcher = get("launcher") if get("launcher") not in (None, "", "none") else None
         processes = (get("num_processes") or "every visible GPU") if launcher else 1
         step.gpus = processes if isinstance(processes, int) else 0
         step.layout = f"{processes} training process(es) under {launcher}" if launcher else "1 training process"
         processes = processes if isinstance(processes, int) else 1  # per GPU: unsharded at worst
-        step.memory = _train_memory(config, processes, *size_of("student"))
+        reward = size_of("reward_model")[0] if get("reward_model") else None
+        step.memory, step.refusal = _train_memory(config, step.gpu, *size_of("student"), reward=reward)
 
 
 def _unknown(name: str) -> str:
@@ -223,54 +261,107 @@ def _params(n: float) -> str:
     return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
 
 
-def _engine_memory(size: ModelSize | None, name: str, dtype: str | None, gpus: int, utilization: float) -> str:
+def kv_per_token(shape: dict | None, tp: int = 1, pp: int = 1, kv_bytes: int = 2) -> float | None:
+    """KV cache bytes one token takes on one GPU of a TP x PP engine, from config.json's fields; None unknown.
+
+    GQA: 2 (K, V) x layers x KV heads x head dim x bytes, the layers split over the PP stages and the KV
+    heads over the TP ranks (a rank keeps at least one head). MLA (DeepSeek-V3/R1): the latent and the RoPE
+    key, (kv_lora_rank + qk_rope_head_dim) x layers x bytes, on every TP rank.
+
+    >>> kv_per_token(PUBLISHED_SHAPES["Qwen/Qwen2.5-7B-Instruct"])  # 2 x 28 x 4 x 128 x 2
+    57344.0
+    """
+    if not shape or not shape.get("num_hidden_layers"):
+        return None
+    layers = -(-int(shape["num_hidden_layers"]) // pp)  # the largest stage
+    if shape.get("kv_lora_rank"):
+        return float((shape["kv_lora_rank"] + shape.get("qk_rope_head_dim", 0)) * layers * kv_bytes)
+    heads = shape.get("num_attention_heads")
+    if not heads or not shape.get("hidden_size"):
+        return None
+    head_dim = shape.get("head_dim") or shape["hidden_size"] // heads
+    kv_heads = max(1, -(-int(shape.get("num_key_value_heads") or heads) // tp))
+    return float(2 * layers * kv_heads * head_dim * kv_bytes)
+
+
+def _engine_memory(size: ModelSize | None, name: str, dtype: str | None, layout: tuple[int, int], utilization: float,
+                   gpu: float, max_model_len: int | None, kv_dtype: str | None) -> tuple[str, str | None]:
+    """The engine's weights and KV cache per GPU in words, and why it does not fit (None when it does)."""
     if size is None:
-        return _unknown(name)
+        return _unknown(name), None
+    tp, pp = layout
+    gpus = tp * pp
     per_weight = size.bytes_per_weight
     if dtype not in (None, "auto") and per_weight > 1:  # quantized (FP8) weights stay quantized
         per_weight = _DTYPE_BYTES.get(str(dtype), per_weight)
     weights = size.params * per_weight / gpus
-    return (f"weights {_gb(weights)}/GPU ({_params(size.params)} params x {per_weight:g} B / {gpus}); "
-            f"vLLM takes {utilization:.0%} of each GPU, the rest of it KV cache")
+    budget = utilization * gpu
+    text = (f"weights {_gb(weights)}/GPU ({_params(size.params)} params x {per_weight:g} B / {gpus}); "
+            f"vLLM takes {utilization:.0%} of each {gpu / GB:.0f} GB GPU ({_gb(budget)}), the rest of it KV cache")
+    if weights >= budget:
+        return text, (f"weights {_gb(weights)}/GPU do not fit the {_gb(budget)} vLLM may take of a {gpu / GB:.0f} GB GPU "
+                      f"(gpu_memory_utilization {utilization:g}); expected at most {_gb(budget)}: more GPUs per engine "
+                      f"(tensor_parallel, engine_args.pipeline_parallel_size) or a larger GPU (--gpu-gb)")
+    kv = kv_per_token(size.shape, tp, pp, 1 if str(kv_dtype or "").startswith("fp8") else 2)
+    if kv is None:
+        return text, None
+    tokens = (budget - weights) / kv
+    text += f": {kv / 1e3:.1f} KB a token, ~{tokens / 1e3:,.0f}K tokens"
+    length = max_model_len or (size.shape or {}).get("max_position_embeddings")
+    if length and tokens < length:
+        return text, (f"KV cache: {_gb(budget - weights)}/GPU holds {tokens:,.0f} tokens at {kv / 1e3:.1f} KB a token, fewer than "
+                      f"one {length:,}-token sequence (max_model_len); expected at least {_gb(length * kv)}: more GPUs per "
+                      f"engine, a higher gpu_memory_utilization or a lower max_model_len")
+    return text, None
 
 
-def _train_memory(config: Any, processes: int, size: ModelSize | None, name: str) -> str:
-    """The train lint's own estimate (distill/memory.py) for a GPU run of this step, per process."""
-    from reasonkit.distill.memory import _shards, estimate
+def _train_memory(config: Any, gpu: float, size: ModelSize | None, name: str, *,
+                  reward: ModelSize | None = None) -> tuple[str, str | None]:
+    """The train lint's own estimate (distill/memory.py) for a GPU run of this step, per process, and why it
+    does not fit the GPU (None when it does)."""
+    from reasonkit.distill.memory import levers, train_estimate
 
     if size is None:
-        return _unknown(name)
+        return _unknown(name), None
     needed = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads")
     if not size.shape or not all(isinstance(size.shape.get(k), int) for k in needed):
-        return f"unknown ({name}: its config.json lacks a dense decoder's shape)"
-    grpo = getattr(config, "method", None) == "grpo"
-    if grpo:  # a micro-step holds batch_size completions and their prompts (GRPO has no max_length)
-        sequence = int(getattr(config, "max_prompt_length", None) or GRPO_PROMPT) + int(config.max_completion_length)
+        return f"unknown ({name}: its config.json lacks a dense decoder's shape)", None
+    if config.method == "grpo":  # a micro-step holds batch_size completions and their prompts (GRPO has no max_length)
+        sequence = int(config.max_prompt_length or GRPO_PROMPT) + int(config.max_completion_length)
     else:
-        sequence = int(getattr(config, "max_length", None) or 4096)
-    method = getattr(config, "method", None)
-    # rm: each pair is two rows (chosen and rejected run in one forward, TRL's RewardTrainer)
-    tokens = int(getattr(config, "batch_size", 1)) * sequence * (2 if method == "rm" else 1)
-    e = estimate(size.shape, tokens=tokens, bf16=getattr(config, "bf16", None) is not False,
-                 full=bool(getattr(config, "full", False)),
-                 checkpointing=getattr(config, "gradient_checkpointing", None) is not False,
-                 lora_r=getattr(config, "lora_r", 16), targets=getattr(config, "target_modules", "all-linear"),
-                 # TRL's GRPOTrainer takes log-probs through a chunked, fused LM head: no whole logits
-                 # rm and prm end in a score head (1 or 2 outputs a token): no vocabulary-wide logits either
-                 liger=grpo or method in ("rm", "prm") or bool(getattr(config, "use_liger_kernel", False)),
-                 shards=_shards(config))
+        sequence = int(config.max_length or 4096)
+    # a GRPO rm reward: the reward model in bf16 in every process (filters/reward_model.py), whole
+    frozen = reward.params * 2 if reward is not None and config.method == "grpo" else 0.0
+    # as on a GPU: bf16 and checkpointing unless the config turns them off
+    on_gpu = replace_device(config)
+    e, tokens = train_estimate(on_gpu, size.shape, sequence=sequence, gpu=gpu, frozen=frozen)
     text = f"{e.describe()} at {tokens:,} tokens a micro-step, as on a GPU (bf16, checkpointing)"
-    if grpo and getattr(config, "use_vllm", None) is not False and getattr(config, "vllm_mode", "") == "colocate":
-        text += f"; + vLLM colocated: {config.vllm_gpu_memory_utilization:.0%} of the GPU"
-    return text
+    if e.vllm:
+        text += f"; vLLM colocated: {config.vllm_gpu_memory_utilization:.0%} of the GPU"
+    if e.total <= gpu:
+        return text, None
+    return text, (f"the estimate {_gb(e.total)} per GPU passes the {gpu / GB:.0f} GB GPU; the largest term: {e.largest()} "
+                  f"({e.describe()}); {'; '.join(levers(on_gpu))}")
 
 
-def render(plans: list[StepPlan]) -> str:
-    """The plan as a table, then the total GPUs the largest step holds at once."""
+def replace_device(config: Any) -> Any:
+    """The config as it runs on a GPU: bf16 and gradient checkpointing where it leaves them to the device."""
+    import dataclasses
+
+    changes = {k: True for k in ("bf16", "gradient_checkpointing") if getattr(config, k, None) is None}
+    return dataclasses.replace(config, **changes) if changes else config
+
+
+def render(plans: list[StepPlan], missing: list[str] = ()) -> str:
+    """The plan as a table, then the total GPUs the largest step holds at once, each step's schedule notes and
+    what the steps import that is not installed here (``distill run`` stops on that before its first step)."""
     rows = [("step", "stage", "action", "where", "GPUs", "layout", "memory per GPU (estimate)")]
     rows += [(s.name, s.stage, s.action, s.where, str(s.gpus), s.layout, s.memory) for s in plans]
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:6], widths)) + "  " + r[6] for r in rows]
     peak = max((s.gpus for s in plans), default=0)
     lines.append(f"steps run one at a time: the largest holds {peak} GPU(s)")
+    lines += [f"{s.name}: {note}" for s in plans for note in s.notes]
+    if missing:
+        lines.append("not installed here (distill run stops before its first step): " + "; ".join(missing))
     return "\n".join(lines)

@@ -138,10 +138,15 @@ def run(recipe: Recipe, *, start: str | None = None, only: str | None = None, ov
         if name is not None and name not in names:
             recipe.step(name)  # raises with a did-you-mean
     out = Path(recipe.out)
-    out.mkdir(parents=True, exist_ok=True)
     state = load_state(out)
-    results: dict[str, Any] = {}
     first = names.index(start) if start else 0
+    chosen = [p for i, p in enumerate(planned) if (p.step.name == only if only is not None else i >= first)]
+    from reasonkit.recipes.preflight import check
+
+    # every package the steps about to run import, before the first of them starts (and before OUT exists)
+    check(recipe, [p for p in chosen if overwrite or not _finished(state, p, recipe)])
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
     for index, p in enumerate(planned):
         name = p.step.name
         if only is not None and name != only:

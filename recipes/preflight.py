@@ -1,0 +1,190 @@
+"""What every step of a recipe imports, checked before its first step starts (``distill run``).
+
+A missing package found by the step that imports it is found hours in: r1-distill-qwen-1.5b.yaml's
+SFT needs DeepSpeed (ZeRO-3) after a teacher generation that takes a day. So ``distill run`` asks,
+for every step it is about to run, which modules it will import, finds them without importing them
+(``importlib.util.find_spec``: ``distill --help`` and ``--plan`` stay light), and stops with one list
+of what is missing and the pip lines that install it. The config keys were checked by
+runner.validate; this is what a valid config still needs installed.
+
+>>> [n.module for n in needs_of("train", {"launcher": "accelerate", "accelerate_config": "zero3"})]
+['accelerate', 'deepspeed']
+>>> [n.module for n in needs_of("eval", {"backend": "vllm", "engine": "ray"})]
+['vllm', 'ray']
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from reasonkit.errors import UserError
+
+#: Where a module comes from: a reasonkit extra, or a pip line when it cannot be one.
+EXTRAS = {"vllm": "vllm", "deepspeed": "deepspeed", "ray": "ray"}
+PIP = {
+    # its build imports torch: pip cannot build it in an isolated environment (scripts/setup-gpu.sh)
+    "flash_attn": "pip install flash-attn --no-build-isolation",
+    "liger_kernel": "pip install liger-kernel",
+    "kernels": "pip install kernels",
+    "accelerate": "pip install accelerate",
+}
+_ENGINE_STAGES = ("generate", "eval", "judge", "critique", "score", "label-steps")
+
+
+@dataclass(frozen=True)
+class Need:
+    module: str
+    why: str  # the key that asks for it, as the recipe names it
+
+
+def needs_of(stage: str, config: Any) -> list[Need]:
+    """The modules a step of ``stage`` with this config (a dataclass or a dict) imports beyond the core ones."""
+    get = (config.get if isinstance(config, dict) else lambda k, d=None: getattr(config, k, d))
+    out: list[Need] = []
+    if stage in _ENGINE_STAGES and get("backend", "vllm") == "vllm":
+        out.append(Need("vllm", "backend vllm"))
+    if get("engine") == "ray":
+        out.append(Need("ray", "engine ray"))
+    if stage == "train":
+        if get("launcher") == "accelerate":
+            out.append(Need("accelerate", "launcher accelerate"))
+            if _is_deepspeed(get("accelerate_config")):
+                out.append(Need("deepspeed", f"accelerate_config {get('accelerate_config')}"))
+        if get("use_liger_kernel"):
+            out.append(Need("liger_kernel", "use_liger_kernel"))
+        attn = str(get("attn_implementation") or "")
+        if attn == "flash_attention_2":
+            out.append(Need("flash_attn", f"attn_implementation {attn}"))
+        elif attn.startswith("kernels-community/"):
+            out.append(Need("kernels", f"attn_implementation {attn}"))
+    return out
+
+
+def _is_deepspeed(accelerate_config: str | None) -> bool:
+    """Whether an accelerate config (a shipped name or a YAML path) runs DeepSpeed."""
+    if not accelerate_config:
+        return False
+    import yaml
+
+    from reasonkit.distill.launch import config_file
+
+    try:
+        data = yaml.safe_load(config_file(accelerate_config).read_text()) or {}
+    except (OSError, ValueError, UserError):
+        return False  # an unreadable config is the launcher's to report, with its path
+    return data.get("distributed_type") == "DEEPSPEED"
+
+
+def missing(planned: list, *, cuda: Callable[[], bool]) -> list[str]:
+    """One line per step and module missing here (``step: module (key)``), for the steps in ``planned``.
+
+    ``cuda``: whether this machine trains on a GPU (asked only for a GRPO step that leaves use_vllm to
+    auto): there GRPO generates with vLLM, and only a vLLM TRL drives will do (distill/vllm_support.py).
+    """
+    from reasonkit.distill.vllm_support import TRL_VLLM, supported_vllm, vllm_version
+
+    lines = []
+    for p in planned:
+        name, config = p.step.name, p.config
+        for need in needs_of(p.step.stage, config):
+            if not installed(need.module):
+                lines.append(f"{name}: {need.module} ({need.why})")
+        if p.step.stage == "train" and getattr(config, "method", None) == "grpo":
+            auto = config.use_vllm is None
+            if (config.use_vllm or (auto and config.device != "cpu" and cuda())) and not supported_vllm():
+                found = f"vllm {vllm_version()} is installed" if vllm_version() else "none is installed"
+                lines.append(f"{name}: vllm ({'use_vllm auto on a GPU' if auto else 'use_vllm true'}: TRL's GRPOTrainer "
+                             f"generates with vLLM {TRL_VLLM[0]} to {TRL_VLLM[1]}, {found})")
+    return lines
+
+
+def unmet_format_rewards(planned: list) -> list[str]:
+    """GRPO steps whose format reward the policy's prompt cannot satisfy (distill/lint_grpo.format_unmet), one
+    line each, where that is known before anything loads: the student is a model on this machine (a directory,
+    the Hub cache) or a prepare-student step's template file. A student an earlier train step writes learnt
+    its format from its data, and a template not on this machine is the train lint's to check."""
+    from reasonkit.distill.lint_grpo import format_unmet
+    from reasonkit.recipes.recipe import references
+
+    steps = {p.step.name: p for p in planned}
+    out = []
+    for p in planned:
+        config = p.config
+        if p.step.stage != "train" or getattr(config, "method", None) != "grpo" or "format" not in config.rewards:
+            continue
+        refs = references(str(p.step.config.get("student", "")))
+        source = steps.get(refs[0]) if refs else None
+        if source is not None and source.step.stage == "train":
+            continue
+        template = _template_text(source.config if source is not None else None, config.student)
+        if template is None:
+            continue
+        unmet = format_unmet("\n".join([template, config.system or "", config.instruction or ""]))
+        if unmet:
+            out.append(f"{p.step.name}: rewards.format: {unmet}")
+    return out
+
+
+def _template_text(prepare, student: str) -> str | None:
+    """The chat template a GRPO step's student renders with, read from disk; None when it is not here."""
+    import json
+    from pathlib import Path
+
+    template = getattr(prepare, "template", None) if prepare is not None else None
+    if template and template not in ("auto", "keep", "chatml", "llama3"):
+        path = Path(template).expanduser()
+        return path.read_text() if path.is_file() else None
+    if template in ("chatml", "llama3"):  # the family templates prepare-student writes (the model's system kept)
+        from reasonkit.distill import templates
+
+        return {"chatml": templates._chatml, "llama3": templates._llama3}[template](None)
+    model = prepare.model if prepare is not None else student
+    from reasonkit.recipes.plan import _config_json
+
+    found = _config_json(model)
+    folder = found[0].parent if found else Path(str(model)).expanduser()
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():
+        return jinja.read_text()
+    try:
+        return json.loads((folder / "tokenizer_config.json").read_text()).get("chat_template")
+    except (OSError, ValueError):
+        return None
+
+
+def pip_lines(lines: list[str]) -> list[str]:
+    """The install commands for the missing modules named in ``lines``."""
+    text = " ".join(lines)
+    extras = sorted({extra for module, extra in EXTRAS.items() if f": {module} (" in text})
+    out = [f"pip install -c constraints-gpu.txt 'reasonkit[{','.join(extras)}]'"] if extras else []
+    out += [line for module, line in PIP.items() if f": {module} (" in text]
+    return out
+
+
+def check(recipe, planned: list, *, cuda: Callable[[], bool] | None = None) -> None:
+    """Raise one UserError naming every step's missing module and the pip lines, or a reward its policy cannot
+    meet; nothing when all is well."""
+    from reasonkit.recipes.crosscheck import problems
+
+    unmet = problems(planned) + unmet_format_rewards(planned)
+    if unmet:
+        raise UserError(f"{recipe.path}: {'; '.join(unmet)}")
+    lines = missing(planned, cuda=cuda or gpu_here)
+    if lines:
+        raise UserError(f"{recipe.path}: {len(lines)} thing(s) the steps need are not installed, found before the first "
+                        f"step: {'; '.join(lines)}; install: {' && '.join(pip_lines(lines))} (or bash scripts/setup-gpu.sh "
+                        "on a GPU machine)")
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` would import here, found without importing it."""
+    return importlib.util.find_spec(module) is not None
+
+
+def gpu_here() -> bool:
+    """Whether torch sees a CUDA GPU (imported only when a GRPO step leaves use_vllm to auto)."""
+    import torch
+
+    return torch.cuda.is_available()
