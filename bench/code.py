@@ -140,6 +140,8 @@ def start_cost(runs: int) -> None:
         return f"p50 {1000 * xs[len(xs) // 2]:6.1f} ms  p99 {1000 * xs[min(len(xs) - 1, int(len(xs) * 0.99))]:6.1f} ms"
 
     modes = [m for m in ("root", "userns") if m != "root" or os.geteuid() == 0]
+    if "bwrap" in getattr(sandbox, "MODES", ()) and sandbox.runner.bwrap_works():
+        modes.append("bwrap")
     for mode in modes:
         times = []
         for _ in range(runs):

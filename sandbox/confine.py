@@ -23,6 +23,7 @@ import errno
 import os
 import struct
 
+PR_CAPBSET_READ = 23
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
 PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 22, 2
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -90,12 +91,14 @@ def seccomp_program(machine: str) -> bytes:
 
 
 def drop_bounding_set() -> None:
-    """Empty the bounding set (needs CAP_SETPCAP: the init is root, in its namespace at least)."""
+    """Empty the bounding set. Dropping needs CAP_SETPCAP (the init is root, in its namespace at least);
+    a capability already out of the set (bubblewrap as a non-root user empties it) needs nothing."""
     for cap in range(64):
-        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            if ctypes.get_errno() == errno.EINVAL:  # past the kernel's last capability
-                return
-            _ok(-1, f"drop capability {cap} from the bounding set")
+        held = libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0)
+        if held < 0:  # EINVAL: past the kernel's last capability
+            return
+        if held:
+            _ok(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"drop capability {cap} from the bounding set")
 
 
 def clear_capabilities() -> None:
@@ -117,10 +120,11 @@ def install_seccomp() -> None:
     _ok(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp filter")
 
 
-def confine(uid: int | None, privileged: bool) -> None:
-    """Everything after the rlimits and before exec. ``privileged``: this process holds CAP_SETPCAP
-    (root, or root of a user namespace), so the bounding set can be emptied; ``uid``: switch to it."""
-    if privileged:
+def confine(uid: int | None, bounding: bool = True) -> None:
+    """Everything after the rlimits and before exec; ``uid``: switch to it (as root). ``bounding``:
+    empty the bounding set (False only for a non-root caller's ``--sandbox none`` run, which holds
+    no capability to drop it with, and no capability an exec could raise under no_new_privs)."""
+    if bounding:
         drop_bounding_set()
     if uid is not None:
         os.setgroups([])

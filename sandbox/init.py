@@ -78,8 +78,8 @@ def exec_program(spec: dict, workdir: str) -> None:
                 soft += own_processes()  # the count is the caller's uid's, all its processes
             # CPU: SIGXCPU at the soft limit, SIGKILL a second later if it is caught.
             resource.setrlimit(res, (soft, soft + 1 if key == "cpu_seconds" else soft))
-        # root (or root of its user namespace) may drop the bounding set; the uid change comes after it
-        confine.confine(spec["uid"], privileged=spec["mode"] != "none" or os.geteuid() == 0)
+        # the bounding set first (root's right, in its namespace at least), the uid change after it
+        confine.confine(spec["uid"], bounding=spec["mode"] != "none" or os.geteuid() == 0)
         os.execve(spec["argv"][0], spec["argv"], spec["env"])
     except BaseException as e:
         who = f" as uid {spec['uid']} (is it under a directory only root may enter?)" if spec["uid"] else ""
@@ -180,11 +180,14 @@ def run_program(spec: dict, workdir: str, status: dict) -> dict:
     return out
 
 
-def main(spool: str) -> None:
+def main(args: list[str]) -> None:
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # nothing of the same uid may ptrace or read /proc/1/fd
+    if args[0] == "--fds":  # under bwrap: the view is built; spec and files in, status out, by descriptor
+        return main_in_view(int(args[1]), int(args[2]))
+    spool = args[0]
     with open(os.path.join(spool, "spec.json")) as f:
         spec = json.load(f)
     spool_fd = os.open(spool, os.O_RDONLY | os.O_DIRECTORY)  # O_CLOEXEC: never the program's
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # nothing of the same uid may ptrace or read /proc/1/fd
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
     status: dict = {"timed_out": False, "stopped": False}
@@ -206,5 +209,26 @@ def main(spool: str) -> None:
     os.close(fd)
 
 
+def main_in_view(bundle_fd: int, status_fd: int) -> None:
+    import base64
+
+    for fd in (bundle_fd, status_fd):
+        os.set_inheritable(fd, False)  # closed at the program's exec
+    with os.fdopen(bundle_fd, "rb") as f:
+        bundle = json.load(f)
+    spec = bundle["spec"]
+    files = [(rel, None if data is None else base64.b64decode(data)) for rel, data in bundle["files"]]
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_IGN)
+    status: dict = {"timed_out": False, "stopped": False}
+    try:
+        view.write_files(spec["workdir"], files, spec["uid"])
+        status.update(run_program(spec, spec["workdir"], status))
+    except OSError as e:
+        status["setup_error"] = str(e)
+    os.write(status_fd, json.dumps(status).encode())
+    os.close(status_fd)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])

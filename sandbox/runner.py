@@ -3,6 +3,7 @@ cap, the status. :mod:`reasonkit.sandbox` (this folder's ``__init__``) says what
 
 from __future__ import annotations
 
+import base64
 import functools
 import itertools
 import json
@@ -18,10 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "init.py")
-MODES = ("root", "userns", "none")
+MODES = ("root", "userns", "bwrap", "none")
 # Namespaces per mode. "root": unshare as root, the program under a uid of its own; "userns": an
 # unprivileged user namespace (the caller's uid, mapped to root inside, every capability dropped);
-# "none": no namespace at all (opt-in only: --sandbox none).
+# "bwrap": bubblewrap makes the namespaces and the same view (bwrap.py), where plain unprivileged user
+# namespaces are blocked but bubblewrap may make them; "none": no namespace at all (--sandbox none only).
 UNSHARE = {
     "root": ["--mount", "--net", "--pid", "--fork", "--kill-child"],
     "userns": ["--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "--kill-child"],
@@ -84,7 +86,14 @@ class SandboxError(RuntimeError):
 
 @functools.cache
 def available_mode() -> str:
-    """The strongest isolation this machine allows: "root", "userns" or "none" (probed once)."""
+    """The strongest isolation this machine allows, probed once: "root" (as root) or "userns" through
+    ``unshare``, else "bwrap" where bubblewrap can make the namespaces, else "none".
+
+    Our own init (``unshare`` + pivot_root) comes first: no dependency, and it starts as fast as
+    bubblewrap here (bench/code.py --start-runs); bubblewrap is the way in where a distribution
+    allows namespaces to it alone."""
+    from reasonkit.sandbox.bwrap import bwrap_path
+
     unshare = shutil.which("unshare")
     candidates = (["root"] if os.geteuid() == 0 else []) + ["userns"]
     for mode in candidates if unshare else []:
@@ -93,7 +102,21 @@ def available_mode() -> str:
         )
         if probe.returncode == 0:
             return mode
+    if bwrap_path() and bwrap_works():
+        return "bwrap"
     return "none"
+
+
+@functools.cache
+def bwrap_works() -> bool:
+    from reasonkit.sandbox.bwrap import bwrap_path, command
+
+    if not bwrap_path():
+        return False
+    python = os.path.join(_real_dir(sys.executable), os.path.basename(sys.executable))
+    probe = subprocess.run(command(view_of(python), 1, [python, "-I", "-S", "-c", "pass"]),
+                           capture_output=True, timeout=10, check=False)
+    return probe.returncode == 0
 
 
 def isolation_of(mode: str) -> tuple[str, ...]:
@@ -102,7 +125,8 @@ def isolation_of(mode: str) -> tuple[str, ...]:
     ``seccomp``: the mount/namespace/ptrace calls refused; ``no-namespaces``: run with ``--sandbox none``."""
     common = ("nocaps", "seccomp")
     names = {"root": ("netns", "pidns", "mountns", "minroot", "uid-drop"),
-             "userns": ("netns", "pidns", "mountns", "minroot", "userns")}
+             "userns": ("netns", "pidns", "mountns", "minroot", "userns"),
+             "bwrap": ("netns", "pidns", "mountns", "minroot", "bwrap", "uid-drop" if os.geteuid() == 0 else "userns")}
     if mode in names:
         return names[mode] + common
     return ("no-namespaces",) + (("uid-drop",) if os.geteuid() == 0 else ()) + common
@@ -235,16 +259,25 @@ def run(
         argv[:1] = [os.path.join(_real_dir(sys.executable), os.path.basename(sys.executable)), "-B", "-S"]  # no bytecode files, no site (see _site_packages)
     elif not os.path.isabs(argv[0]) and "/" not in argv[0]:
         argv[0] = shutil.which(argv[0]) or argv[0]
-    namespaces = mode in UNSHARE
+    namespaces = mode != "none"
     spool = tempfile.mkdtemp(prefix="reasonkit-sandbox-")  # 0700: only the init (as root) reads it
+    fds: tuple[int, ...] = ()
     try:
-        _write_spool(spool, files, argv, timeout, limits, mode)
+        spec = _write_spool(spool, files, argv, timeout, limits, mode)
         command = [sys.executable, "-I", "-S", INIT, spool]
-        if namespaces:
+        if mode in UNSHARE:
             command = [shutil.which("unshare") or "unshare", *UNSHARE[mode], *command]
+        elif mode == "bwrap":  # the spec and files in through one descriptor, the status out through another
+            from reasonkit.sandbox.bwrap import command as bwrap_command
+
+            fds = (os.open(os.path.join(spool, "bundle.json"), os.O_RDONLY),
+                   os.open(os.path.join(spool, "status.json"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+            init = [os.path.join(_real_dir(sys.executable), os.path.basename(sys.executable)), "-I", "-S",
+                    INIT, "--fds", *map(str, fds)]
+            command = bwrap_command(spec["view"], limits.tmpfs_mb, init)
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
         started = time.monotonic()
-        out, err, truncated, killed = _communicate(command, stdin_bytes, timeout, limits.output_bytes, not namespaces)
+        out, err, truncated, killed = _communicate(command, stdin_bytes, timeout, limits.output_bytes, not namespaces, fds)
         elapsed = time.monotonic() - started
         try:
             with open(os.path.join(spool, "status.json")) as f:
@@ -252,6 +285,8 @@ def run(
         except (OSError, ValueError):  # killed before it could write one
             status = {"signal": signal.SIGKILL} if killed else {}
     finally:
+        for fd in fds:
+            os.close(fd)
         shutil.rmtree(spool, ignore_errors=True)
     if "setup_error" in status or not status:
         raise SandboxError(f"sandbox did not start: {status.get('setup_error') or err.decode(errors='replace')[-500:]}")
@@ -274,7 +309,7 @@ def run(
     return result
 
 
-def _write_spool(spool: str, files: dict, argv: list[str], timeout: float, limits: Limits, mode: str) -> None:
+def _write_spool(spool: str, files: dict, argv: list[str], timeout: float, limits: Limits, mode: str) -> dict:
     """The init's input: ``work/`` (the program's files) and ``spec.json`` (what to run, how)."""
     work = os.path.join(spool, "work")
     os.mkdir(work)
@@ -285,7 +320,7 @@ def _write_spool(spool: str, files: dict, argv: list[str], timeout: float, limit
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(content.encode() if isinstance(content, str) else content)
-    namespaces = mode in UNSHARE
+    namespaces = mode != "none"
     # As root (not in a user namespace, where the caller's uid is already unprivileged) the program
     # gets a uid of its own.
     uid = None
@@ -308,11 +343,31 @@ def _write_spool(spool: str, files: dict, argv: list[str], timeout: float, limit
         "uid": uid,
         "mode": mode,
         "pidns": namespaces,
-        "mountns": namespaces,
+        "mountns": mode in UNSHARE,  # the init builds the view; under bwrap, bubblewrap has built it
         "view": view_of(argv[0]) if namespaces else None,
     }
+    if mode == "bwrap":  # the init reads its own code from the view, and spec + files from a descriptor
+        spec["view"]["binds"] = _outermost([*spec["view"]["binds"], os.path.dirname(INIT)])
+        bundle = {"spec": spec, "files": [[rel, None if data is None else base64.b64encode(data).decode()]
+                                          for rel, data in _tree(work)]}
+        with open(os.path.join(spool, "bundle.json"), "w") as f:
+            json.dump(bundle, f)
     with open(os.path.join(spool, "spec.json"), "w") as f:
         json.dump(spec, f)
+    return spec
+
+
+def _tree(root: str) -> list[tuple[str, bytes | None]]:
+    """(relative path, bytes) of every file, (relative dir, None) of every directory, parents first."""
+    out = []
+    for dirpath, _, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        if rel != ".":
+            out.append((rel, None))
+        for name in filenames:
+            with open(os.path.join(dirpath, name), "rb") as f:
+                out.append((os.path.normpath(os.path.join(rel, name)), f.read()))
+    return out
 
 
 def _limit_hit(r: Result, limits: Limits) -> str | None:
@@ -335,7 +390,7 @@ def _limit_hit(r: Result, limits: Limits) -> str | None:
 
 
 def _communicate(
-    command: list[str], stdin: bytes, timeout: float, cap: int, gentle: bool
+    command: list[str], stdin: bytes, timeout: float, cap: int, gentle: bool, pass_fds: tuple[int, ...] = ()
 ) -> tuple[bytes, bytes, bool, str | None]:
     """Run ``command``; feed stdin, read stdout/stderr up to ``cap`` bytes each. Past the cap, or
     past the timeout (a backstop: the init enforces it first), the run is stopped: ``gentle`` asks
@@ -343,7 +398,7 @@ def _communicate(
     (stdout, stderr, truncated, why killed: "output", "wall" or None)."""
     proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        start_new_session=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, pass_fds=pass_fds,
     )
     out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
     buffers = {out_fd: bytearray(), err_fd: bytearray()}

@@ -35,7 +35,7 @@ def hidden_root_only_ancestor(path: str) -> str | None:
     return None
 
 
-def run_as_nobody(args: list[str]) -> subprocess.CompletedProcess:
+def run_as_nobody(args: list[str], **env: str) -> subprocess.CompletedProcess:
     """``args`` as uid/gid 65534, in a mount namespace where the interpreter is reachable."""
     base = os.path.realpath(sys.base_prefix)
     hidden = hidden_root_only_ancestor(base)
@@ -45,18 +45,21 @@ def run_as_nobody(args: list[str]) -> subprocess.CompletedProcess:
                    f'mount -t tmpfs -o mode=0755 tmpfs "{hidden}"; mkdir -p "{base}"; mount --move "$stage" "{base}"; ')
     command = (f"{uncover}exec setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups --inh-caps=-all "
                + " ".join(shlex.quote(a) for a in args))
-    env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "TMPDIR": "/tmp", "HF_HUB_OFFLINE": "1"}
+    env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "TMPDIR": "/tmp", "HF_HUB_OFFLINE": "1", **env}
     return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", command],
                           capture_output=True, text=True, timeout=120, env=env)
 
 
-def test_as_a_non_root_user_nothing_of_the_host_is_reachable():
+@pytest.mark.parametrize("mode", ["auto", pytest.param("bwrap", marks=pytest.mark.skipif(
+    not shutil.which("bwrap"), reason="bubblewrap is not installed"))])
+def test_as_a_non_root_user_nothing_of_the_host_is_reachable(mode):
     with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="reasonkit-nonroot-") as d:
         os.chown(d, NOBODY, NOBODY)
-        done = run_as_nobody([sys.executable, str(HERE / "sandbox_escape.py"), d])
+        done = run_as_nobody([sys.executable, str(HERE / "sandbox_escape.py"), d], REASONKIT_SANDBOX=mode)
         assert done.returncode == 0, done.stderr[-2000:]
         report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["uid"] == NOBODY
     assert "userns" in report["isolation"] and "minroot" in report["isolation"]
+    assert ("bwrap" in report["isolation"]) == (mode == "bwrap")
     assert report["failures"] == []
     assert report["fork_bomb"] == "processes"
