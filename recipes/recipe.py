@@ -34,7 +34,7 @@ REF = re.compile(r"\$\{([A-Za-z0-9_\-]+)\}")
 #: ``${reasonkit}`` is the installed package's directory, so a shipped recipe can name shipped
 #: assets (``${reasonkit}/recipes/assets/teacher``) wherever it is run from.
 BUILTINS = {"reasonkit": str(Path(__file__).resolve().parent.parent)}
-_RECIPE_KEYS = ("name", "description", "out", "steps", "report", "compare")
+_RECIPE_KEYS = ("name", "description", "out", "steps", "report", "compare", "sandbox")
 _STEP_KEYS = ("name", "stage", "with")
 
 
@@ -56,6 +56,9 @@ class Recipe:
     #: Pairs of eval steps ``(A, B)`` that report.md compares problem by problem (B - A in pass@1,
     #: paired bootstrap 95% interval: distill/eval_compare.py).
     compare: tuple[tuple[str, str], ...] = ()
+    #: How every step's model programs run (the code verifier, the python tool): "auto" (the strongest
+    #: isolation here, refuse if none) or "none" (no namespaces, opt-in: `distill filter --sandbox none`).
+    sandbox: str = "auto"
 
     def step(self, name: str) -> Step:
         for s in self.steps:
@@ -127,7 +130,16 @@ def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | No
         description=str(data.get("description") or ""),
         report=bool(data.get("report", True)),
         compare=compare,
+        sandbox=_sandbox_choice(data.get("sandbox", "auto"), path),
     )
+
+
+def _sandbox_choice(value: Any, path: str) -> str:
+    from reasonkit.sandbox.stage import CHOICES
+
+    if value not in CHOICES:
+        raise UserError(f"{path}: sandbox: expected one of {', '.join(CHOICES)}; found {value!r}")
+    return value
 
 
 def _compare_pairs(raw: Any, steps: list[Step], path: str) -> tuple[tuple[str, str], ...]:

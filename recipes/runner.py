@@ -122,14 +122,24 @@ def _seed_weight_hashes(step_out: Path, models: list[str]) -> None:
             remember(teacher, manifest.get("teacher_files"))
 
 
-def run(recipe: Recipe, *, start: str | None = None, only: str | None = None, overwrite: bool = False,
-        verbose: bool = False, echo=print) -> dict:
+def run(recipe: Recipe, **options) -> dict:
     """Run the recipe's steps in order; returns {step name: what its run function returned}.
 
     ``start``/``only`` choose the steps to run (``--from``/``--only``); ``overwrite`` deletes and
     redoes the chosen steps; ``verbose`` leaves library logs on the terminal instead of in
-    ``OUT/<step>/run.log``.
+    ``OUT/<step>/run.log``. The recipe's ``sandbox`` holds for every step (and every process a step starts).
     """
+    from reasonkit.sandbox.stage import restore_mode, use_mode
+
+    previous = use_mode(recipe.sandbox if recipe.sandbox != "auto" else None)
+    try:
+        return _run(recipe, **options)
+    finally:
+        restore_mode(previous)
+
+
+def _run(recipe: Recipe, *, start: str | None = None, only: str | None = None, overwrite: bool = False,
+         verbose: bool = False, echo=print) -> dict:
     from reasonkit.recipes.logs import step_logs
 
     planned = validate(recipe)

@@ -115,3 +115,17 @@ def test_sandbox_none_opts_in_warns_and_is_recorded(tmp_path):
         assert isolation and all(value.startswith("no-namespaces") for value in isolation)
     finally:
         subprocess.run(["rm", "-rf", str(work)], check=False)
+
+
+def test_a_recipes_sandbox_key_holds_for_its_steps_only(monkeypatch):
+    from reasonkit.recipes import runner as recipe_runner
+    from reasonkit.recipes.recipe import parse_recipe
+
+    steps = [{"name": "f", "stage": "filter", "with": {"traces": "t", "verifier": "code"}}]
+    with pytest.raises(UserError, match="r.yaml: sandbox: expected one of auto, none; found 'off'"):
+        parse_recipe({"steps": steps, "sandbox": "off"}, "r.yaml")
+    recipe = parse_recipe({"steps": steps, "sandbox": "none"}, "r.yaml")
+    monkeypatch.delenv(sandbox.ENV_MODE, raising=False)
+    monkeypatch.setattr(recipe_runner, "_run", lambda recipe, **options: os.environ.get(sandbox.ENV_MODE))
+    assert recipe_runner.run(recipe) == "none" and sandbox.ENV_MODE not in os.environ
+    assert recipe_runner.run(parse_recipe({"steps": steps}, "r.yaml")) is None
