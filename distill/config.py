@@ -63,7 +63,8 @@ GRPO_FIELDS = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsi
 SCORER_FIELDS = ("eval_share", "margin_scale", "center_rewards_coefficient", "step_separator")
 #: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
 #: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
-LAUNCH_FIELDS = ("launcher", "num_processes", "accelerate_config")
+LAUNCH_FIELDS = ("launcher", "num_processes", "accelerate_config", "num_machines", "machine_rank", "main_process_ip",
+                 "main_process_port")
 #: Fingerprinted as their product with the process count (the global batch): how a batch is split
 #: between devices and accumulation steps changes memory, not the optimizer's steps, so a run that
 #: hit OOM resumes with batch_size halved and grad_accum doubled, or on 4 GPUs instead of 8.
@@ -187,8 +188,14 @@ class TrainConfig:
     # `accelerate launch` with num_processes processes (None: every visible GPU) and an accelerate
     # config: a shipped one by name (ddp, fsdp, zero3: recipes/accelerate/) or a YAML path.
     launcher: Literal["none", "accelerate"] = "none"
-    num_processes: int | None = None
+    num_processes: int | None = None  # every machine's together, as accelerate counts them
     accelerate_config: str | None = None
+    # Several machines (accelerate launch on each, distill/launch.py): machine_rank, the main machine's address and
+    # port; None: from Slurm's environment (SLURM_NODEID, MASTER_ADDR or the job's first node, MASTER_PORT or 29500)
+    num_machines: int = 1
+    machine_rank: int | None = None
+    main_process_ip: str | None = None
+    main_process_port: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("lora_r", "lora_alpha", "batch_size", "grad_accum", "save_steps", "save_total_limit", "lint_rows"):
@@ -229,8 +236,14 @@ class TrainConfig:
         elif self.tools or self.corpus:
             raise ValueError(f"tools and corpus apply to --method grpo (SFT reads the tools a trajectory was generated with "
                              f"from its table), found method {self.method}")
-        if self.launcher == "none" and (self.num_processes or self.accelerate_config):
-            raise ValueError("num_processes and accelerate_config apply with launcher: accelerate only")
+        if self.launcher == "none" and (self.num_processes or self.accelerate_config or self.num_machines != 1):
+            raise ValueError("num_processes, accelerate_config and num_machines apply with launcher: accelerate only")
+        if self.num_machines < 1 or (self.machine_rank is not None and not 0 <= self.machine_rank < self.num_machines):
+            raise ValueError(f"num_machines must be >= 1 and machine_rank in [0, num_machines), found {self.num_machines} "
+                             f"and {self.machine_rank}")
+        if self.num_processes and self.num_processes % self.num_machines:
+            raise ValueError(f"num_processes {self.num_processes} (every machine's) must be a multiple of num_machines "
+                             f"{self.num_machines}")
 
     def _check_levers(self) -> None:
         from reasonkit.distill.levers import is_flash_attention

@@ -7,8 +7,12 @@ Two ways to train on the 8 GPUs of a node:
   as a subprocess, which trains on ``num_processes`` processes; it waits for them and returns the
   report. Their GPU memory is freed when they exit, so a recipe's next step (an eval whose vLLM
   checks the free memory as it starts) finds the GPUs empty.
-- by hand, e.g. on each node of a Slurm job: ``accelerate launch --config_file
-  recipes/accelerate/zero3.yaml -m reasonkit.distill.command --method sft ...``.
+- on several machines (``num_machines: 2``): the same command on each machine (a Slurm job's
+  ``srun``, one task a node), each starting ``accelerate launch`` with its machine rank and the
+  main machine's address and port: given (``machine_rank``, ``main_process_ip``,
+  ``main_process_port``) or read from Slurm's environment (:func:`machines`). ``num_processes``
+  counts every machine's processes, as accelerate does; OUT must be on storage every machine mounts
+  (ZeRO-3 checkpoints are written by every process). ``zero3-multinode`` is the shipped config.
 
 Either way every process runs :func:`reasonkit.distill.train.train`, and only the main process
 writes into OUT (clearing it for --overwrite, deleting torn checkpoints, lint.json,
@@ -17,7 +21,8 @@ what it writes. The Trainer itself writes checkpoints from the processes that ho
 
 Shipped accelerate configs, by name (``accelerate_config: zero3``), in recipes/accelerate/:
 ``ddp`` (each GPU a full copy: LoRA and models that fit), ``fsdp`` (FSDP2, full sharding) and
-``zero3`` (DeepSpeed ZeRO-3, open-r1's SFT setup; needs ``pip install deepspeed``).
+``zero3`` (DeepSpeed ZeRO-3, open-r1's SFT setup; needs ``pip install deepspeed``), ``zero3-multinode``
+(the same over 2 nodes of 8 GPUs).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -96,33 +102,95 @@ def config_file(name_or_path: str | None) -> Path | None:
     raise UserError(f"accelerate_config: {name_or_path}: neither a shipped config ({names}) nor a YAML file")
 
 
+@dataclasses.dataclass(frozen=True)
+class Machines:
+    """Where this machine stands in a multi-machine launch (one machine: the defaults)."""
+
+    count: int = 1
+    rank: int = 0
+    address: str = "127.0.0.1"
+    port: int | None = None  # None: a free port of this machine (one machine only)
+
+
+#: torchrun's default rendezvous port, when neither the config nor MASTER_PORT names one: every machine
+#: must agree on it, so it cannot be a free port one machine picks.
+DEFAULT_PORT = 29500
+
+
+def machines(cfg, env: dict | None = None) -> Machines:
+    """This machine's rank and the main machine's address and port, from the config, else Slurm's environment.
+
+    >>> machines(type("C", (), {"num_machines": 2, "machine_rank": None, "main_process_ip": None,
+    ...     "main_process_port": None})(), {"SLURM_NODEID": "1", "SLURM_NNODES": "2", "SLURM_JOB_NODELIST": "gpu[07-08]"})
+    Machines(count=2, rank=1, address='gpu07', port=29500)
+    """
+    env = os.environ if env is None else env
+    count = cfg.num_machines
+    if count <= 1:
+        return Machines()
+    nodes = env.get("SLURM_NNODES")
+    if nodes and int(nodes) != count:
+        raise UserError(f"num_machines {count}, but this Slurm job has {nodes} nodes (SLURM_NNODES); expected them equal")
+    rank = cfg.machine_rank if cfg.machine_rank is not None else env.get("SLURM_NODEID")
+    if rank is None:
+        raise UserError(f"num_machines {count}: this machine's rank is unknown; set machine_rank (0 on the main machine) "
+                        "or run under Slurm (srun sets SLURM_NODEID)")
+    address = cfg.main_process_ip or env.get("MASTER_ADDR") or first_host(env.get("SLURM_JOB_NODELIST", ""))
+    if not address:
+        raise UserError(f"num_machines {count}: the main machine's address is unknown; set main_process_ip, or MASTER_ADDR, "
+                        "or run under Slurm (SLURM_JOB_NODELIST)")
+    port = cfg.main_process_port or int(env.get("MASTER_PORT") or DEFAULT_PORT)
+    return Machines(count, int(rank), address, port)
+
+
+def first_host(nodelist: str) -> str | None:
+    """The first host of a Slurm node list (what ``scontrol show hostnames`` prints first), without scontrol.
+
+    >>> first_host("gpu[07-08,12]"), first_host("node-a,node-b"), first_host("h100-[001-016]"), first_host("")
+    ('gpu07', 'node-a', 'h100-001', None)
+    """
+    match = re.match(r"([^,\[]+)(?:\[([^\],-]+))?", nodelist.strip())
+    if not match:
+        return None
+    return match.group(1) + (match.group(2) or "")
+
+
 def run_launched(cfg, say) -> dict:
-    """Train ``cfg`` under ``accelerate launch`` in a subprocess; return the report it wrote."""
-    processes = cfg.num_processes or _visible_gpus()
+    """Train ``cfg`` under ``accelerate launch`` in a subprocess; return the report it wrote.
+
+    On a machine other than the main one (machine rank > 0) the processes it starts train with the others and
+    write nothing of OUT but their checkpoint shards; it returns the report when OUT is shared storage."""
+    where = machines(cfg)
+    processes = cfg.num_processes or _visible_gpus() * where.count
     if not processes:
         raise UserError("launcher: accelerate found no GPU; set num_processes (CPU processes then train over gloo)")
     accelerate_config = config_file(cfg.accelerate_config)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    log = out / (LOG if where.rank == 0 else f"launch-machine{where.rank}.log")  # one log a machine on shared storage
     with tempfile.TemporaryDirectory(prefix="reasonkit-launch-") as tmp:
         settings = Path(tmp) / "train_config.json"
         settings.write_text(json.dumps(dataclasses.asdict(cfg)))  # the same config: the report records the launch
-        cmd = launch_command(processes, accelerate_config, settings)
+        cmd = launch_command(processes, accelerate_config, settings, where)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", LAUNCHED: "1"}
         if cfg.threads:
             env["OMP_NUM_THREADS"] = str(cfg.threads)
-        say(f"training on {processes} processes under accelerate launch"
-            + (f" ({accelerate_config.name})" if accelerate_config else "") + f"; their output: {out / LOG}")
-        code, error, tail = _follow(cmd, env, out / LOG, say)
+        on = f" on {where.count} machines (this one rank {where.rank}, main {where.address}:{where.port})" if where.count > 1 else ""
+        say(f"training on {processes} processes{on} under accelerate launch"
+            + (f" ({accelerate_config.name})" if accelerate_config else "") + f"; their output: {log}")
+        code, error, tail = _follow(cmd, env, log, say)
     if error:
         raise UserError(error)
     if code != 0:
-        raise UserError(f"{out}: training under accelerate launch failed (exit {code}): {tail or 'no output'}; see {out / LOG}")
-    return json.loads((out / "report.json").read_text())
+        raise UserError(f"{out}: training under accelerate launch failed (exit {code}): {tail or 'no output'}; see {log}")
+    report = out / "report.json"
+    if where.rank > 0 and not report.is_file():
+        return {"machine_rank": where.rank, "out": str(out), "report": "written by machine 0"}
+    return json.loads(report.read_text())
 
 
-def launch_command(processes: int, accelerate_config: Path | None, settings: Path) -> list[str]:
-    """The ``accelerate launch`` command line; a free port, so two runs on one node do not collide.
+def launch_command(processes: int, accelerate_config: Path | None, settings: Path, where: Machines = Machines()) -> list[str]:
+    """The ``accelerate launch`` command line; on one machine a free port, so two runs on one node do not collide.
 
     >>> launch_command(2, None, Path("s.json"))[3:5]
     ['--multi_gpu', '--num_processes']
@@ -134,8 +202,12 @@ def launch_command(processes: int, accelerate_config: Path | None, settings: Pat
         cmd += ["--multi_gpu"]  # plain DDP: torchrun's processes (on a CPU-only machine, gloo)
     # --mixed_precision no: the train config decides (its bf16 overrides this in TrainingArguments,
     # but a config file's bf16 would otherwise turn autocast on for a run that set bf16=false)
-    cmd += ["--num_processes", str(processes), "--num_machines", "1", "--main_process_port", str(_free_port()),
-            "--mixed_precision", "no"]
+    cmd += ["--num_processes", str(processes), "--num_machines", str(where.count)]
+    if where.count > 1:  # the flags override the config file's single-machine values
+        cmd += ["--machine_rank", str(where.rank), "--main_process_ip", where.address, "--main_process_port", str(where.port)]
+    else:
+        cmd += ["--main_process_port", str(_free_port())]
+    cmd += ["--mixed_precision", "no"]
     if accelerate_config is None:
         cmd += ["--dynamo_backend", "no"]
     return [*cmd, "-m", "reasonkit.distill.launch", str(settings)]

@@ -178,6 +178,27 @@ def check(recipe, planned: list, *, cuda: Callable[[], bool] | None = None) -> N
                         "on a GPU machine)")
 
 
+def check_fit(recipe, planned: list, names: set[str], state: dict, gpu_gb: float | None) -> None:
+    """On a GPU machine: the steps about to run (``names``) whose --plan estimate passes this GPU's memory
+    (``gpu_gb``: torch's figure; None off GPU, where nothing is refused) are one UserError."""
+    if gpu_gb is None:
+        return
+    from reasonkit.recipes.plan import plan, refusals
+
+    refused = refusals([s for s in plan(recipe, planned, state, gpu_gb=gpu_gb) if s.name in names])
+    if refused:
+        raise UserError(f"{recipe.path}: {len(refused)} step(s) would not fit this {gpu_gb:.0f} GB GPU: {'; '.join(refused)}")
+
+
+def gpu_memory_gb() -> float | None:
+    """The first CUDA GPU's memory in GB, None without one (torch imported only here)."""
+    if not gpu_here():
+        return None
+    import torch
+
+    return torch.cuda.get_device_properties(0).total_memory / 1e9
+
+
 def installed(module: str) -> bool:
     """Whether ``module`` would import here, found without importing it."""
     return importlib.util.find_spec(module) is not None

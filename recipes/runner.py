@@ -151,10 +151,21 @@ def _run(recipe: Recipe, *, start: str | None = None, only: str | None = None, o
     state = load_state(out)
     first = names.index(start) if start else 0
     chosen = [p for i, p in enumerate(planned) if (p.step.name == only if only is not None else i >= first)]
-    from reasonkit.recipes.preflight import check
+    from reasonkit.recipes.preflight import check, check_fit, gpu_memory_gb
 
-    # every package the steps about to run import, before the first of them starts (and before OUT exists)
-    check(recipe, [p for p in chosen if overwrite or not _finished(state, p, recipe)])
+    # every package the steps about to run import, before the first of them starts (and before OUT exists),
+    # and on a GPU machine whether each fits its GPU as --plan estimates it
+    to_run = [p for p in chosen if overwrite or not _finished(state, p, recipe)]
+    check(recipe, to_run)
+    check_fit(recipe, planned, {p.step.name for p in to_run}, state, gpu_memory_gb())
+    follower = _follower(chosen, only)
+    if follower is not None:  # another machine of a multi-node train step: train with machine 0, record nothing
+        previous = state.get(follower.step.name, {})
+        resume = bool(previous) and previous.get("fingerprint") == follower.fingerprint and not overwrite
+        echo(f"[run]  {follower.step.name} ({follower.step.stage}): with machine 0, as machine "
+             f"{_rank(follower.config)} of {follower.config.num_machines}")
+        config = _with_flags(follower.config, overwrite=overwrite, resume=resume)
+        return {follower.step.name: _jsonable(STAGES["train"].run_function()(config))}
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
     for index, p in enumerate(planned):
@@ -195,6 +206,27 @@ def _run(recipe: Recipe, *, start: str | None = None, only: str | None = None, o
         results[name] = state[name]["result"]
         echo(f"[done] {name} in {seconds:.1f}s")
     return results
+
+
+def _rank(config) -> int:
+    from reasonkit.distill.launch import machines
+
+    return machines(config).rank
+
+
+def _follower(chosen: list[PlannedStep], only: str | None) -> PlannedStep | None:
+    """The multi-node train step this machine joins as machine rank > 0, else None (this is machine 0 or the
+    steps are single-machine). Such a machine runs that step alone (``--only``): the steps before it ran on
+    machine 0, and only machine 0 records the run state."""
+    multi = [p for p in chosen if p.step.stage == "train" and getattr(p.config, "num_machines", 1) > 1]
+    joining = [p for p in multi if _rank(p.config) > 0]
+    if not joining:
+        return None
+    if only is None or len(chosen) != 1:
+        names = ", ".join(p.step.name for p in joining)
+        raise UserError(f"this is machine {_rank(joining[0].config)} of a multi-node train step ({names}): run it alone here "
+                        f"with --only {joining[0].step.name}; every other step runs on machine 0")
+    return joining[0]
 
 
 def _with_flags(config: Any, *, overwrite: bool, resume: bool) -> Any:

@@ -118,3 +118,20 @@ def test_cli_plan_refuses_a_step_that_does_not_fit_exit_2(tmp_path, overrides, t
     else:  # an H200 holds R1's FP8 weights on one node
         again = CliRunner().invoke(cli, [*args, "--gpu-gb", "141", *(x for o in overrides for x in ("--set", o))])
         assert again.exit_code == 0, again.output
+
+
+def test_distill_run_on_a_gpu_refuses_a_step_that_does_not_fit_before_the_first_step(tmp_path, monkeypatch):
+    """`distill run` itself (not only --plan) on an 80 GB GPU machine: the R1 teacher at PP 1 is refused before
+    anything starts; nothing is written."""
+    from reasonkit.errors import UserError
+    from reasonkit.recipes import preflight
+    from reasonkit.recipes.runner import run
+
+    monkeypatch.setattr(preflight, "gpu_memory_gb", lambda: 80.0)
+    monkeypatch.setattr(preflight, "installed", lambda name: True)
+    monkeypatch.setattr(preflight, "gpu_here", lambda: False)  # the vLLM check is test_preflight's
+    recipe = parse_recipe(load_yaml(ROOT / "r1-distill-qwen-1.5b.yaml"), "r1.yaml",
+                          ["traces.engine_args.pipeline_parallel_size=1"], out=str(tmp_path / "run"))
+    with pytest.raises(UserError, match=r"1 step\(s\) would not fit this 80 GB GPU: step traces \(generate\): weights 85.6 GB/GPU"):
+        run(recipe)
+    assert not (tmp_path / "run").exists()
