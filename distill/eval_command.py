@@ -69,6 +69,8 @@ _REPLICAS = _Replicas()
               help="vllm or hf: engine replicas on this node, each on --tensor-parallel GPUs of its own; "
                    "auto: every visible GPU.  [default: 1]")
 @click.option("--max-model-len", type=int, default=None)
+@click.option("--allow-overflow", is_flag=True, default=None,
+              help="Evaluate even if a problem's first prompt cannot fit --max-model-len (counted as context_overflow).")
 @click.option("--base-url", default=None, help="OpenAI-compatible server (with --backend openai).")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True)
 @click.option("--label", default=None, help="Name of this run in reports (default: the --out folder name).")

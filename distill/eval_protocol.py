@@ -62,7 +62,10 @@ def protocol(config, identities: dict, adapter_mode: str | None, gen_manifest: d
         "temperature": config.temperature,
         "top_p": config.top_p,
         "max_tokens": config.max_tokens,
-        "max_tokens_clamp": max_tokens_clamp(rows, config.max_tokens, max_model_len, config.backend),
+        # a trajectory's prompt_tokens add up its turns' prompts: no budget can be read off them; its turns
+        # that could not fit end it with finish reason "context" (summary.json's context_overflow)
+        "max_tokens_clamp": None if getattr(config, "tools", None) else max_tokens_clamp(
+            rows, config.max_tokens, max_model_len, config.backend),
         "k": config.k,
         "seed": config.seed,
         "seeds": "per problem: derive_seed(seed, id)",
@@ -218,8 +221,8 @@ def max_tokens_clamp(rows, nominal: int, max_model_len: int | None, backend: str
     clamp = {"clamped_problems": len(budgets), "problems": len(prompts), "max_model_len": max_model_len,
              "min_budget": min(budgets) if budgets else None, "max_budget": max(budgets) if budgets else None}
     if budgets:
-        print(f"eval: max_tokens {nominal} was cut to {clamp['min_budget']}-{clamp['max_budget']} for "
-              f"{len(budgets)} of {len(prompts)} problems to fit max_model_len {max_model_len} "
+        print(f"eval: max_tokens {nominal} tokens was cut to {clamp['min_budget']}-{clamp['max_budget']} tokens for "
+              f"{len(budgets)} of {len(prompts)} problems to fit max_model_len {max_model_len} tokens "
               "(recorded in summary.json's protocol.max_tokens_clamp)", file=sys.stderr, flush=True)
     return clamp
 

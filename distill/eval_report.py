@@ -31,6 +31,7 @@ def _row(label: str, s: dict) -> list[str]:
         f"{s['no_answer_rate']:.3f}",
         _rate(s.get("unverifiable_rate")),
         f"{s['truncated_rate']:.3f}",
+        _rate(s.get("context_overflow_rate")),
     ]
 
 
@@ -39,7 +40,10 @@ def _rate(value: float | None) -> str:
 
 
 HEADER = ["run", "pass@1 ± std", "95% CI", "cons@k", "pass@k", "problems", "k", "no answer", "unverifiable",
-          "truncated"]
+          "truncated", "context overflow"]
+#: What the table's figures are in: every one a share or a count, said once under the table.
+UNITS = ("pass@1, its CI, cons@k and pass@k: share of problems solved (0 to 1); no answer, unverifiable, "
+         "truncated, context overflow: share of samples (0 to 1); problems: count; k: samples per problem.")
 
 
 def counts_text(summary: dict) -> str:
@@ -52,6 +56,11 @@ def counts_text(summary: dict) -> str:
     text = (f"\nSamples: {c['correct']} correct, {c['wrong']} wrong, {c['unverifiable']} unverifiable"
             + (f" ({reasons})" if reasons else "") + f", {c['no_answer']} without an answer; {c['truncated']} "
             + ("truncated (scored: score_truncated).\n" if scored else "truncated (no answer, R1's protocol).\n"))
+    over = summary.get("context_overflow") or {}
+    if over.get("samples"):
+        ids = ", ".join(over.get("ids", [])[:10]) + (" ..." if len(over.get("ids", [])) > 10 else "")
+        text += (f"Context overflow: {over['samples']} samples of {over['problems']} problems could not fit max_model_len "
+                 f"(counted apart from no answer; problems: {ids}).\n")
     short = {k: n for k, n in summary.get("pass@k_fewer_samples", {}).items() if n}
     if short:
         text += "pass@k is over the problems with at least k samples; left out: " + ", ".join(
@@ -71,16 +80,16 @@ def engine_text(p: dict) -> str:
             f"({p.get('batch_invariant_how')}).\n")
     clamp = p.get("max_tokens_clamp") or {}
     if clamp.get("clamped_problems"):
-        text += (f"max_tokens {p.get('max_tokens')} was cut to {clamp['min_budget']}-{clamp['max_budget']} for "
+        text += (f"max_tokens {p.get('max_tokens')} tokens was cut to {clamp['min_budget']}-{clamp['max_budget']} tokens for "
                  f"{clamp['clamped_problems']} of {clamp['problems']} problems to fit max_model_len "
-                 f"{clamp['max_model_len']}.\n")
+                 f"{clamp['max_model_len']} tokens.\n")
     return text
 
 
 def markdown_table(runs: list[tuple[str, dict]]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(_row(label, s)) + " |" for label, s in runs]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + UNITS + "\n"
 
 
 def write_markdown(summary: dict, path: Path, title: str) -> None:

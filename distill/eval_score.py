@@ -2,8 +2,9 @@
 
 What each sample counts as, disjointly (``counts`` in summary.json; they add up to ``n_samples``):
 ``correct``, ``wrong`` (verified False), ``unverifiable`` (an answer the verifier could not decide:
-a timeout, an unparseable side; ``correct`` is None) and ``no_answer`` (nothing extracted, or
-truncated). ``truncated`` counts the samples ``finish_reason == "length"`` apart, overlapping: by
+a timeout, an unparseable side; ``correct`` is None), ``context_overflow`` (the sample could not fit
+the model's context: its prompt, or a later turn of a tool-use trajectory, left no room; finish
+reason ``context``) and ``no_answer`` (nothing extracted, or truncated). ``truncated`` counts the samples ``finish_reason == "length"`` apart, overlapping: by
 R1's protocol a truncated sample has no answer (its last box sits in unfinished reasoning), unless
 the evaluation asked ``score_truncated``. pass@1 and pass@k count everything but ``correct`` as
 not correct. cons@k votes over the groups of distill/eval_vote.py; a problem's vote is correct when
@@ -39,9 +40,11 @@ def extract_preds(traces: pa.Table, *, score_truncated: bool, trajectories: bool
     return preds, reasons
 
 
-def verify_samples(traces: pa.Table, config, out_dir: Path, *, score_truncated: bool | None = None) -> pa.Table:
+def verify_samples(traces: pa.Table, config, out_dir: Path, *, score_truncated: bool | None = None,
+                   max_model_len: int | None = None) -> pa.Table:
     """Extract and verify every sample against its problem's gold answer, group each problem's
     answers for the vote (distill/eval_vote.py) with the same verifier; write the samples stage.
+    ``max_model_len``: the context the samples were made in (a refused prompt is context overflow).
 
     ``score_truncated`` (default: the config's, else False) extracts an answer from truncated samples too.
     """
@@ -84,7 +87,7 @@ def verify_samples(traces: pa.Table, config, out_dir: Path, *, score_truncated: 
         "pred": pa.array(preds, pa.string()),
         "correct": pa.array([c for c, _ in checked], pa.bool_()),
         "completion_tokens": traces.column("completion_tokens"),
-        "finish_reason": traces.column("finish_reason"),
+        "finish_reason": pa.array(_finish_reasons(traces, max_model_len), pa.string()),
         "verify_reason": pa.array([r if p is not None else e for (_, r), p, e in zip(checked, preds, reasons)], pa.string()),
         "vote_group": pa.array(vote_group, pa.int32()),
     })
@@ -98,8 +101,32 @@ def verify_samples(traces: pa.Table, config, out_dir: Path, *, score_truncated: 
     return table
 
 
+CONTEXT = "context"  # the finish reason of a sample that could not fit the context (gen/tools/loop.py)
+
+
+def overflowed(finish_reasons: list[str], prompt_tokens: list[int], max_model_len: int | None) -> list[str]:
+    """``finish_reasons`` with a prompt the backend refused for its length (``error``, the prompt
+    alone as long as the context) named ``context``, as a tool-use turn that cannot fit is named.
+
+    >>> overflowed(["stop", "error", "error"], [10, 1030, 12], 1024)
+    ['stop', 'context', 'error']
+    """
+    if not max_model_len:
+        return list(finish_reasons)
+    return [CONTEXT if f == "error" and n >= max_model_len else f for f, n in zip(finish_reasons, prompt_tokens)]
+
+
+def _finish_reasons(traces: pa.Table, max_model_len: int | None) -> list[str]:
+    finish = traces.column("finish_reason").to_pylist()
+    if not max_model_len or "prompt_tokens" not in traces.column_names:
+        return finish
+    return overflowed(finish, traces.column("prompt_tokens").to_pylist(), max_model_len)
+
+
 def outcome(row: dict) -> str:
-    """The one count a sample falls in: correct, wrong, unverifiable or no_answer."""
+    """The one count a sample falls in: correct, wrong, unverifiable, context_overflow or no_answer."""
+    if row["finish_reason"] == CONTEXT:
+        return "context_overflow"
     if row["pred"] is None:
         return "no_answer"
     if row["correct"] is None:
@@ -140,6 +167,7 @@ def score(samples: pa.Table, traces: pa.Table, *, k: int, seed: int = 0) -> tupl
             "no_answer": kinds.count("no_answer"),
             "unverifiable": kinds.count("unverifiable"),
             "truncated": sum(r["finish_reason"] == "length" for r in rows),
+            "context_overflow": kinds.count("context_overflow"),
         })
     n_problems, n_samples = len(problems), samples.num_rows
     summary: dict = {"n_problems": n_problems, "n_samples": n_samples, "k": k}
@@ -151,12 +179,15 @@ def score(samples: pa.Table, traces: pa.Table, *, k: int, seed: int = 0) -> tupl
         summary[f"pass@{kk}"] = sum(values) / len(values) if values else 0.0
         summary["pass@k_fewer_samples"][f"pass@{kk}"] = n_problems - len(values)  # left out of pass@kk
     truncated = sum(p["truncated"] for p in problems)
-    summary["counts"] = {kind: outcomes[kind] for kind in ("correct", "wrong", "unverifiable", "no_answer")}
+    summary["counts"] = {kind: outcomes[kind] for kind in ("correct", "wrong", "unverifiable", "context_overflow", "no_answer")}
     summary["counts"]["truncated"] = truncated
+    over = [p["id"] for p in problems if p["context_overflow"]]
+    summary["context_overflow"] = {"problems": len(over), "samples": outcomes["context_overflow"], "ids": over}
     summary["unverifiable_reasons"] = dict(sorted(unverifiable.items()))
     rate = lambda n: n / n_samples if n_samples else 0.0  # noqa: E731
     summary["no_answer_rate"] = rate(outcomes["no_answer"])
     summary["unverifiable_rate"] = rate(outcomes["unverifiable"])
     summary["truncated_rate"] = rate(truncated)
+    summary["context_overflow_rate"] = rate(outcomes["context_overflow"])
     summary["mean_completion_tokens"] = rate(sum(samples.column("completion_tokens").to_pylist()))
     return summary, problems

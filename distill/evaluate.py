@@ -68,6 +68,9 @@ class EvalConfig:
     # "auto": every visible GPU. 8 GPUs at tensor_parallel 1 evaluate 8 times as fast.
     data_parallel: int | Literal["auto"] = 1
     max_model_len: int | None = None
+    # a problem whose first prompt alone fills max_model_len is refused before generating (distill/eval_fit.py)
+    # unless this is set; then it is counted as context_overflow, apart from no_answer
+    allow_overflow: bool = False
     gpu_memory_utilization: float = 0.9
     engine_args: EngineArgs = field(default_factory=dict, hash=False)  # vllm: any EngineArgs field (gen/engine_args.py)
     base_url: str | None = None
@@ -130,10 +133,14 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     if missing:
         raise UserError(f"{config.data}: row {missing[0]}: no gold answer in column {config.answer_col!r}; every eval problem needs one")
     contamination = _contamination(config, prompts) if config.decontam_against else None
+    toolbox = None
     if config.tools:  # an unknown tool or a bad corpus fails here, before OUT is written (the index is cached)
         from reasonkit.gen.tools.trajectories import load_run_tools
 
-        load_run_tools(config)
+        toolbox = load_run_tools(config)
+    from reasonkit.distill.eval_fit import check_fit
+
+    context = check_fit(config, prompts, toolbox)  # a first prompt that cannot fit: refused here, before OUT
     out.mkdir(parents=True, exist_ok=True)
     identities = _check_same_eval(config, out)  # before a merge or a sample: refuse other weights first
     model, adapter_mode = resolve_model(config, out)
@@ -161,7 +168,8 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
             owned.close()
     gen_seconds = time.perf_counter() - started
     traces = read_stage(out / "generations", kind="trajectories" if config.tools else "traces")
-    samples = verify_samples(traces, config, out / "samples")
+    context = (gen_manifest.get("backend_info") or {}).get("max_model_len") or context
+    samples = verify_samples(traces, config, out / "samples", max_model_len=context)
     summary, problems = score(samples, traces, k=config.k, seed=config.seed)
     if config.tools:  # what the tools did: calls and turns per trajectory, the share of calls that failed
         from reasonkit.filters.trajectory import summary as trajectory_summary
@@ -182,7 +190,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     return summary
 
 
-_RUN_ONLY = ("overwrite", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", "data_parallel",
+_RUN_ONLY = ("overwrite", "allow_overflow", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", "data_parallel",
              "engine_args", *ENGINE_FIELDS)
 
 

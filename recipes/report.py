@@ -66,12 +66,10 @@ def _generate_section(name: str, d: Path) -> str:
     s = m.get("summary") or {}
     run = m.get("last_run") or {}
     rows, tokens = m.get("rows", 0), m.get("tokens", 0)
-    truncated = s.get("truncated_share", s.get("truncated"))
     line = f"## {name}: generation\n\n{rows} samples, {tokens:,} completion tokens"
     if run.get("tokens_per_s"):
         line += f", {run['tokens_per_s']:,} tokens/s"
-    if truncated is not None:
-        line += f", truncated share {truncated}"
+    line += _truncated_text(s, rows)
     config = m.get("config") or {}
     if config:
         keys = ("teacher", "backend", "n", "temperature", "top_p", "max_tokens", "seed")
@@ -79,11 +77,24 @@ def _generate_section(name: str, d: Path) -> str:
     return line + "\n"
 
 
+def _truncated_text(summary: dict, rows: int) -> str:
+    """The truncated samples as a count and a percent of the samples (the manifest records a count;
+    "truncated share 46" read as a share of 46 when it was 46 samples).
+
+    >>> _truncated_text({"truncated": 46}, 600), _truncated_text({}, 600)
+    (', 46 of 600 samples truncated (7.7%)', '')
+    """
+    n = summary.get("truncated")
+    if n is None or not rows:
+        return ""
+    return f", {n} of {rows} samples truncated ({100 * n / rows:.1f}%)"
+
+
 def _filter_section(name: str, d: Path, out: Path) -> str:
     r = _read_json(d / "report.json")
     if not r:
         return ""
-    lines = [f"## {name}: filter funnel\n", "| step | reason | dropped | remaining |", "|---|---|---|---|",
+    lines = [f"## {name}: filter funnel\n", "| step | reason | dropped (rows) | remaining (rows) |", "|---|---|---|---|",
              f"| in | | | {r.get('rows_in')} |"]
     funnel = r.get("funnel") or []
     for s in funnel:
@@ -140,7 +151,7 @@ def _train_section(name: str, d: Path, out: Path) -> str:
     if r.get("tokens_per_s"):
         bits.append(f"{r['tokens_per_s']:,.0f} tokens/s")
     if r.get("reward_accuracy") is not None:
-        bits.append(f"reward accuracy {r['reward_accuracy']:.3f}")
+        bits.append(f"reward accuracy {100 * r['reward_accuracy']:.1f}%")
     if r.get("train_runtime_s"):
         bits.append(f"{r['train_runtime_s']:.0f} s")
     text += ", ".join(bits) + "\n"
@@ -166,12 +177,27 @@ def _eval_section(evals: list[tuple[str, dict]], out: Path) -> str:
     write_plot(evals, png)
     text = "## Evaluation\n\n" + markdown_table(evals)
     p = evals[0][1].get("protocol", {})
+    per = "per turn" if evals[0][1].get("tools") else "per sample"
     text += (
-        f"\nProtocol: temperature {p.get('temperature')}, top-p {p.get('top_p')}, k={p.get('k')}, "
-        f"max tokens {p.get('max_tokens')}, backend {p.get('backend')}; full protocol in each step's summary.json.\n"
+        f"\nProtocol: temperature {p.get('temperature')}, top-p {p.get('top_p')}, k={p.get('k')} samples per problem, "
+        f"max tokens {p.get('max_tokens')} tokens {per}, backend {p.get('backend')}; full protocol in each step's "
+        "summary.json.\n"
     )
+    text += _overflow_text(evals)
     text += f"\n![pass@k]({png.name})\n"
     return text
+
+
+def _overflow_text(evals: list[tuple[str, dict]]) -> str:
+    """Each evaluation whose samples could not all fit the model's context, with the problems."""
+    lines = []
+    for name, summary in evals:
+        over = summary.get("context_overflow") or {}
+        if over.get("samples"):
+            ids = ", ".join(over["ids"][:8]) + (" ..." if len(over["ids"]) > 8 else "")
+            lines.append(f"- {name}: context overflow in {over['samples']} of {summary.get('n_samples')} samples "
+                         f"({over['problems']} of {summary.get('n_problems')} problems: {ids}), counted apart from no answer")
+    return ("\n" + "\n".join(lines) + "\n") if lines else ""
 
 
 def _compare_section(recipe: Recipe) -> str:

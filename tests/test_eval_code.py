@@ -56,7 +56,8 @@ def test_pass_at_k_and_cons_at_k_vote_on_outputs_not_text(tmp_path):
     assert summary["pass@1"] == pytest.approx((3 / 5 + 1 / 5) / 2)
     assert summary["cons@5"] == 0.5  # p1 voted right (3 of 5; a vote on program text would pick sample 0), p2 wrong
     assert summary["pass@5"] == 1.0
-    assert summary["counts"] == {"correct": 4, "wrong": 4, "unverifiable": 0, "no_answer": 2, "truncated": 1}
+    assert summary["counts"] == {"correct": 4, "wrong": 4, "unverifiable": 0, "context_overflow": 0, "no_answer": 2,
+                                 "truncated": 1}
     assert {p["id"]: p["majority_votes"] for p in problems} == {"p1": 3, "p2": 2}
 
 

@@ -84,8 +84,8 @@ def test_a_clamped_max_tokens_is_recorded(teacher_dir, test_set, tmp_path, capfd
     assert all(r["completion_tokens"] <= budgets[r["id"]] for r in traces)
     cut = [r for r in traces if r["finish_reason"] == "length"]
     assert all(r["completion_tokens"] == budgets[r["id"]] for r in cut), "the recorded budget is the one applied"
-    assert "max_tokens 80 was cut to" in capfd.readouterr().err
-    assert "max_tokens 80 was cut to 58-58 for 4 of 4 problems" in (tmp_path / "e" / "summary.md").read_text()
+    assert "max_tokens 80 tokens was cut to" in capfd.readouterr().err
+    assert "max_tokens 80 tokens was cut to 58-58 tokens for 4 of 4 problems" in (tmp_path / "e" / "summary.md").read_text()
     unclamped = run_eval(config(teacher_dir, test_set, tmp_path / "f", k=1, limit=2, max_tokens=80))
     assert unclamped["protocol"]["max_tokens_clamp"]["clamped_problems"] == 0
 

@@ -108,7 +108,8 @@ def test_summary_matches_hand_computed_figures(scored):
     assert summary["pass@4"] == pytest.approx(1.0)
     assert summary["pass@k_fewer_samples"] == {"pass@2": 0, "pass@4": 1}
     assert summary["n_samples"] == 15
-    assert summary["counts"] == {"correct": 7, "wrong": 5, "unverifiable": 1, "no_answer": 2, "truncated": 1}
+    assert summary["counts"] == {"correct": 7, "wrong": 5, "unverifiable": 1, "context_overflow": 0, "no_answer": 2,
+                                 "truncated": 1}
     assert summary["unverifiable_reasons"] == {"unparseable_pred": 1}
     assert summary["no_answer_rate"] == pytest.approx(2 / 15) and summary["unverifiable_rate"] == pytest.approx(1 / 15)
     assert summary["truncated_rate"] == pytest.approx(1 / 15)

@@ -17,7 +17,11 @@ A trajectory ends with ``finish_reason``:
 - ``stop``: a turn without tool calls, the final answer (``response``);
 - ``length``: a turn ran out of ``max_tokens`` (its calls, maybe cut off, are not run);
 - ``max_turns``: the model still called tools in its last allowed turn (they are not run);
-- ``error``: the backend refused a turn (the conversation outgrew the model's context).
+- ``context``: a turn could not fit the model's context (``max_model_len``): its prompt, the whole
+  conversation so far, left no room to generate (the backend refused it), or the context, not
+  ``max_tokens``, cut the turn off. The trajectory ends there; eval counts it as context overflow,
+  apart from answers that are missing or wrong;
+- ``error``: the backend refused a turn for another reason (a server's 400).
 
 Each turn of sample ``k`` of prompt ``id`` is seeded from ``(seed, id, k, turn)``, so a resumed run
 draws the same trajectories as one that never stopped (on a seeded backend with deterministic tools).
@@ -58,7 +62,7 @@ from reasonkit.gen.backend import Completion, Request, derive_seed
 from reasonkit.gen.tools.base import Observation, ToolBox
 from reasonkit.gen.tools.calls import ToolCall, assistant_message, parse_turn, stored_messages, tool_message
 
-FINISH_REASONS = ("stop", "length", "max_turns", "error")
+FINISH_REASONS = ("stop", "length", "max_turns", "context", "error")
 
 
 @dataclass
@@ -118,9 +122,28 @@ def turn_of(completion: Completion) -> tuple[str, list[ToolCall]]:
     return turn.content, turn.calls
 
 
+def out_of_context(completion: Completion, max_model_len: int | None) -> bool:
+    """Whether the context, not the model or ``max_tokens``, ended this turn: a prompt the backend
+    refused because it leaves no room, or a turn cut off where prompt and turn fill the context.
+
+    >>> out_of_context(Completion("a", 0, "", "error", 1030, 0), 1024), out_of_context(Completion("a", 0, "x", "length", 1000, 24), 1024)
+    (True, True)
+    >>> out_of_context(Completion("a", 0, "x", "length", 500, 64), 1024), out_of_context(Completion("a", 0, "", "error", 1030, 0), None)
+    (False, False)
+    """
+    if not max_model_len:
+        return False
+    if completion.finish_reason == "error":
+        return completion.prompt_tokens >= max_model_len
+    return completion.finish_reason == "length" and completion.prompt_tokens + completion.completion_tokens >= max_model_len
+
+
 def rollouts(backend, requests: Iterable[Request], toolbox: ToolBox, *, max_turns: int, workers: int = 8,
-             window: int = 1024) -> Iterator[Trajectory]:
+             window: int = 1024, max_model_len: int | None = None) -> Iterator[Trajectory]:
     """Every trajectory of ``requests`` (``n`` per request), yielded as each finishes, in any order.
+
+    ``max_model_len``: the context a turn must fit (default: the backend's own, where it has one;
+    a server's is unknown, and its refusals stay ``error``).
 
     ``workers`` threads run tool calls; at most ``window`` trajectories are alive at once, give or
     take the samples of one prompt, which start together (new prompts start as others finish, in
@@ -129,6 +152,8 @@ def rollouts(backend, requests: Iterable[Request], toolbox: ToolBox, *, max_turn
     if max_turns < 1:
         raise ValueError(f"max_turns {max_turns}: expected at least 1")
     tools = toolbox.schemas()
+    if max_model_len is None:
+        max_model_len = getattr(backend, "max_model_len", None)
     source = iter(requests)
     live: dict[str, _Live] = {}
     fresh: deque[_Live] = deque()  # started, first turn not yet handed to the backend
@@ -190,6 +215,9 @@ def rollouts(backend, requests: Iterable[Request], toolbox: ToolBox, *, max_turn
             t.turns += 1
             t.prompt_tokens += completion.prompt_tokens
             t.completion_tokens += completion.completion_tokens
+            if out_of_context(completion, max_model_len):
+                yield finish(live, state, "context")
+                continue
             if completion.finish_reason == "error":
                 yield finish(live, state, "error")
                 continue
