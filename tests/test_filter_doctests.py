@@ -8,7 +8,7 @@ import sys
 import pytest
 
 MODULES = ["base", "completions", "config", "decontam", "dedup", "extract", "format", "language", "mathcheck", "pool", "report",
-           "select", "synthetic", "text", "verify", "words"]
+           "select", "spelling", "synthetic", "text", "unboxed", "verify", "words"]
 
 
 @pytest.mark.parametrize("name", MODULES)
