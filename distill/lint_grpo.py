@@ -68,7 +68,7 @@ def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: i
             f"{max(1, max_positions - longest)} or extend the context (distill prepare-student --max-positions)")))
     if rows and "format" in cfg.rewards and not trained_by_reasonkit(cfg.student):
         text = tok.apply_chat_template(rows[0][1]["prompt"], tokenize=False, add_generation_prompt=True)
-        unmet = format_unmet(text)
+        unmet = format_unmet(text, knows_think="<think>" in tok.get_vocab())
         if unmet:
             findings.append(Finding("format_reward", unmet))
     group = group_finding(cfg, world_size=world_size, prompts=table.num_rows)
@@ -123,26 +123,29 @@ def _turn_stop(tok, prompt: list[dict], stops: set[int]) -> Finding | None:
         "end with EOS (distill prepare-student --template ...) or pass --set chat_template=FILE.jinja"))
 
 
-def format_unmet(prompt_text: str) -> str | None:
-    """Why the format reward (a closed ``<think>`` block, then a boxed answer) is ~always 0 for prompts rendered
-    like ``prompt_text``, or None when the policy can meet it: the template opens the block in the generation
-    prompt (R1's, QwQ's), or the prompt (system, instruction, template text) asks for ``<think>`` by name.
-    An instruct model never prompted for the tag (Qwen2.5-7B-Instruct) almost never writes it, so every group
-    scores 0 on format and the reward teaches nothing while its weight dilutes the others.
+def format_unmet(prompt_text: str, *, knows_think: bool = False) -> str | None:
+    """Why the format reward (a closed ``<think>`` block, then a boxed answer) is ~always 0 for a policy whose
+    prompts render like ``prompt_text``, or None when the policy can meet it: the template opens the block in the
+    generation prompt (R1's, QwQ's), the prompt (system, instruction, template text) asks for ``<think>`` by name,
+    or the policy was trained to write it (``knows_think``: ``<think>`` is a token of its vocabulary). An instruct
+    model none of this holds for (Qwen2.5-7B-Instruct) almost never writes the tag, so every group scores 0 on
+    format: the reward teaches nothing while its weight dilutes the others.
 
     >>> format_unmet("<|im_start|>user\\n1 + 1?<|im_end|>\\n<|im_start|>assistant\\n")[:44]
     'the format reward needs a <think> block, but'
     >>> format_unmet("Think inside <think> </think> tags.\\nUser: 1 + 1?\\nAssistant:") is None
     True
+    >>> format_unmet("<|user|>1 + 1?<|end|><|assistant|>", knows_think=True) is None
+    True
     """
     from reasonkit.gen.think import opens_think
 
-    if opens_think(prompt_text) or "<think>" in prompt_text:
+    if knows_think or opens_think(prompt_text) or "<think>" in prompt_text:
         return None
-    return ("the format reward needs a <think> block, but the chat template does not open one and the prompt never "
-            "asks for it (rendered prompt: ..." + prompt_text[-80:].replace("\n", "\\n") + "): it would score ~0 on "
-            "every completion; ask for <think> in `system` or `instruction`, use a template that opens it, or drop "
-            "format from rewards")
+    return ("the format reward needs a <think> block, but the chat template does not open one, the prompt never "
+            "asks for it and the vocabulary has no <think> token (rendered prompt: ..." + prompt_text[-80:].replace("\n", "\\n")
+            + "): it would score ~0 on every completion; ask for <think> in `system` or `instruction`, use a template "
+            "that opens it, or drop format from rewards")
 
 
 def trained_by_reasonkit(student: str) -> bool:

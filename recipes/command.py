@@ -54,7 +54,7 @@ def run(recipe: str, overrides: tuple[str, ...], start: str | None, only: str | 
         # the plan is made anywhere (a laptop before the cluster): a GPU GRPO step is checked as on a GPU
         click.echo(render(plans, missing(planned, cuda=lambda: True)))
         from reasonkit.recipes.crosscheck import problems
-        from reasonkit.recipes.preflight import unmet_format_rewards
+        from reasonkit.recipes.reward_check import unmet_format_rewards
 
         refused = problems(planned) + unmet_format_rewards(planned) + refusals(plans)
         if refused:

@@ -100,60 +100,6 @@ def missing(planned: list, *, cuda: Callable[[], bool]) -> list[str]:
     return lines
 
 
-def unmet_format_rewards(planned: list) -> list[str]:
-    """GRPO steps whose format reward the policy's prompt cannot satisfy (distill/lint_grpo.format_unmet), one
-    line each, where that is known before anything loads: the student is a model on this machine (a directory,
-    the Hub cache) or a prepare-student step's template file. A student an earlier train step writes learnt
-    its format from its data, and a template not on this machine is the train lint's to check."""
-    from reasonkit.distill.lint_grpo import format_unmet
-    from reasonkit.recipes.recipe import references
-
-    steps = {p.step.name: p for p in planned}
-    out = []
-    for p in planned:
-        config = p.config
-        if p.step.stage != "train" or getattr(config, "method", None) != "grpo" or "format" not in config.rewards:
-            continue
-        refs = references(str(p.step.config.get("student", "")))
-        source = steps.get(refs[0]) if refs else None
-        if source is not None and source.step.stage == "train":
-            continue
-        template = _template_text(source.config if source is not None else None, config.student)
-        if template is None:
-            continue
-        unmet = format_unmet("\n".join([template, config.system or "", config.instruction or ""]))
-        if unmet:
-            out.append(f"{p.step.name}: rewards.format: {unmet}")
-    return out
-
-
-def _template_text(prepare, student: str) -> str | None:
-    """The chat template a GRPO step's student renders with, read from disk; None when it is not here."""
-    import json
-    from pathlib import Path
-
-    template = getattr(prepare, "template", None) if prepare is not None else None
-    if template and template not in ("auto", "keep", "chatml", "llama3"):
-        path = Path(template).expanduser()
-        return path.read_text() if path.is_file() else None
-    if template in ("chatml", "llama3"):  # the family templates prepare-student writes (the model's system kept)
-        from reasonkit.distill import templates
-
-        return {"chatml": templates._chatml, "llama3": templates._llama3}[template](None)
-    model = prepare.model if prepare is not None else student
-    from reasonkit.recipes.plan import _config_json
-
-    found = _config_json(model)
-    folder = found[0].parent if found else Path(str(model)).expanduser()
-    jinja = folder / "chat_template.jinja"
-    if jinja.is_file():
-        return jinja.read_text()
-    try:
-        return json.loads((folder / "tokenizer_config.json").read_text()).get("chat_template")
-    except (OSError, ValueError):
-        return None
-
-
 def pip_lines(lines: list[str]) -> list[str]:
     """The install commands for the missing modules named in ``lines``."""
     text = " ".join(lines)
@@ -167,6 +113,7 @@ def check(recipe, planned: list, *, cuda: Callable[[], bool] | None = None) -> N
     """Raise one UserError naming every step's missing module and the pip lines, or a reward its policy cannot
     meet; nothing when all is well."""
     from reasonkit.recipes.crosscheck import problems
+    from reasonkit.recipes.reward_check import unmet_format_rewards
 
     unmet = problems(planned) + unmet_format_rewards(planned)
     if unmet:

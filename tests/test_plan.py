@@ -121,7 +121,26 @@ def test_gpu_recipes_use_the_published_settings(tmp_path):
     assert (sft.lr, sft.epochs, sft.max_grad_norm, sft.lr_scheduler, sft.lr_scheduler_kwargs, sft.max_length) == (
         4e-5, 5, 0.2, "cosine_with_min_lr", {"min_lr_rate": 0.1}, 32768)
     assert sft.full and sft.launcher == "accelerate" and sft.batch_size * sft.num_processes * sft.grad_accum == 128
+    # open-r1's config_distill.yaml: 128 traces a step, unpacked, on FlashAttention 2; no Liger (TRL 1.16's SFT
+    # already scores through a fused LM head). Before: 128 packed 32k rows (~4.2M tokens) a step on sdpa.
+    assert not sft.packing and sft.attn_implementation == "flash_attention_2" and not sft.use_liger_kernel
+    assert not any(p.use_liger_kernel for p in r1.values() if hasattr(p, "use_liger_kernel"))
     assert r1["eval_aime24"].max_tokens == 32768 and r1["eval_aime24"].k == 64
     pairs = {p.step.name: p.config for p in validate(parse_recipe(load_yaml(root / "dpo-verifier-pairs.yaml"),
                                                                    "dpo", out=str(tmp_path)))}
     assert pairs["samples"].max_tokens < 4096 and pairs["dpo"].max_length <= 4096  # a 4,096-position model
+
+
+def test_plan_prints_rows_tokens_and_optimizer_steps_a_step(tmp_path):
+    recipe = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
+    (note,) = planned(recipe, tmp_path)["sft"].notes
+    assert note.startswith("128 rows a step (2 x 8 processes x 8 accumulation), one trace a row (no packing): "
+                           "at most 4,194,304 tokens a step (128 x 32,768); optimizer steps: 5 x rows / 128"), note
+    packed = planned(recipe, tmp_path, ["sft.packing=true", "sft.attn_implementation=sdpa"])["sft"].notes[0]
+    assert "each packed to 32,768 tokens (several traces a row): 4,194,304 tokens a step" in packed
+    # rows on disk: a finished stage directory's manifest gives the optimizer steps
+    from reasonkit.distill.synthetic import write_sft
+
+    data = write_sft(tmp_path / "sft-data", n=1000)
+    known = planned(recipe, tmp_path, [f"sft.data={data}"])["sft"].notes[0]
+    assert known.endswith("optimizer steps: 40 (5 x ceil(1,000 rows / 128))"), known

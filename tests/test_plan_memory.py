@@ -74,6 +74,11 @@ def test_sft_and_dpo_have_no_whole_logits_and_a_pair_is_two_rows(tmp_path):
     assert dpo["activations"] == gb(activations(2 * 8 * 8192, 3584, 28, 18944, 512)) == 52.1
     assert "reference" not in dpo, "LoRA's reference is the base with the adapter off: no copy"
     assert plans["sft"].memory.startswith("43.1 GB") and plans["dpo"].memory.startswith("69.1 GB")
+    # the frozen 7B in bf16 and the r=32 adapters on every linear layer in fp32, with fp32 grads and two moments
+    adapters = 28 * 32 * ((3584 + 3584) * 2 + (3584 + 512) * 2 + (3584 + 18944) * 3)
+    assert (sft["weights"], sft["gradients"], sft["optimizer"]) == (gb(2 * P7 + 4 * adapters), gb(4 * adapters), gb(8 * adapters))
+    raw = terms(steps("constitutional.yaml", tmp_path, ["sft.gradient_checkpointing=false"])["sft"].memory)
+    assert raw["activations"] == gb(activations(8 * 8192, 3584, 28, 18944, 512, checkpointing=False)) == 360.8
     pairs = terms(steps("dpo-verifier-pairs.yaml", tmp_path)["dpo"].memory)
     assert pairs["activations"] == gb(activations(2 * 4 * 4096, 1536, 28, 8960, 256))
 

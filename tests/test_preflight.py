@@ -14,6 +14,7 @@ from reasonkit.errors import UserError
 from reasonkit.recipes import preflight
 from reasonkit.recipes.crosscheck import problems
 from reasonkit.recipes.recipe import parse_recipe
+from reasonkit.recipes.reward_check import unmet_format_rewards
 from reasonkit.recipes.runner import run, validate
 
 ROOT = Path(__file__).resolve().parent.parent / "recipes"
@@ -87,7 +88,7 @@ def test_the_vllm_extra_and_the_gpu_pins_lie_in_trls_range():
     assert "constraints-gpu.txt" in (ROOT.parent / "scripts" / "setup-gpu.sh").read_text()
 
 
-def test_a_format_reward_the_policys_template_never_asks_for_is_refused(tmp_path):
+def test_a_format_reward_the_policys_template_never_asks_for_is_refused(tmp_path, teacher_dir):
     """rlaif-constitutional's GRPO on Qwen2.5-7B-Instruct, whose template never opens <think> and whose prompt never
     asked for it: the format reward was ~always 0. With the template on this machine, the pre-flight says so."""
     model = tmp_path / "qwen-instruct"
@@ -95,12 +96,15 @@ def test_a_format_reward_the_policys_template_never_asks_for_is_refused(tmp_path
     (model / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
     (model / "tokenizer_config.json").write_text(json.dumps({"chat_template": QWEN_INSTRUCT}))
     unasked = validate(recipe("rlaif-constitutional.yaml", tmp_path, [f"grpo.student={model}", "grpo.system=null"]))
-    (line,) = preflight.unmet_format_rewards(unasked)
+    (line,) = unmet_format_rewards(unasked)
     assert line.startswith("grpo: rewards.format: the format reward needs a <think> block, but the chat template does not open one")
     asked = validate(recipe("rlaif-constitutional.yaml", tmp_path, [f"grpo.student={model}"]))  # the shipped system prompt
-    assert preflight.unmet_format_rewards(asked) == []
+    assert unmet_format_rewards(asked) == []
     # r1-zero's template file asks for <think> itself; the quickstart's GRPO student learnt it in SFT
-    assert preflight.unmet_format_rewards(validate(recipe("r1-zero-qwen-7b.yaml", tmp_path))) == []
+    assert unmet_format_rewards(validate(recipe("r1-zero-qwen-7b.yaml", tmp_path))) == []
+    # the embedded teacher's template never names <think>, but it was trained to write it: a token of its vocabulary
+    trained = validate(recipe("rlaif-constitutional.yaml", tmp_path, [f"grpo.student={teacher_dir}", "grpo.system=null"]))
+    assert unmet_format_rewards(trained) == []
 
 
 def test_the_train_lint_refuses_the_same_reward(tmp_path):
@@ -108,6 +112,7 @@ def test_the_train_lint_refuses_the_same_reward(tmp_path):
 
     assert format_unmet("<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n")
     assert format_unmet("<|im_start|>assistant\n<think>\n") is None  # R1's template opens the block
+    assert format_unmet("<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n", knows_think=True) is None
     (tmp_path / "sft" / "model").mkdir(parents=True)
     (tmp_path / "sft" / "train_config.json").write_text("{}")
     assert trained_by_reasonkit(str(tmp_path / "sft" / "model")) and not trained_by_reasonkit(str(tmp_path / "sft"))
@@ -141,7 +146,7 @@ def test_every_shipped_recipe_is_consistent_across_its_steps(name, tmp_path, tea
     from recipe_helpers import overrides_for
 
     planned = validate(recipe(name, tmp_path, overrides_for(ROOT / name, teacher_dir)))
-    assert problems(planned) == [] and preflight.unmet_format_rewards(planned) == []
+    assert problems(planned) == [] and unmet_format_rewards(planned) == []
 
 
 def test_cli_plan_refuses_off_policy_pairs_exit_2(tmp_path):

@@ -197,7 +197,7 @@ def test_an_unknown_accelerate_config_names_the_shipped_ones(tmp_path):
     from reasonkit.distill.launch import config_file
     from reasonkit.errors import UserError
 
-    with pytest.raises(UserError, match=r"accelerate_config: zerro3: neither a shipped config \(ddp, fsdp, zero3\) nor a YAML file"):
+    with pytest.raises(UserError, match=r"accelerate_config: zerro3: neither a shipped config \(ddp, fsdp, zero3, zero3-multinode\) nor a YAML file"):
         config_file("zerro3")
     (tmp_path / "mine.yaml").write_text("distributed_type: MULTI_GPU\n")
     assert config_file(str(tmp_path / "mine.yaml")) == tmp_path / "mine.yaml"
