@@ -80,7 +80,7 @@ _EQ_SPLIT = re.compile(r"(?<![\\<>!])=")
 # A currency sign or a short unit around a bare value ("$1,000.99", "1,000.99€", "12 cm", "7 m²").
 _CURRENCY = re.compile(r"^[$€£¥]\s*|\s*(?:[$€£¥]|[a-zA-Z]{1,5}[²³]?)$")
 # What comes just before a value that ends its sentence: "... is 2/3", "... equals 12", "... = 120".
-_ENDS_WITH_VALUE = re.compile(r"(?:\bis\b|\bequals\b|\bbe\b|(?<![<>!\\])=)\s*[$€£¥]?\s*$", re.IGNORECASE)
+_ENDS_WITH_VALUE = re.compile(r"(?:\bis\b|(?<=\w)['’]s\b|\bequals\b|\bbe\b|(?<![<>!\\])=)\s*[$€£¥]?\s*$", re.IGNORECASE)
 
 
 def _last_side(latex: str) -> str:
