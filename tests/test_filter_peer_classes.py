@@ -75,7 +75,7 @@ def test_math_verify_alone_misses_some_cases_ours_gets(verdicts):
         (r"$x = 5 + 5 + 1 = 11$", "11"),  # a chain: its last side, as math-verify's get_last_eq
         ("The total cost is $1,250.50", "1250.50"),
         ("The increase is 40%.", "40%"),
-        ("Not 10 of them: it's 1,250.5 in all", "1250.5"),
+        ("Not 10 of them: it's 1,250.5", "1250.5"),
         ("The result is $7$. I hope it is correct. <|im_start|>user", "7"),
         (BOX_TAIL := "\\boxed{7} " * 300 + "\\boxed{13}", "13"),
         (r"\boxed{1}, \boxed{2}", "1, 2"),
