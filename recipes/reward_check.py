@@ -20,7 +20,7 @@ THINK = "<think>"
 
 def unmet_format_rewards(planned: list) -> list[str]:
     """One line per GRPO step whose format reward its policy cannot earn (runner.validate's ``planned``)."""
-    from reasonkit.distill.lint_grpo import format_unmet
+    from reasonkit.distill.lint_grpo import format_unmet, trained_by_reasonkit
     from reasonkit.recipes.recipe import references
 
     steps = {p.step.name: p for p in planned}
@@ -31,8 +31,8 @@ def unmet_format_rewards(planned: list) -> list[str]:
             continue
         refs = references(str(p.step.config.get("student", "")))
         source = steps.get(refs[0]) if refs else None
-        if source is not None and source.step.stage == "train":
-            continue  # a student trained earlier in the recipe learnt its format from its data
+        if (source is not None and source.step.stage == "train") or trained_by_reasonkit(config.student):
+            continue  # a student trained earlier (in the recipe, or before it) learnt its format from its data
         prepare = source.config if source is not None and source.step.stage == "prepare-student" else None
         template, folder = _template(prepare, config.student)
         if template is None:
