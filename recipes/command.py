@@ -73,6 +73,13 @@ def validate(recipe: str, overrides: tuple[str, ...]) -> None:
     from reasonkit.recipes.runner import validate as validate_recipe
 
     planned = validate_recipe(_load(recipe, overrides))
+    from reasonkit.errors import UserError
+    from reasonkit.recipes.crosscheck import problems
+    from reasonkit.recipes.reward_check import unmet_format_rewards
+
+    found = problems(planned) + unmet_format_rewards(planned)  # what no single step's keys can show
+    if found:
+        raise UserError(f"{recipe}: {len(found)} problem(s) across steps: {'; '.join(found)}")
     for p in planned:
         click.echo(f"ok  {p.step.name:<16} {p.step.stage:<10} {p.fingerprint}")
     click.echo(f"{recipe}: {len(planned)} steps valid")

@@ -153,3 +153,9 @@ def test_cli_plan_refuses_off_policy_pairs_exit_2(tmp_path):
     result = CliRunner().invoke(cli, ["run", str(ROOT / "dpo-verifier-pairs.yaml"), "--plan", "--out", str(tmp_path / "r"),
                                       "--set", "samples.teacher=runs/r1-distill-qwen-1.5b/sft/model"])
     assert result.exit_code == 2 and "the pairs are off-policy" in result.stderr and "Traceback" not in result.output
+
+
+def test_cli_validate_refuses_off_policy_pairs_exit_2(teacher_dir):
+    result = CliRunner().invoke(cli, ["validate", str(ROOT / "dpo-verifier-pairs.yaml"), "--set", f"samples.teacher={teacher_dir}"])
+    assert result.exit_code == 2 and "the pairs are off-policy" in result.stderr and "Traceback" not in result.output
+    assert CliRunner().invoke(cli, ["validate", str(ROOT / "dpo-verifier-pairs.yaml")]).exit_code == 0
