@@ -101,7 +101,11 @@ def eval_(ctx: click.Context, overrides: tuple[str, ...], **options) -> None:
     if "tools" in summary:
         t = summary["tools"]
         click.echo(f"tools: {t['tool_calls_per_trajectory']} calls and {t['turns_per_trajectory']} turns a trajectory, "
-                   f"tool-error rate {t['tool_error_rate']}, finish {t['finish_reason']}")
+                   f"tool-error rate {t['tool_error_rate']} (share of calls), finish {t['finish_reason']}")
+    if (summary.get("context_overflow") or {}).get("samples"):
+        over = summary["context_overflow"]
+        click.echo(f"context overflow: {over['samples']} samples of {over['problems']} problems could not fit "
+                   "max_model_len (summary.json: context_overflow)")
 
 
 @eval_.command("compare")

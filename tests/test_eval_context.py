@@ -97,6 +97,7 @@ def test_eval_refuses_a_first_prompt_that_cannot_fit_then_counts_it_with_allow_o
     assert not out.exists()  # refused before anything was written or generated
     ran = CliRunner().invoke(cli, args + ["--allow-overflow"])
     assert ran.exit_code == 0, ran.output
+    assert "context overflow: 3 samples of 3 problems could not fit max_model_len" in ran.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["counts"]["context_overflow"] == 3 and summary["counts"]["no_answer"] == 0
     assert summary["context_overflow"]["problems"] == 3 and len(summary["context_overflow"]["ids"]) == 3
