@@ -22,9 +22,10 @@ model pair is two rows, chosen and rejected, in one forward):
   recomputed at a time (T x (6h + 2kv + 4i)); without it every layer keeps T x (6h + 2kv + 4i); in the
   activation dtype. Attention is FlashAttention/SDPA (no T x T scores);
 - logits: TRL 1.16's SFT, DPO and GRPO trainers never build them whole: a fused LM head scores tiles of
-  4,096 tokens x 32,768 vocabulary entries (trl/kernels/chunked_logprob.py) and, when the head trains,
-  accumulates its gradient in fp32 (V x h x 4); a reward model's score head has no vocabulary logits;
-  ``whole`` (T x V x 4 bytes, fp32) is what a plain causal-LM loss would build;
+  4,096 tokens x 32,768 vocabulary entries in the activation dtype (trl/kernels/chunked_logprob.py) and its
+  backward accumulates in fp32 the hidden states' gradient (T x h x 4) and, when the head trains, the
+  head's (V x h x 4); a reward model's score head has no vocabulary logits; ``whole`` (T x V x 4 bytes,
+  fp32) is what a plain causal-LM loss would build;
 - vLLM colocated with GRPO (TRL's vllm_mode colocate): ``vllm_gpu_memory_utilization`` of the GPU.
 
 CUDA context, allocator fragmentation and temporaries come on top, so a plan near the limit will not fit.
@@ -135,7 +136,7 @@ def estimate(shape: dict, *, tokens: int, bf16: bool, full: bool, checkpointing:
     if logits == "whole":
         head = tokens * vocab * 4
     elif logits == "fused":
-        head = min(tokens, TILE_TOKENS) * min(vocab, TILE_VOCAB) * 4 + (vocab * h * 4 if full else 0)
+        head = min(tokens, TILE_TOKENS) * min(vocab, TILE_VOCAB) * width + tokens * h * 4 + (vocab * h * 4 if full else 0)
     else:
         head = 0
     return Estimate(params, trainable, weights / split, grads / split, optimizer / split, activations, head,

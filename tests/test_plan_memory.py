@@ -19,7 +19,12 @@ GB = 1e9
 P7 = 2 * 152064 * 3584 + 28 * (2 * 3584**2 + 2 * 3584 * 512 + 3584 + 1024 + 3 * 3584 * 18944 + 2 * 3584) + 3584
 # Qwen2.5-1.5B / Math-1.5B: tied embeddings 151,936 x 1,536; k/v 1,536 x 256
 P15 = 151936 * 1536 + 28 * (2 * 1536**2 + 2 * 1536 * 256 + 1536 + 512 + 3 * 1536 * 8960 + 2 * 1536) + 1536
-TILE = 4096 * 32768 * 4  # TRL's fused LM head: one fp32 tile of 4,096 tokens x 32,768 vocabulary entries
+TILE = 4096 * 32768 * 2  # TRL's fused LM head: one bf16 tile of 4,096 tokens x 32,768 vocabulary entries
+
+
+def head(tokens, h, vocab=0):
+    """The fused head: the tile, the hidden states' fp32 gradient, and the head's own when it trains (vocab)."""
+    return TILE + tokens * h * 4 + vocab * h * 4
 
 
 def steps(name, tmp_path, overrides=(), gpu_gb=None):
@@ -51,10 +56,10 @@ def test_r1_zero_grpo_is_zero3_with_a_reference_and_colocated_vllm(tmp_path):
     tokens = 4 * (1024 + 8192)
     expected = {"weights": gb(2 * P7 / 8), "gradients": gb(2 * P7 / 8), "optimizer": gb(12 * P7 / 8),
                 "reference": gb(2 * P7 / 8), "activations": gb(activations(tokens, 3584, 28, 18944, 512)),
-                "logits": gb(TILE + 152064 * 3584 * 4), "vllm": gb(0.35 * 80e9)}
+                "logits": gb(head(tokens, 3584, 152064)), "vllm": gb(0.35 * 80e9)}
     assert t == expected, (t, expected)
     assert (expected["optimizer"], expected["activations"], expected["vllm"]) == (11.4, 14.6, 28.0)
-    assert grpo.memory.startswith("62.5 GB") and grpo.refusal is None
+    assert grpo.memory.startswith("62.8 GB") and grpo.refusal is None
 
 
 def test_rlaif_grpo_holds_the_reward_model_in_every_process(tmp_path):
@@ -69,11 +74,12 @@ def test_sft_and_dpo_have_no_whole_logits_and_a_pair_is_two_rows(tmp_path):
     one forward, so 16 rows. Before: SFT and DPO both 82.4 GB with 39.9 GB of logits TRL 1.16 never builds."""
     plans = steps("constitutional.yaml", tmp_path)
     sft, dpo = terms(plans["sft"].memory), terms(plans["dpo"].memory)
-    assert sft["logits"] == dpo["logits"] == gb(TILE) == 0.5  # LoRA: the head is frozen, no fp32 head gradient
+    # LoRA: the head is frozen, so no fp32 head gradient, only the hidden states' of every token
+    assert (sft["logits"], dpo["logits"]) == (gb(head(8 * 8192, 3584)), gb(head(2 * 8 * 8192, 3584))) == (1.2, 2.1)
     assert sft["activations"] == gb(activations(8 * 8192, 3584, 28, 18944, 512)) == 26.0
     assert dpo["activations"] == gb(activations(2 * 8 * 8192, 3584, 28, 18944, 512)) == 52.1
     assert "reference" not in dpo, "LoRA's reference is the base with the adapter off: no copy"
-    assert plans["sft"].memory.startswith("43.1 GB") and plans["dpo"].memory.startswith("69.1 GB")
+    assert plans["sft"].memory.startswith("43.8 GB") and plans["dpo"].memory.startswith("70.7 GB")
     # the frozen 7B in bf16 and the r=32 adapters on every linear layer in fp32, with fp32 grads and two moments
     adapters = 28 * 32 * ((3584 + 3584) * 2 + (3584 + 512) * 2 + (3584 + 18944) * 3)
     assert (sft["weights"], sft["gradients"], sft["optimizer"]) == (gb(2 * P7 + 4 * adapters), gb(4 * adapters), gb(8 * adapters))

@@ -89,9 +89,10 @@ def test_the_memory_estimate_is_hand_arithmetic():
     # one whole copy: bf16 weights and grads, torch AdamW's two moments in the parameters' dtype
     assert (e.weights, e.gradients, e.optimizer) == (2 * params, 2 * params, 4 * params)
     assert e.activations == 28 * tokens * 1536 * 2 + tokens * (6 * 1536 + 2 * 256 + 4 * 8960) * 2
-    # TRL 1.16's fused LM head: one 4,096 x 32,768 fp32 tile and the head's fp32 gradient (151,936 x 1,536 x 4)
-    assert e.logits == 4096 * 32768 * 4 + 151936 * 1536 * 4
-    assert round(e.total / 1e9, 1) == 37.0
+    # TRL 1.16's fused LM head: one 4,096 x 32,768 bf16 tile, the hidden states' fp32 gradient (tokens x 1,536 x 4)
+    # and the head's (151,936 x 1,536 x 4)
+    assert e.logits == 4096 * 32768 * 2 + tokens * 1536 * 4 + 151936 * 1536 * 4
+    assert round(e.total / 1e9, 1) == 37.6
     whole = memory.estimate(QWEN_MATH_1_5B, tokens=tokens, bf16=True, full=True, checkpointing=True, logits="whole")
     assert whole.logits == tokens * 151936 * 4 and round(32768 * 151936 * 4 / 1e9, 1) == 19.9
     # DeepSpeed ZeRO-3 over 8: bf16 weights and grads, fp32 master + two fp32 moments = 12 bytes, all / 8
@@ -106,7 +107,7 @@ def test_the_memory_estimate_is_hand_arithmetic():
     lora = memory.estimate(QWEN_MATH_1_5B, tokens=32768, bf16=True, full=False, checkpointing=True, lora_r=64)
     adapters = 28 * 64 * ((1536 + 1536) * 2 + (1536 + 256) * 2 + (1536 + 8960) * 3)
     assert lora.trainable == adapters and lora.weights == 2 * params + 4 * adapters and lora.optimizer == 8 * adapters
-    assert lora.logits == 4096 * 32768 * 4, "a frozen head has no gradient to accumulate"
+    assert lora.logits == 4096 * 32768 * 2 + 32768 * 1536 * 4, "a frozen head has no gradient to accumulate"
 
 
 @pytest.fixture(scope="module")
@@ -130,13 +131,13 @@ def test_the_lint_stops_a_plan_that_cannot_fit_an_80_gb_gpu(qwen_math_1_5b_plan,
     """16 packed 32k rows: activations 28 x 524,288 x 1,536 x 2 + 524,288 x 45,568 x 2 = 92.9 GB alone."""
     student, data = qwen_math_1_5b_plan
     plan = dict(method="sft", student=student, data=str(data), full=True, packing=True, max_length=32768, gpu_memory_gb=80)
-    with pytest.raises(UserError, match=r"lint \(memory\): estimated peak memory per GPU 106\.7 GB \(weights 3\.1, gradients 3\.1, "
-                                        r"optimizer 6\.2, activations 92\.9, logits 1\.5\) exceeds the GPU's 80\.0 GB .*the largest "
+    with pytest.raises(UserError, match=r"lint \(memory\): estimated peak memory per GPU 109\.7 GB \(weights 3\.1, gradients 3\.1, "
+                                        r"optimizer 6\.2, activations 92\.9, logits 4\.4\) exceeds the GPU's 80\.0 GB .*the largest "
                                         r"term: activations 92\.9 GB; lower batch_size"):
         train(TrainConfig(**plan, out=str(tmp_path / "a"), batch_size=16))  # stops at the lint: there are no weights to load
     findings = json.loads((tmp_path / "a" / "lint.json").read_text())["findings"]
     assert [f["check"] for f in findings] == ["memory"]
     assert memory.memory_finding(TrainConfig(**plan, out="o", batch_size=4), max_length=32768, longest=100) is None  # 37 GB fits
     sharded = TrainConfig(**plan, out="o", batch_size=16, launcher="accelerate", num_processes=8, accelerate_config="zero3")
-    assert "97.4 GB (weights 0.4, gradients 0.4, optimizer 2.3, activations 92.9" in memory.memory_finding(sharded, max_length=32768, longest=100).message
+    assert "100.4 GB (weights 0.4, gradients 0.4, optimizer 2.3, activations 92.9" in memory.memory_finding(sharded, max_length=32768, longest=100).message
     assert memory.memory_finding(TrainConfig(**{**plan, "gpu_memory_gb": None}, out="o", batch_size=16, device="cpu"), max_length=32768, longest=100) is None
