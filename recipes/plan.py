@@ -245,8 +245,9 @@ def _resources(step: StepPlan, config: Any, size_of) -> None:
         launcher = get("launcher") if get("launcher") not in (None, "", "none") else None
         processes = (get("num_processes") or "every visible GPU") if launcher else 1
         step.gpus = processes if isinstance(processes, int) else 0
-        step.layout = f"{processes} training process(es) under {launcher}" if launcher else "1 training process"
-        processes = processes if isinstance(processes, int) else 1  # per GPU: unsharded at worst
+        machines = get("num_machines", 1) or 1
+        where = f" on {machines} machines" if machines > 1 else ""
+        step.layout = f"{processes} training process(es){where} under {launcher}" if launcher else "1 training process"
         reward = size_of("reward_model")[0] if get("reward_model") else None
         step.memory, step.refusal = _train_memory(config, step.gpu, *size_of("student"), reward=reward)
 

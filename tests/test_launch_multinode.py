@@ -100,3 +100,18 @@ def test_two_machines_of_two_gloo_processes_train_together_on_cpu(tiny_model_dir
     assert report["device"]["world_size"] == 4 and report["steps"] == 2
     assert json.loads((out / "train_config.json").read_text())["config"]["global_batch_size"] == 8  # 2 x 4 processes
     assert (out / "launch-machine1.log").is_file() and "--machine_rank 1" in (out / "launch-machine1.log").read_text()
+
+
+def test_plan_shows_the_machines_and_shards_over_all_their_processes(tmp_path):
+    """r1-distill's SFT over 2 nodes x 8: ZeRO-3's 16 bytes a parameter / 16 processes (1.54B x 16 / 16 = 1.5 GB)."""
+    from reasonkit.config import load_yaml
+    from reasonkit.recipes.plan import plan
+    from reasonkit.recipes.recipe import parse_recipe
+    from reasonkit.recipes.runner import validate
+
+    path = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
+    recipe = parse_recipe(load_yaml(path), str(path), ["sft.num_machines=2", "sft.num_processes=16",
+                                                       "sft.accelerate_config=zero3-multinode"], out=str(tmp_path))
+    sft = {s.name: s for s in plan(recipe, validate(recipe), {})}["sft"]
+    assert sft.gpus == 16 and sft.layout == "16 training process(es) on 2 machines under accelerate"
+    assert "(weights 0.2, gradients 0.2, optimizer 1.2," in sft.memory, sft.memory
