@@ -123,7 +123,7 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     if cfg.resume:
         say(f"resuming from {checkpoint}" if checkpoint else "no complete checkpoint yet: starting from step 0")
     extra = {"chat_template_note": note, "lint": lint.as_json(findings), "lengths": lengths, "fingerprint": run_fp, "data_fingerprint": data_fp,
-             "student_identity": student_id}
+             "student_identity": student_id, **({"sandbox": sandbox_mode} if sandbox_mode else {})}
     import torch
 
     threads = torch.get_num_threads()
@@ -236,8 +236,6 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
         from reasonkit.distill.grpo_report import add_grpo
 
         add_grpo(report, records, cfg, rollouts, out)
-    if sandbox_mode:
-        report["sandbox"] = sandbox_mode
     if heldout is not None:
         report.update(rows=table.num_rows + heldout.num_rows, train_rows=table.num_rows, heldout_rows=heldout.num_rows, heldout_before=before,
                       heldout=after)

@@ -4,6 +4,7 @@ arithmetic, not programs: every completion earns 0.0, never None, since every pr
 
 import json
 
+from reasonkit import sandbox
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.train import train
 from reasonkit.recipes import task
@@ -18,4 +19,5 @@ def test_grpo_with_the_code_reward_runs_on_the_prompts_tests(teacher_dir, tmp_pa
                          threads=1, save_steps=1000, rewards={"code": 1.0, "format": 0.2})
     report = train(config)
     assert set(report["grpo"]["rewards"]) == {"code", "format"}
+    assert report["sandbox"] == sandbox.resolve_mode()  # how the policy's programs ran, checked before training
     assert report["history"][0]["reward_code"] == 0.0  # a number for every completion: the tests arrived
