@@ -36,14 +36,18 @@ import re
 TAIL = 4000
 #: Most LaTeX expressions joined into one answer (math-verify joins up to 6).
 MAX_JOINED = 6
+#: Longest LaTeX expression read (a display block of a whole derivation is longer than any answer).
+MAX_ENV = 400
 
 # A LaTeX expression: display ($$, \[) or inline ($, \(); an inline $ never spans lines and a $ after
 # a digit closes nothing (math-verify's patterns). An escaped \$ is a dollar sign, not a delimiter.
+# Each is at most MAX_ENV characters long: an unclosed \[ is not scanned to the end of the text from
+# every one of its kind (quadratic on a response of many).
 _ENV = re.compile(
-    r"(?<!\\)\$\$(?P<dd>(?:[^$]|\$(?!\$))+?)(?<!\\)\$\$"
-    r"|(?<!\\)\\\[(?P<db>(?:[^\\]|\\(?!\]))+?)\\\]"
-    r"|(?<![\\\d])\$(?P<id>(?:\\\$|[^\n$])+?)(?<!\\)\$"
-    r"|(?<!\\)\\\((?P<ip>(?:[^\\\n]|\\(?!\)))+?)\\\)",
+    r"(?<!\\)\$\$(?P<dd>(?:[^$]|\$(?!\$)){1,%(n)d}?)(?<!\\)\$\$"
+    r"|(?<!\\)\\\[(?P<db>(?:[^\\]|\\(?!\])){1,%(n)d}?)\\\]"
+    r"|(?<![\\\d])\$(?P<id>(?:\\\$|[^\n$]){1,%(n)d}?)(?<!\\)\$"
+    r"|(?<!\\)\\\((?P<ip>(?:[^\\\n]|\\(?!\))){1,%(n)d}?)\\\)" % {"n": MAX_ENV},
     re.DOTALL,
 )
 _PERCENT_AFTER = re.compile(r"\s*(?:\\?%|percent(?:age)?\b|pct\b)", re.IGNORECASE)
@@ -69,13 +73,14 @@ _ANSWER_WORDS = re.compile(r"[^\W\d_][\w'’-]*(?:[ ,]+[^\W\d_][\w'’-]*){0,5}"
 _NO_ANSWER = re.compile(
     r"(?:not|no|none|unclear|unknown|undefined|undetermined|indeterminate|impossible|ambiguous|cannot|can't|"
     r"uncertain|missing|different|above|below|that|this|it|as follows|the following)\b", re.IGNORECASE)
-_TWO = re.compile(r"\b(?:or|and)\b|,", re.IGNORECASE)
-# Sign-offs that may follow the answer.
+# A sign-off that may follow the answer, at the end of the text (removed one at a time).
 _SIGN_OFF = re.compile(
-    r"(?:\s*(?:<\|[a-z_]+\|>\w*|I hope (?:it|this|that) (?:is|was) (?:correct|right|helpful)\.?"
-    r"|(?:Thank you|Thanks)[.!]?|Hope (?:this|that|it) helps[.!]?))+\s*$",
+    r"(?:<\|[a-z_]+\|>\w*|I hope (?:it|this|that) (?:is|was) (?:correct|right|helpful)\.?"
+    r"|(?:Thank you|Thanks)[.!]?|Hope (?:this|that|it) helps[.!]?)$",
     re.IGNORECASE,
 )
+#: The end of a text a sign-off is looked for in (no scan of a whole response per sign-off).
+SIGN_OFF_WINDOW = 80
 _EQ_SPLIT = re.compile(r"(?<![\\<>!])=")
 # A currency sign or a short unit around a bare value ("$1,000.99", "1,000.99€", "12 cm", "7 m²").
 _CURRENCY = re.compile(r"^[$€£¥]\s*|\s*(?:[$€£¥]|[a-zA-Z]{1,5}[²³]?)$")
@@ -208,9 +213,17 @@ def _named_as_one_of_two(text: str, start: int) -> bool:
     return bool(re.search(rf"(?:{_NUM})\$?\s*(?:,\s*)?(?:or|and)\s*\$?\s*$", before, re.IGNORECASE))
 
 
+def _without_sign_offs(text: str) -> str:
+    """``text`` without the sign-offs that end it ("I hope it is correct. <|im_start|>user")."""
+    text = text.rstrip()
+    while m := _SIGN_OFF.search(text, max(0, len(text) - SIGN_OFF_WINDOW)):
+        text = text[: m.start()].rstrip()
+    return text
+
+
 def unboxed_answer(text: str) -> str | None:
     """The answer of a response without a box, or None (module docstring)."""
-    text = _SIGN_OFF.sub("", text[-TAIL:]).rstrip()
+    text = _without_sign_offs(text[-TAIL:])
     value, found = answer_phrase(text)
     if found:
         return value
