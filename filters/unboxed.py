@@ -81,6 +81,9 @@ _SIGN_OFF = re.compile(
 )
 #: The end of a text a sign-off is looked for in (no scan of a whole response per sign-off).
 SIGN_OFF_WINDOW = 80
+# What stands in for LaTeX in prose-only views of a text: a character no response holds ("#" does:
+# GSM8K's "#### 72").
+_MASK = "\x00"
 _EQ_SPLIT = re.compile(r"(?<![\\<>!])=")
 # A currency sign or a short unit around a bare value ("$1,000.99", "1,000.99€", "12 cm", "7 m²").
 _CURRENCY = re.compile(r"^[$€£¥]\s*|\s*(?:[$€£¥]|[a-zA-Z]{1,5}[²³]?)$")
@@ -98,8 +101,8 @@ def _last_side(latex: str) -> str:
 
 
 def _mask(text: str) -> str:
-    """``text`` with every LaTeX expression replaced by as many ``#``: prose only, same offsets."""
-    return _ENV.sub(lambda m: "#" * len(m.group(0)), text)
+    """``text`` with every LaTeX expression replaced by as many :data:`_MASK`: prose only, same offsets."""
+    return _ENV.sub(lambda m: _MASK * len(m.group(0)), text)
 
 
 def _env_content(m: re.Match) -> str:
@@ -188,14 +191,14 @@ def _bare_at_end(text: str) -> tuple[str | None, int]:
     masked = _mask(text)
     line_start = masked.rfind("\n") + 1
     line = _CURRENCY.sub("", masked[line_start:].strip().rstrip(".").strip().strip("*").strip())
-    if line and "#" not in line:
+    if line and _MASK not in line:
         side = _EQ_SPLIT.split(line)[-1].strip() if "=" in line else line
         if _VALUE.fullmatch(side):
             return _number(side), line_start
     stripped = masked.rstrip().rstrip(".").rstrip()
-    sentence_start = max(stripped.rfind(". "), stripped.rfind("\n"), stripped.rfind("? "), stripped.rfind("! "), stripped.rfind("#")) + 1
+    sentence_start = max(stripped.rfind(". "), stripped.rfind("\n"), stripped.rfind("? "), stripped.rfind("! "), stripped.rfind(_MASK)) + 1
     sentence = stripped[sentence_start:]
-    if "#" in sentence:
+    if _MASK in sentence:
         return None, -1
     values = list(_VALUE.finditer(sentence))
     if not values:

@@ -30,11 +30,13 @@ CASES = {
         ("$34$", "Final Answer: The largest $n$ is 34.", 1),
         ("$3$", "Final Answer: The final answer is 3. I hope it is correct.", 1),
         ("$6$", "4 + 2 = 6", 1),
+        ("$72$", "Natalia sold 48 + 24 = 72 clips in all.\n#### 72", 1),  # GSM8K's answer line
         ("$5$", "The answer is 3 or 5.", 0),
         ("$5$", "It could be either 3 or 5", 0),
         ("$3$", "It could be either 3 or 5", 0),
         ("$7$", "Adding the two piles, the result is $8$", 0),
         ("$63$", "Multiply 7 by 9 first.\n64", 0),
+        ("$72$", "Natalia sold 48 + 24 = 72 clips in all.\n#### 71", 0),
         ("$4$", "I could not determine the answer.", 0),
         ("$6$", "The answer is unclear; it depends on n.", 0),
         ("$5$", r"Since $2^4 = 16$, we get $\log_2(16) = 4$", 0),
