@@ -166,12 +166,12 @@ def model_identity(name: str, *, api: bool = False) -> str:
 
 
 def dataset_identity(name: str, split: str | None = None) -> str | None:
-    """What a Hugging Face dataset reference (hub_data.py) names, by content: for a Hub id
+    """What a Hugging Face dataset reference (hub/datasets.py) names, by content: for a Hub id
     ``hub-dataset:org/name@<sha>:CONFIG:SPLIT`` (the revision it resolves to), for a Hub-layout
     folder ``sha256:<16 hex>:CONFIG:SPLIT``; None when ``name`` is no dataset reference (a file,
     a stage directory, a plain folder: those are hashed by what they hold)."""
     from reasonkit.errors import UserError
-    from reasonkit.hub_data import identity, parse
+    from reasonkit.hub.datasets import identity, parse
 
     try:
         ref = parse(name, split)

@@ -1,6 +1,6 @@
 """Reading user input into contract tables: prompts from Parquet, JSONL, CSV, a stage directory
 or a Hugging Face dataset (a Hub id or a Hub-layout folder, with its config and split:
-hub_data.py), with column mapping.
+hub/datasets.py), with column mapping.
 
 >>> import json, tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "p.jsonl")
@@ -51,11 +51,11 @@ def read_table(path: str | os.PathLike, *, allow_incomplete: bool = False, split
     """Any supported input as an Arrow table, and a short name of it for error messages.
 
     A Hugging Face dataset, by Hub id or as a folder in the Hub's layout, is named by a reference
-    (``HuggingFaceH4/MATH-500:test``, ``open-r1/OpenR1-Math-220k:default:train``: hub_data.py)
+    (``HuggingFaceH4/MATH-500:test``, ``open-r1/OpenR1-Math-220k:default:train``: hub/datasets.py)
     and read by ``datasets.load_dataset``; ``split`` names its split as ``:SPLIT`` does (files and
     stage directories have none, and ignore it).
     """
-    from reasonkit import hub_data
+    from reasonkit.hub.push import datasets as hub_data
 
     text = str(path)
     p = Path(path)

@@ -134,7 +134,7 @@ _SCORES = _TRACES + (
     _opt("step_rewards", pa.list_(pa.float32())),
 )
 
-#: TRL's stepwise-supervision format (judges/steps.py writes it): one step per ``completions`` item,
+#: TRL's stepwise-supervision format (judges/steps/run.py writes it): one step per ``completions`` item,
 #: ``labels`` the hard estimate (a rollout from after the step reached the gold answer), ``soft`` the
 #: share of rollouts that did (Math-Shepherd's two estimates).
 _STEPS = (

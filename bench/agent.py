@@ -117,7 +117,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
     if args.search_k is None:
-        from reasonkit.recipes.agent_teacher import SEARCH_K
+        from reasonkit.recipes.teachers.agent import SEARCH_K
 
         args.search_k = SEARCH_K
 
@@ -126,15 +126,15 @@ def main() -> None:
     from reasonkit.gen.tools.base import ToolBox
     from reasonkit.gen.tools.search import make_search
     from reasonkit.gen.vllm_backend import engine_kwargs
-    from reasonkit.recipes import agent_task
+    from reasonkit.recipes.tasks import agent as agent_task
     import pyarrow.parquet as pq
     import vllm
 
     work = Path(tempfile.mkdtemp(prefix="bench-agent-"))
     model = args.model or (str(AGENT_TEACHER) if (AGENT_TEACHER / "config.json").is_file() else None)
     if model is None:
-        from reasonkit.recipes.tiny import build_model
-        from reasonkit.recipes.tiny_tools import build_tool_tokenizer
+        from reasonkit.recipes.teachers.tiny import build_model
+        from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
         texts = [q["question"] for q in agent_task.questions(agent_task.make_world(0), "train")[:200]]
         model = str(work / "random-tool-model")

@@ -64,9 +64,9 @@ def boxed_cases(root: Path, *, every: bool = False) -> list[dict]:
 
 
 def main() -> None:
-    from reasonkit.filters.extract import extract_answer
-    from reasonkit.filters.pool import TimeoutPool
-    from reasonkit.filters.verify import Verifier
+    from reasonkit.filters.math.extract import extract_answer
+    from reasonkit.filters.math.pool import TimeoutPool
+    from reasonkit.filters.math.verify import Verifier
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("math_verify_src", type=Path, help="an unpacked math-verify sdist (holds tests/)")
@@ -80,8 +80,8 @@ def main() -> None:
         ours = verifier.check([(p, c["gold"]) for (p, _), c in zip(preds, cases)])
     finally:
         verifier.close()
-    with TimeoutPool("reasonkit.filters.mathcheck:check_response", workers=verifier.workers, timeout=5,
-                     preload=["reasonkit.filters.mathcheck"]) as pool:
+    with TimeoutPool("reasonkit.filters.math.check:check_response", workers=verifier.workers, timeout=5,
+                     preload=["reasonkit.filters.math.check"]) as pool:
         alone = pool.map([(c["response"], c["gold"]) for c in cases])
     agree_ours = agree_alone = 0
     groups: dict[str, list[int]] = {}

@@ -7,9 +7,9 @@ Both check the same answers (ROWS programs, right, wrong, crashing, over three s
 TESTS tests each, TACO-shaped ``input_output``) on ``--workers`` at once, in one run, rounds
 alternating; their verdicts must agree.
 
-- **ours**: :class:`reasonkit.filters.code.CodeChecker`: one sandboxed process per answer (fresh
+- **ours**: :class:`reasonkit.filters.code.verify.CodeChecker`: one sandboxed process per answer (fresh
   network/PID/mount namespaces, rlimits, a uid of its own) whose harness runs every test with its
-  own timer (filters/code_harness.py).
+  own timer (filters/code/harness.py).
 - **baseline**: SkyThought's ``taco``/``apps`` checkers' way: a ``multiprocessing.Manager`` per
   answer for the results, and one ``multiprocessing.Process`` (spawn start) per test that executes
   the program with the test's stdin and compares its output; ``join(timeout)``. No isolation at all
@@ -77,7 +77,7 @@ def make_rows(rows: int, tests: int) -> list[tuple[str, str]]:
 
 
 def ours(items, workers: int) -> list[bool]:
-    from reasonkit.filters.code import CodeChecker, parse_tests
+    from reasonkit.filters.code.verify import CodeChecker, parse_tests
 
     checker = CodeChecker(timeout=4.0, workers=workers)
     return [v.correct for v in checker.check([(code, parse_tests(tests)) for code, tests in items])]
@@ -99,7 +99,7 @@ def _run_one_test(program: str, stdin: str, results) -> None:
 
 
 def _baseline_answer(program: str, tests: str, timeout: float = 4.0) -> bool:
-    from reasonkit.filters.code_tests import same_output
+    from reasonkit.filters.code.tests import same_output
 
     spec = json.loads(tests)
     ctx = mp.get_context("spawn")

@@ -23,7 +23,7 @@
 
    LaTeX answers, 10K rows, 2026-12-04: 2.24x median before the exact fast path (ours 27-32 s, of
    which verify 27 s: 6,478 rows reached math-verify, ~8 ms to parse each distinct prediction).
-   With filters/exact.py reading fractions, radicals, decimals and intervals exactly in the
+   With filters/math/exact.py reading fractions, radicals, decimals and intervals exactly in the
    filter's process: 13.7x median of 3 (spread 13.4-14.5x; ours 6.9-7.4 s, baseline 94-107 s, the
    machine loaded by other jobs), agreement 100%. Of the 10,000 rows 3,522 are written as their
    gold, 6,234 decided exactly, 244 (14 distinct pairs, all a sqrt of two unbraced digits) go to math-verify;

@@ -71,12 +71,12 @@ def main() -> None:
     from reasonkit.gen.stage import GenerateConfig, generate
     from reasonkit.gen.vllm_backend import engine_kwargs
     from reasonkit.readers import read_prompts
-    from reasonkit.recipes.task import write_prompts
+    from reasonkit.recipes.tasks.math import write_prompts
 
     work = Path(tempfile.mkdtemp(prefix="bench-generate-"))
     model = args.model or (str(TEACHER) if (TEACHER / "config.json").is_file() else None)
     if model is None:
-        from reasonkit.recipes.tiny import build_tiny
+        from reasonkit.recipes.teachers.tiny import build_tiny
 
         model = build_tiny(work / "tiny")
     prompts = write_prompts(work / "prompts.parquet", args.prompts, seed=0, variant="aime")

@@ -22,10 +22,10 @@ the same again with ours' adapter given to the baseline (peft ``LoraConfig``, r 
 0.05, every linear layer).
 
 Same model (the embedded 1.1M teacher, recipes/assets/teacher, or ``--model``), same prompts (the
-synthetic task's ``aime`` problems, recipes/task.py, rendered ``problem + "\\n\\n" + instruction`` by
+synthetic task's ``aime`` problems, recipes/tasks/math.py, rendered ``problem + "\\n\\n" + instruction`` by
 both), same G and completions per step, same torch threads. Both trainers are timed the same way: TRL's
 own ``step_time`` per optimizer step, and the wall time of three of TRL's methods, wrapped (ours in
-distill/grpo.py, the baseline's in the subclass below): ``_generate`` (sampling), ``_calculate_rewards``
+distill/rl/grpo.py, the baseline's in the subclass below): ``_generate`` (sampling), ``_calculate_rewards``
 (the reward functions), ``_generate_and_score_completions`` (both, plus the log-prob passes); the rest of
 a step is the loss's forward and backward and the optimizer. Rollout tokens are the completion tokens
 sampled (TRL's ``completions/mean_length`` x completions a step); rates are over TRL's ``train_runtime``
@@ -35,7 +35,7 @@ printed, then the median and the spread.
 
 Measured 2026-12-04 (2 cores shared with other helpers' jobs; teacher, G 8, 8 completions a step, 12 steps,
 1 thread; completions ~135 tokens; ``--repeats 3``, two runs of the default command, medians of 3 rounds).
-Ours samples from the policy itself (distill/grpo.py ``sampling_policy``): in eval mode, the LoRA adapter
+Ours samples from the policy itself (distill/rl/grpo.py ``sampling_policy``): in eval mode, the LoRA adapter
 merged into the fp32 weights and unmerged after, as TRL's vLLM path samples; TRL's transformers path
 samples in train mode, the adapter unmerged with its dropout on (0.74 against 0.45 CPU-s a ``generate``).
 
@@ -78,14 +78,14 @@ TRL_LR, TRL_SEED = 1e-6, 42  # GRPOConfig's defaults, given to ours in the full 
 
 # -- the baseline: a plain TRL script ------------------------------------------------------------
 def baseline(args) -> None:
-    """Child process: TRL's GRPOTrainer with its defaults (CPU-legal), timed as distill/grpo.py times ours."""
+    """Child process: TRL's GRPOTrainer with its defaults (CPU-legal), timed as distill/rl/grpo.py times ours."""
     import datasets
     import torch
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from reasonkit.filters.rewards import close, make_rewards
-    from reasonkit.recipes import task
+    from reasonkit.recipes.tasks import math as task
 
     torch.set_num_threads(args.threads)
     rows = [json.loads(line) for line in Path(args.data).read_text().splitlines()]
@@ -93,7 +93,7 @@ def baseline(args) -> None:
         [{"prompt": [{"role": "user", "content": task.user_content(r["problem"])}], "answer": r["answer"]} for r in rows])
     funcs, weights = make_rewards(REWARDS, max_completion_length=MAX_COMPLETION)
 
-    class Timed(GRPOTrainer):  # the same three wrappers as distill/grpo.py's RolloutGRPOTrainer, nothing else
+    class Timed(GRPOTrainer):  # the same three wrappers as distill/rl/grpo.py's RolloutGRPOTrainer, nothing else
         def _timed(self, what, start):
             self._metrics["train"][f"time/{what}"].append(time.perf_counter() - start)
 
@@ -256,7 +256,7 @@ def main() -> None:
     if args.one:
         return baseline(args)
 
-    from reasonkit.recipes import task
+    from reasonkit.recipes.tasks import math as task
 
     work = Path(tempfile.mkdtemp(prefix="bench-grpo-"))
     prompts = args.steps * args.batch // args.group  # one pass: every step sees new prompts

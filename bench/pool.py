@@ -1,4 +1,4 @@
-"""Benchmark: filters/pool.py's TimeoutPool against pebble's ProcessPool on the same work.
+"""Benchmark: filters/math/pool.py's TimeoutPool against pebble's ProcessPool on the same work.
 
     python bench/pool.py ROWS STUCK      # e.g. 4000 0 (no stuck item), 1600 1 (three stuck items)
 
@@ -13,11 +13,11 @@ import multiprocessing as mp, time, sys
 from concurrent.futures import TimeoutError as FTimeout
 
 def preload():
-    import reasonkit.filters.mathcheck  # noqa
+    import reasonkit.filters.math.check  # noqa
 
 def main():
     from reasonkit.filters.synthetic import synthetic_rows
-    from reasonkit.filters.extract import extract_answer
+    from reasonkit.filters.math.extract import extract_answer
     rows = synthetic_rows(int(sys.argv[1]) // 4, "latex", seed=0)
     pairs = list(dict.fromkeys((extract_answer(r["response"])[0], r["answer"]) for r in rows))
     stuck = ("9^{9^{9^{9}}}", "1")  # sympy evaluates a power tower in C: never returns
@@ -28,18 +28,18 @@ def main():
         for who in (("ours", "pebble") if rnd == 0 else ("pebble", "ours")):
             t0 = time.perf_counter()
             if who == "ours":
-                from reasonkit.filters.pool import TimeoutPool
-                with TimeoutPool("reasonkit.filters.mathcheck:check_math", workers=2, timeout=timeout,
-                                 preload=["reasonkit.filters.mathcheck"]) as pool:
+                from reasonkit.filters.math.pool import TimeoutPool
+                with TimeoutPool("reasonkit.filters.math.check:check_math", workers=2, timeout=timeout,
+                                 preload=["reasonkit.filters.math.check"]) as pool:
                     res = pool.map(items)
             else:
                 try:
                     from pebble import ProcessPool
                 except ImportError:
                     raise SystemExit("bench/pool.py needs pebble: pip install 'reasonkit[bench]'") from None
-                from reasonkit.filters.mathcheck import check_math
+                from reasonkit.filters.math.check import check_math
                 ctx = mp.get_context("forkserver")
-                ctx.set_forkserver_preload(["reasonkit.filters.mathcheck"])
+                ctx.set_forkserver_preload(["reasonkit.filters.math.check"])
                 with ProcessPool(max_workers=2, context=ctx, initializer=preload) as pool:
                     futs = [pool.schedule(check_math, args=it, timeout=timeout) for it in items]
                     res = []

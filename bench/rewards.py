@@ -3,7 +3,7 @@
     python bench/rewards.py                      # 64 completions a step (8 prompts x G 8), 6 steps
     python bench/rewards.py --prompts 16 --steps 10 --rewards accuracy,format
 
-Each step is a fresh batch of the synthetic task's worked solutions (recipes/task.py, the ``aime``
+Each step is a fresh batch of the synthetic task's worked solutions (recipes/tasks/math.py, the ``aime``
 variant), half of them with a slip in one line and a wrong final answer, as conversational
 completions, half with ``<think>`` left to the prompt; every reward of filters/rewards.py is called
 as TRL calls it. The first step pays once for lingua's detector and TRL's import; the rest is the
@@ -23,7 +23,7 @@ STEP_SECONDS = 1.9  # a plain TRL GRPOTrainer step on the quickstart's student (
 
 
 def batch(seed: int, prompts: int, group: int) -> tuple[list, list, list, list]:
-    from reasonkit.recipes import task
+    from reasonkit.recipes.tasks import math as task
 
     rng = random.Random(seed)
     out: tuple[list, list, list, list] = ([], [], [], [])

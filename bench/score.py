@@ -3,11 +3,11 @@
     python bench/score.py                        # 512 rows (128 prompts x 4), 3 alternating rounds
     python bench/score.py --rows 1024 --batch-size 32 --model runs/rm
 
-Same model, same rows, same process: the rows are the synthetic task's worked solutions (recipes/task.py,
+Same model, same rows, same process: the rows are the synthetic task's worked solutions (recipes/tasks/math.py,
 ``--slip`` of them with a slip in one line, the others the one worked solution: a prompt's correct samples
 are the same text, as a policy's often are), written as a traces stage directory; the model is a reward
 model of the embedded teacher's shape (its config and tokenizer, a random ``LlamaForSequenceClassification``),
-or ``--model``. The naive loop tokenises each row as ``distill score`` does (judges/scorer.py's encode) and
+or ``--model``. The naive loop tokenises each row as ``distill score`` does (judges/score/scorer.py's encode) and
 runs one unpadded forward per row; ``distill score`` is the whole stage (run_score: read the input, identical
 inputs once, sort by length, pad, one forward per batch, commit shards, manifest, report), with the model
 loaded once beforehand for both. Rounds alternate so the two see the same machine load.
@@ -52,7 +52,7 @@ def build_model(out: Path) -> str:
 def write_rows(path: Path, rows: int, group: int = 4, slip: float = 0.5) -> str:
     from reasonkit.filters.synthetic import trace, write_traces
     from reasonkit.gen.think import split
-    from reasonkit.recipes import task
+    from reasonkit.recipes.tasks import math as task
 
     rng = random.Random(0)
     out = []
@@ -72,7 +72,7 @@ def write_rows(path: Path, rows: int, group: int = 4, slip: float = 0.5) -> str:
 
 def naive(scorer, table, include_reasoning: bool = True) -> float:
     """One forward per row, unpadded; returns seconds."""
-    from reasonkit.judges.scorer import turn_of
+    from reasonkit.judges.score.scorer import turn_of
 
     rows = table.select(["messages", "completion", "reasoning", "response"]).to_pylist()
     start = time.perf_counter()
@@ -82,7 +82,7 @@ def naive(scorer, table, include_reasoning: bool = True) -> float:
 
 
 def staged(scorer, traces: str, out: Path, batch_size: int, include_reasoning: bool = True) -> float:
-    from reasonkit.judges.score import ScoreConfig, run_score
+    from reasonkit.judges.score.run import ScoreConfig, run_score
 
     start = time.perf_counter()
     run_score(ScoreConfig(input=traces, out=str(out), model=scorer.spec.base if not scorer.spec.adapter else scorer.spec.adapter,
@@ -108,7 +108,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from reasonkit.judges.scorer import Scorer, inspect_model
+    from reasonkit.judges.score.scorer import Scorer, inspect_model
     from reasonkit.store import read_stage
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-score-"))

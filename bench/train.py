@@ -73,7 +73,7 @@ def main() -> None:
         return one(args)
 
     from reasonkit.distill.synthetic import sft_table, write_stage
-    from reasonkit.recipes.tiny import build_tiny
+    from reasonkit.recipes.teachers.tiny import build_tiny
 
     work = Path(tempfile.mkdtemp(prefix="bench-train-"))
     model = build_tiny(work / "student")

@@ -51,7 +51,7 @@ DEFAULT_REWARDS = {"accuracy": 1.0, "format": 0.2}
 NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit",
                      "dataset_num_proc", "gpu_memory_gb", "use_vllm", "vllm_mode", "vllm_gpu_memory_utilization",
                      "max_prompt_length", "rollouts_every")
-#: GRPO with tools (distill/grpo_tools.py): left out of a run's fingerprint when it names no tools, so GRPO runs
+#: GRPO with tools (distill/rl/tools.py): left out of a run's fingerprint when it names no tools, so GRPO runs
 #: started before tools existed still resume.
 TOOL_FIELDS = ("tools", "corpus", "max_turns", "tool_timeout", "search_k")
 #: GRPO's own settings: left out of the fingerprint of SFT and DPO runs (which they do not touch), so the
@@ -59,7 +59,7 @@ TOOL_FIELDS = ("tools", "corpus", "max_turns", "tool_timeout", "search_k")
 GRPO_FIELDS = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsilon_high", "max_completion_length",
                "temperature", "top_p", "rewards", "lang", "verifier", "steps_per_generation", "num_iterations",
                "mask_truncated_completions", "instruction", "system", "reward_model", *TOOL_FIELDS)
-#: The reward models' own settings (distill/rm.py, distill/prm.py): left out of the other methods' fingerprints.
+#: The reward models' own settings (distill/reward/rm.py, distill/reward/prm.py): left out of the other methods' fingerprints.
 SCORER_FIELDS = ("eval_share", "margin_scale", "center_rewards_coefficient", "step_separator")
 #: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
 #: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
@@ -110,7 +110,7 @@ class TrainConfig:
     # pairs (a slip in one digit) that erodes the shared procedure. The NLL term anchors it.
     rpo_alpha: float = 0.0
 
-    # GRPO (TRL's GRPOTrainer; distill/grpo.py). batch_size counts completions, as TRL's does: a step of
+    # GRPO (TRL's GRPOTrainer; distill/rl/grpo.py). batch_size counts completions, as TRL's does: a step of
     # batch_size 8 x grad_accum 8 trains on 64 completions, i.e. 8 prompts of num_generations 8.
     num_generations: int = 8  # G, completions per prompt: the group whose rewards are compared
     loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = "dapo"
@@ -137,14 +137,14 @@ class TrainConfig:
     # step of 512 R1-length completions holds ~16 MB of text, so waiting for a checkpoint would hold gigabytes
     rollouts_every: int | None = 10
     # GRPO with tools: TRL's tool loop (GRPOTrainer(tools=...)) runs the shipped tools between the policy's turns,
-    # as `distill generate --tools` does; the observations' tokens are masked out of the loss (distill/grpo_tools.py)
+    # as `distill generate --tools` does; the observations' tokens are masked out of the loss (distill/rl/tools.py)
     tools: str | None = None  # comma-separated: search,python (gen/tools/base.py)
     corpus: str | None = None  # the search tool's passages: JSONL or Parquet with id and contents
     max_turns: int = 8  # assistant turns per completion (TRL's max_tool_calling_iterations = max_turns - 1)
     tool_timeout: float = 10.0  # seconds per python call
     search_k: int = 3  # passages per search observation, as generate and eval show them (the agent teacher reads 1)
 
-    # Reward models: rm (TRL's RewardTrainer, distill/rm.py) and prm (token classification, distill/prm.py).
+    # Reward models: rm (TRL's RewardTrainer, distill/reward/rm.py) and prm (token classification, distill/reward/prm.py).
     eval_share: float = 0.1  # share of the rows held out (seeded) for the report's held-out accuracy; 0: none
     # rm: the loss is -log sigmoid(r_c - r_r - m) with m = margin_scale x (chosen_score - rejected_score) where both
     # scores are present (0 where not); 0 turns margins off. pairs writes 1/0 (verified), judge its rubric's points.
@@ -176,7 +176,7 @@ class TrainConfig:
     allow_incomplete: bool = False  # train on an unfinished stage directory
 
     # Memory levers for long traces (R1's run to 16k-32k tokens), passed to TRL (distill/levers.py);
-    # the lint estimates the peak per GPU with them (distill/memory.py).
+    # the lint estimates the peak per GPU with them (distill/lint/memory.py).
     use_liger_kernel: bool = False  # Liger's fused linear cross-entropy: the logits are never whole in memory
     padding_free: bool = False  # SFT with packing: TRL's flattened batches (FlashAttention's varlen kernels)
     lr_scheduler_kwargs: dict | None = None  # e.g. {min_lr_rate: 0.1} for lr_scheduler cosine_with_min_lr

@@ -96,7 +96,7 @@ def load_rows(table: pa.Table, method: str, source: str) -> pa.Table:
 
 def prefs_kind(table: pa.Table) -> str:
     """``prefs_text`` for TRL's standard (string) preference format, whose prompt may end inside the
-    assistant turn (Step-DPO's pairs, judges/steps.py); ``prefs`` (conversational) otherwise.
+    assistant turn (Step-DPO's pairs, judges/steps/run.py); ``prefs`` (conversational) otherwise.
 
     >>> prefs_kind(pa.table({"prompt": ["<|user|>2+2?<|assistant|>"], "chosen": ["4"], "rejected": ["5"]}))
     'prefs_text'

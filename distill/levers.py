@@ -2,7 +2,7 @@
 FlashAttention.
 
 R1 traces run to 16k-32k tokens. At 32,768 tokens the logits of a 151,936-token vocabulary are 19.9 GB
-in fp32 before anything else (distill/memory.py), so long-trace recipes (open-r1's OpenR1-Distill-7B:
+in fp32 before anything else (distill/lint/memory.py), so long-trace recipes (open-r1's OpenR1-Distill-7B:
 Liger kernels, ``max_grad_norm`` 0.2, ``cosine_with_min_lr`` with ``min_lr_rate`` 0.1, non-reentrant
 gradient checkpointing) need these passed through as TRL names them.
 

@@ -49,7 +49,7 @@ _STEP_KEYS = {
     "margin": "reward_margin",
     "mean_reward": "reward_mean",
     "num_input_tokens_seen": "tokens",
-    "time/generate": "generate_s",  # distill/grpo.py: seconds in generation, the reward functions, the scoring pass
+    "time/generate": "generate_s",  # distill/rl/grpo.py: seconds in generation, the reward functions, the scoring pass
     "time/reward": "reward_s",
     "time/score": "score_s",
     # GRPO with tools (TRL's tool loop): calls run per completion, and the share of them that failed
@@ -210,7 +210,7 @@ def summary(report: dict) -> list[str]:
     if report.get("heldout"):
         lines.append(heldout_line(report))
     if report.get("grpo"):
-        from reasonkit.distill.grpo_report import summary_lines
+        from reasonkit.distill.rl.report import summary_lines
 
         lines += summary_lines(report["grpo"])
     for key in ("adapter", "model", "merged"):

@@ -126,9 +126,9 @@ def merge_adapter(adapter_dir: Path, out_dir: Path, bf16: bool, method: str = "s
 
     Reloads the base from the adapter's ``base_model_name_or_path`` rather than merging the trained
     object in place, so the merged weights are exactly base + saved adapter, whatever wrappers the
-    trainer put around the live model. Reward models (rm, prm) keep their head: distill/heads.py.
+    trainer put around the live model. Reward models (rm, prm) keep their head: distill/reward/heads.py.
     """
-    from reasonkit.distill import heads
+    from reasonkit.distill.reward import heads
 
     if heads.is_head(method):
         return heads.merge_head_adapter(method, adapter_dir, out_dir, bf16)

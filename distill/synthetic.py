@@ -18,7 +18,7 @@ import random
 
 import pyarrow as pa
 
-from reasonkit.recipes import task
+from reasonkit.recipes.tasks import math as task
 from reasonkit.store import StageWriter
 
 

@@ -19,9 +19,9 @@ OUT/
   model/                 the full fine-tuned model + tokenizer                             [--full]
                          (rm, prm: a sequence/token-classification model; prm also reasonkit_prm.json)
   merged/                base + adapter folded into plain weights                          [--merge]
-  rollouts/              GRPO: every sampled completion, its rewards and advantage (distill/rollouts.py)
-  report.json, loss.png  (GRPO: also report.md, rewards.png: distill/grpo_report.py; rm/prm: report.md with the
-                         held-out figures: distill/heads.py)
+  rollouts/              GRPO: every sampled completion, its rewards and advantage (distill/rl/rollouts.py)
+  report.json, loss.png  (GRPO: also report.md, rewards.png: distill/rl/report.py; rm/prm: report.md with the
+                         held-out figures: distill/reward/heads.py)
   launch.log             launcher accelerate: every process's output
 """
 
@@ -51,7 +51,7 @@ DEFAULT_MAX_LENGTH = 4096
 def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None] | None = None) -> dict:
     """Run the training ``cfg`` describes and return its report (also written to OUT/report.json)."""
     say = log or (lambda _msg: None)
-    from reasonkit.distill.vllm_support import require_vllm
+    from reasonkit.distill.rl.vllm_support import require_vllm
 
     require_vllm(cfg)  # here, not in TrainConfig: a recipe for a GPU machine validates on any machine
     sandbox_mode = None
@@ -60,7 +60,7 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
 
         sandbox_mode = require_sandbox("distill train --method grpo" + (" --reward code" if "code" in cfg.rewards else " --tools python"))
     if cfg.method == "grpo" and cfg.reward_model:  # --reward rm=PATH that is no reward model: one line, nothing written
-        from reasonkit.judges.scorer import inspect_model
+        from reasonkit.judges.score.scorer import inspect_model
 
         inspect_model(cfg.reward_model)
     if cfg.launcher == "accelerate" and not launch.launched():
@@ -79,7 +79,9 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     if finished is not None:
         return finished
 
-    from reasonkit.distill import data, heads, lint
+    from reasonkit.distill import data
+    from reasonkit.distill.reward import heads
+    from reasonkit.distill.lint.checks import checks as lint
 
     _quiet_libraries()
     head = heads.is_head(cfg.method)
@@ -97,7 +99,7 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     if note:
         say(f"note: {note}")
     if cfg.method == "grpo" and cfg.tools:  # the tools load and the template can call them, before OUT is written
-        from reasonkit.distill.grpo_tools import check_tools
+        from reasonkit.distill.rl.tools import check_tools
 
         check_tools(tok, cfg)
     positions = data.max_positions(cfg.student)
@@ -141,7 +143,7 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     device = resolve_device(cfg)
     monitor = Monitor(cfg.method, progress)
     rollouts = heldout = None
-    from reasonkit.distill import heads
+    from reasonkit.distill.reward import heads
 
     if heads.is_head(cfg.method):
         scorer = heads.module(cfg.method)
@@ -154,10 +156,10 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
         from reasonkit.distill.dpo import build_dpo_trainer as build
         from reasonkit.distill.dpo import dpo_arguments as arguments
     else:
-        from reasonkit.distill.grpo import build_grpo_trainer, grpo_arguments
+        from reasonkit.distill.rl.grpo import build_grpo_trainer, grpo_arguments
 
         arguments = functools.partial(grpo_arguments, longest_prompt=extra["lengths"].get("prompt_longest"))
-        from reasonkit.distill.rollouts import open_rollouts, rollout_stamp
+        from reasonkit.distill.rl.rollouts import open_rollouts, rollout_stamp
 
         rollouts = open_rollouts(cfg, out, checkpoint, extra, say) if launch.is_main() else None
         build = functools.partial(build_grpo_trainer, rollouts=rollouts, stamp=rollout_stamp(cfg, extra))
@@ -233,7 +235,7 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     png = plot(out, records, cfg.method, f"{cfg.method} {Path(cfg.student).name} on {Path(cfg.data).name}")
     report["plot"] = str(png) if png else None
     if rollouts is not None:
-        from reasonkit.distill.grpo_report import add_grpo
+        from reasonkit.distill.rl.report import add_grpo
 
         add_grpo(report, records, cfg, rollouts, out)
     if heldout is not None:

@@ -1,7 +1,7 @@
 """A GRPO completion read as the filter reads a traces row: its raw text (string or conversational),
 whether the prompt opened the think block, reasoning and response split as generation splits them
 (gen/think.py), and whether it was cut at the token limit. The rewards (filters/rewards.py) and the
-rollouts (distill/grpo.py) both read completions through here, so they see the same text.
+rollouts (distill/rl/grpo.py) both read completions through here, so they see the same text.
 """
 
 from __future__ import annotations

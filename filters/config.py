@@ -35,7 +35,7 @@ class FilterConfig:
     verifier: Literal["math", "int", "exact", "code", "none"] = "math"
     unverifiable: Literal["drop", "keep"] = "drop"
     verify_timeout: float = 5.0  # per answer; with the code verifier, per test
-    # the code verifier: the prompts column holding each problem's tests (JSON; filters/code_tests.py)
+    # the code verifier: the prompts column holding each problem's tests (JSON; filters/code/tests.py)
     tests_column: str = "tests"
     # language consistency (lang None: off)
     lang: str | None = "en"

@@ -5,7 +5,7 @@
 wrote (a model directory or its LoRA adapter; a PRM's ``reward`` is its weakest step).
 
 The completion is read as the filter reads a trace (filters/completions.py: the think split, a
-prefilled ``<think>``) and scored by judges/scorer.py's :class:`~reasonkit.judges.scorer.Scorer` on
+prefilled ``<think>``) and scored by judges/score/scorer.py's :class:`~reasonkit.judges.score.scorer.Scorer` on
 the assistant turn the prefs and sft tables carry, under the reward model's chat template, exactly as
 ``distill score`` scores a traces row: the number GRPO optimises is the number ``distill score`` writes
 for the same completion (tests/test_score_grpo.py checks it on a real run's rollouts).
@@ -59,7 +59,7 @@ class ModelReward:
 
     def __init__(self, path: str, setup=None, *, batch_size: int = 16, device: str | None = None):
         from reasonkit.filters.rewards import RewardSetup
-        from reasonkit.judges.scorer import inspect_model
+        from reasonkit.judges.score.scorer import inspect_model
 
         self.spec = inspect_model(path)  # not a reward model: one line now, not a traceback at step 1
         self.__name__, self.path, self.setup = NAME, path, setup or RewardSetup()
@@ -69,7 +69,7 @@ class ModelReward:
     @property
     def scorer(self):
         if self._scorer is None:
-            from reasonkit.judges.scorer import Scorer
+            from reasonkit.judges.score.scorer import Scorer
 
             self._scorer = Scorer(self.spec, device=self.device)
         return self._scorer

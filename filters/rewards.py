@@ -1,8 +1,8 @@
 r"""Reward functions for GRPO: the filter's verdicts, as numbers.
 
 Each reward runs the code the filter runs on the same text, so a reward and a filter verdict can
-never disagree: the same think split (gen/think.py), the same answer extractor (filters/extract.py),
-the same :class:`~reasonkit.filters.verify.Verifier` (integer fast path, then math-verify in the
+never disagree: the same think split (gen/think.py), the same answer extractor (filters/math/extract.py),
+the same :class:`~reasonkit.filters.math.verify.Verifier` (integer fast path, then math-verify in the
 killable pool), the same format checks (filters/format.py) and the same language ratio
 (filters/language.py). They have TRL's reward signature,
 ``(prompts, completions, completion_ids=None, **columns)`` (every dataset column but ``prompt``
@@ -24,9 +24,9 @@ per completion.
 ``cosine``     open-r1's cosine-scaled reward: a right answer earns 1.0 short down to 0.5 at
                ``max_len``, a wrong one -1.0 short up to -0.5 long; None where accuracy is None.
 ``arithmetic`` share of the chain of thought's integer arithmetic claims that are true
-               (:mod:`reasonkit.filters.arithmetic`); None when it makes none.
+               (:mod:`reasonkit.filters.math.arithmetic`); None when it makes none.
 ``code``       1.0 when the response's last Python block passes every test of the row's ``tests`` column in
-               the sandbox (``distill filter --verifier code``'s checker, :mod:`reasonkit.filters.code`),
+               the sandbox (``distill filter --verifier code``'s checker, :mod:`reasonkit.filters.code.verify`),
                0.0 when it fails one or there is no program (or the completion is truncated), None when the
                row has no tests or the sandbox itself failed.
 ``rm``         a trained reward model's score, the number ``distill score`` writes for the same
@@ -104,7 +104,7 @@ class RewardSetup:
     # a tool-use trajectory's final answer (GRPO with tools): read and checked as ``distill filter`` reads a
     # trajectory's (filters/trajectory.py: a plain short answer counts, golds that are words match as text)
     trajectory: bool = False
-    tests_column: str = "tests"  # the code reward's tests (JSON, filters/code_tests.py)
+    tests_column: str = "tests"  # the code reward's tests (JSON, filters/code/tests.py)
 
 
 class Reward:
@@ -142,7 +142,7 @@ def _verifier(kind: str, timeout: float):
     needs it and is closed at exit)."""
     key = (kind, timeout)
     if key not in _VERIFIERS:
-        from reasonkit.filters.verify import Verifier
+        from reasonkit.filters.math.verify import Verifier
 
         if not _VERIFIERS:
             atexit.register(close)
@@ -166,7 +166,7 @@ def _gold(value) -> str | None:
 def correctness(setup: RewardSetup, parsed: Sequence[Sample], answers: Sequence | None) -> list[bool | None]:
     """The verify filter's ``correct`` for each sample, except that no answer (none extracted, or
     truncated) is False here: a reward has no ``drop_reason`` to say ``no_answer`` with."""
-    from reasonkit.filters.extract import extract_answer
+    from reasonkit.filters.math.extract import extract_answer
 
     if answers is None:
         raise UserError("the accuracy reward needs an 'answer' column (the gold answer of each prompt) "
@@ -222,7 +222,7 @@ def format_options() -> dict:
 
 
 def _format(setup, parsed, completion_ids, columns):
-    from reasonkit.filters.extract import _BOX, final_boxes  # the extractor's own box pattern
+    from reasonkit.filters.math.extract import _BOX, final_boxes  # the extractor's own box pattern
     from reasonkit.filters.format import format_reason
 
     options = format_options()
@@ -247,7 +247,7 @@ def _language(setup, parsed, completion_ids, columns):
 
 
 def _arithmetic(setup, parsed, completion_ids, columns):
-    from reasonkit.filters.arithmetic import score
+    from reasonkit.filters.math.arithmetic import score
 
     rewards = []
     for s in parsed:
@@ -257,8 +257,8 @@ def _arithmetic(setup, parsed, completion_ids, columns):
 
 
 def _code(setup, parsed, completion_ids, columns):
-    from reasonkit.filters.code import code_scores
-    from reasonkit.filters.verify import default_workers
+    from reasonkit.filters.code.verify import code_scores
+    from reasonkit.filters.math.verify import default_workers
 
     tests = columns.get(setup.tests_column)
     if tests is None:
@@ -350,7 +350,7 @@ def make_rewards(weights: dict[str, float], *, max_completion_length: int, lang:
     ...
     reasonkit.errors.UserError: unknown reward 'speed'; expected one of accuracy, format, language, length, cosine, arithmetic, code
     """
-    from reasonkit.filters.verify import VERIFIERS
+    from reasonkit.filters.math.verify import VERIFIERS
 
     if not weights:
         raise UserError(f"no reward asked for; expected one or more of {', '.join(NAMES)}")

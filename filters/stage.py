@@ -41,7 +41,7 @@ from reasonkit.filters.trajectory import (TEXT_COLUMNS, TrajectoryFilter, Trajec
                                           TrajectoryVerifyFilter, is_trajectories, with_model_text)
 from reasonkit.filters.trajectory import report as trajectory_report
 from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
-from reasonkit.filters.verify import VerifyFilter, default_workers
+from reasonkit.filters.math.verify import VerifyFilter, default_workers
 from reasonkit.schema import MESSAGES, TABLES, validate
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
 
@@ -81,7 +81,7 @@ def input_shards(config: FilterConfig) -> list[Path]:
         if missing:
             raise UserError(f"{shard}: missing required column {missing[0]!r} of a {kind} table; found columns {names}")
     if config.verifier == "code":
-        from reasonkit.filters.code import check_tests_column
+        from reasonkit.filters.code.verify import check_tests_column
 
         check_tests_column(path, shards, kind, config.tests_column)
     if config.require_tool and kind == "traces":
@@ -112,8 +112,8 @@ def build_filters(config: FilterConfig, eval_sets, kind: str = "traces") -> list
     ))
     if eval_sets:
         filters.append(DecontamFilter(eval_sets))
-    if config.verifier == "code":  # programs run against the prompt's tests (filters/code.py)
-        from reasonkit.filters.code import CodeVerifyFilter
+    if config.verifier == "code":  # programs run against the prompt's tests (filters/code/verify.py)
+        from reasonkit.filters.code.verify import CodeVerifyFilter
 
         filters.append(CodeVerifyFilter(tests_column=config.tests_column, unverifiable=config.unverifiable,
                                         timeout=config.verify_timeout, workers=config.workers or default_workers()))

@@ -9,7 +9,7 @@ columns (:func:`is_trajectories`). Its rows go through the same stage as traces,
   ``no_tool_call`` (an answer given without calling any tool, on a task that needs one).
 - **The final answer** is the last turn's ``response``: a ``\boxed{}`` or "the answer is" answer
   as for traces, else the response itself when it is one short line (an agent often answers
-  "1987." and nothing else), verified by the same :class:`~reasonkit.filters.verify.Verifier`;
+  "1987." and nothing else), verified by the same :class:`~reasonkit.filters.math.verify.Verifier`;
   a gold answer that is plain words (a name, a title) is matched as text, never by math-verify
   (:class:`TextAwareVerifier`; ``--verifier exact`` matches every answer as text).
 - **Text filters** (format, dedup) read the model's own text across the trajectory (:func:`model_text`:
@@ -41,9 +41,9 @@ from collections.abc import Iterable, Sequence
 import pyarrow as pa
 
 from reasonkit.filters.base import RowFilter
-from reasonkit.filters.extract import extract_answer
+from reasonkit.filters.math.extract import extract_answer
 from reasonkit.filters.language import LanguageFilter
-from reasonkit.filters.verify import VerifyFilter, same_text
+from reasonkit.filters.math.verify import VerifyFilter, same_text
 
 #: The columns that, beside ``messages`` and ``finish_reason``, make a table a trajectories table.
 COLUMNS = ("turns", "tool_calls", "tool_errors")
@@ -136,7 +136,7 @@ class TrajectoryFilter(RowFilter):
 
 
 def final_answer(response: str | None) -> tuple[str | None, str | None]:
-    """``(answer, None)`` or ``(None, reason)``: :func:`~reasonkit.filters.extract.extract_answer`'s
+    """``(answer, None)`` or ``(None, reason)``: :func:`~reasonkit.filters.math.extract.extract_answer`'s
     answer, else the whole response when it is one short line (outer ``$`` and a final period aside)."""
     answer, why = extract_answer(response)
     if answer is not None or why != "no_answer":
@@ -160,7 +160,7 @@ def is_words(gold: str) -> bool:
 
 class TextAwareVerifier:
     """The math verifier with exact text matching for golds that are plain words (:func:`is_words`);
-    every other pair (numbers, LaTeX) goes to the wrapped :class:`~reasonkit.filters.verify.Verifier`."""
+    every other pair (numbers, LaTeX) goes to the wrapped :class:`~reasonkit.filters.math.verify.Verifier`."""
 
     def __init__(self, inner):
         self.inner, self.kind = inner, inner.kind

@@ -52,7 +52,7 @@ class GenerateConfig:
     limit: int | None = None
     shard_size: int = 1000
     columns: ColumnMap = field(default_factory=ColumnMap)
-    split: str | None = None  # of a Hugging Face dataset: its only split unless named (hub_data.py)
+    split: str | None = None  # of a Hugging Face dataset: its only split unless named (hub/datasets.py)
     overwrite: bool = False
     # openai
     base_url: str | None = None
@@ -226,7 +226,7 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
     from reasonkit.gen.progress import Progress, summary_line
     from reasonkit.gen.render import THINK_PREFILL, build_messages, load_chat_template
     from reasonkit.gen.shards import Assembler, plan, totals
-    from reasonkit.hub_public import public_model
+    from reasonkit.hub.public import public_model
     from reasonkit.readers import prompt_notes, read_prompts
     from reasonkit.store import StageWriter, fingerprint, fingerprint_path
 

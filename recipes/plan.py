@@ -16,7 +16,7 @@ passes the GPU's memory is refused (exit 2, naming the term that does not fit: :
   2 (K, V) x layers x KV heads x head dim x 2 bytes (MLA: the latent and RoPE widths), split over the
   stages and the tensor-parallel ranks; vLLM refuses to start when one ``max_model_len`` sequence
   does not fit;
-- a training process holds what distill/memory.py lists, term by term (weights, gradients and optimizer
+- a training process holds what distill/lint/memory.py lists, term by term (weights, gradients and optimizer
   state by sharding, a reference copy, a reward model, activations, TRL's fused LM head, colocated vLLM).
 
 """
@@ -58,7 +58,7 @@ _MATH = {"max_position_embeddings": 4096}  # Qwen2.5-Math's context
 _R1 = {"vocab_size": 129_280, "hidden_size": 7168, "num_hidden_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
        "max_position_embeddings": 163_840, "model_type": "deepseek_v3"}
 #: The config.json shapes of the dense students the shipped recipes name (their model cards' files),
-#: for the training estimate (distill/memory.py) before anything is downloaded.
+#: for the training estimate (distill/lint/memory.py) before anything is downloaded.
 PUBLISHED_SHAPES: dict[str, dict] = {
     "Qwen/Qwen2.5-Math-1.5B": {**_QWEN_1_5B, **_MATH}, "Qwen/Qwen2.5-Math-1.5B-Instruct": {**_QWEN_1_5B, **_MATH},
     "Qwen/Qwen2.5-1.5B-Instruct": _QWEN_1_5B, "Qwen/Qwen2.5-7B-Instruct": _QWEN_7B,
@@ -86,7 +86,7 @@ class ModelSize:
     hidden: int
     layers: int
     source: str  # where the figures come from: a config.json path, or "published"
-    shape: dict | None = None  # the config.json fields distill/memory.py estimates training from
+    shape: dict | None = None  # the config.json fields distill/lint/memory.py estimates training from
 
 
 @dataclass
@@ -194,7 +194,7 @@ def refusals(plans: list[StepPlan]) -> list[str]:
 
 
 def _fresh_student(config: Any) -> ModelSize | None:
-    """The size of the random-init Llama the ``student`` stage builds (recipes/student.py)."""
+    """The size of the random-init Llama the ``student`` stage builds (recipes/teachers/student.py)."""
     tokenizer = model_size(getattr(config, "tokenizer", None))
     if tokenizer is None:
         return None
@@ -318,9 +318,9 @@ def _engine_memory(size: ModelSize | None, name: str, dtype: str | None, layout:
 
 def _train_memory(config: Any, gpu: float, size: ModelSize | None, name: str, *,
                   reward: ModelSize | None = None) -> tuple[str, str | None]:
-    """The train lint's own estimate (distill/memory.py) for a GPU run of this step, per process, and why it
+    """The train lint's own estimate (distill/lint/memory.py) for a GPU run of this step, per process, and why it
     does not fit the GPU (None when it does)."""
-    from reasonkit.distill.memory import levers, train_estimate
+    from reasonkit.distill.lint.memory import levers, train_estimate
 
     if size is None:
         return _unknown(name), None

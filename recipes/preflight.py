@@ -81,9 +81,9 @@ def missing(planned: list, *, cuda: Callable[[], bool]) -> list[str]:
     """One line per step and module missing here (``step: module (key)``), for the steps in ``planned``.
 
     ``cuda``: whether this machine trains on a GPU (asked only for a GRPO step that leaves use_vllm to
-    auto): there GRPO generates with vLLM, and only a vLLM TRL drives will do (distill/vllm_support.py).
+    auto): there GRPO generates with vLLM, and only a vLLM TRL drives will do (distill/rl/vllm_support.py).
     """
-    from reasonkit.distill.vllm_support import TRL_VLLM, supported_vllm, vllm_version
+    from reasonkit.distill.rl.vllm_support import TRL_VLLM, supported_vllm, vllm_version
 
     lines = []
     for p in planned:

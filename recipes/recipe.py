@@ -54,7 +54,7 @@ class Recipe:
     description: str = ""
     report: bool = True
     #: Pairs of eval steps ``(A, B)`` that report.md compares problem by problem (B - A in pass@1,
-    #: paired bootstrap 95% interval: distill/eval_compare.py).
+    #: paired bootstrap 95% interval: distill/eval/compare.py).
     compare: tuple[tuple[str, str], ...] = ()
     #: How every step's model programs run (the code verifier, the python tool): "auto" (the strongest
     #: isolation here, refuse if none) or "none" (no namespaces, opt-in: `distill filter --sandbox none`).

@@ -161,7 +161,7 @@ def _train_section(name: str, d: Path, out: Path) -> str:
         if line := movement_line(r):
             text += f"\n{line}.\n"
     if r.get("grpo"):  # the RL rung: rewards per function, groups without signal, where the time went
-        from reasonkit.distill.grpo_report import summary_lines
+        from reasonkit.distill.rl.report import summary_lines
 
         text += "\n" + "\n".join(f"- {line}" for line in summary_lines(r["grpo"])) + "\n"
     for png in (d / "loss.png", d / "rewards.png"):
@@ -171,7 +171,7 @@ def _train_section(name: str, d: Path, out: Path) -> str:
 
 
 def _eval_section(evals: list[tuple[str, dict]], out: Path) -> str:
-    from reasonkit.distill.eval_report import markdown_table, write_plot
+    from reasonkit.distill.eval.report import markdown_table, write_plot
 
     png = out / "pass_at_k.png"
     write_plot(evals, png)
@@ -202,8 +202,8 @@ def _overflow_text(evals: list[tuple[str, dict]]) -> str:
 
 def _compare_section(recipe: Recipe) -> str:
     """The recipe's ``compare`` pairs, problem by problem: B - A in pass@1 with a paired bootstrap
-    interval (distill/eval_compare.py). A pair not evaluated yet, or not comparable, says why."""
-    from reasonkit.distill.eval_compare import paired_difference, paired_text
+    interval (distill/eval/compare.py). A pair not evaluated yet, or not comparable, says why."""
+    from reasonkit.distill.eval.compare import paired_difference, paired_text
     from reasonkit.errors import UserError
 
     lines = ["## Paired comparisons\n"]

@@ -4,7 +4,7 @@ The ``format`` reward pays for a closed ``<think>`` block then a boxed answer. A
 prompted for the tag, whose template does not open it, and that never learnt it (no ``<think>`` token
 in its vocabulary, no SFT on think traces) almost never writes it: Qwen2.5-7B-Instruct's template and
 vocabulary know no ``<think>``, so rlaif-constitutional's format reward was ~0 on every completion and
-taught nothing. distill/lint_grpo.py's ``format_unmet`` is the rule; this module finds what it needs on
+taught nothing. distill/lint/prompt.py's ``format_unmet`` is the rule; this module finds what it needs on
 disk (the student's template and tokenizer files, or a prepare-student step's template) so ``distill run``
 and ``--plan`` refuse the step before anything runs. What is not on this machine is the train lint's to
 check when the student loads.
@@ -20,7 +20,7 @@ THINK = "<think>"
 
 def unmet_format_rewards(planned: list) -> list[str]:
     """One line per GRPO step whose format reward its policy cannot earn (runner.validate's ``planned``)."""
-    from reasonkit.distill.lint_grpo import format_unmet, trained_by_reasonkit
+    from reasonkit.distill.lint.prompt import format_unmet, trained_by_reasonkit
     from reasonkit.recipes.recipe import references
 
     steps = {p.step.name: p for p in planned}
@@ -53,7 +53,7 @@ def _template(prepare, student: str) -> tuple[str | None, Path | None]:
     folder = found[0].parent if found else None
     choice = getattr(prepare, "template", None)
     if choice in ("chatml", "llama3"):  # the family templates prepare-student writes (the model's system kept)
-        from reasonkit.distill import templates
+        from reasonkit.distill.prepare.run import templates
 
         return {"chatml": templates._chatml, "llama3": templates._llama3}[choice](None), folder
     if choice and choice not in ("auto", "keep"):

@@ -23,7 +23,7 @@ check() {
 print('setup: ok: torch', torch.__version__, '| vllm', vllm.__version__, '| trl', trl.__version__, \
 '| deepspeed', deepspeed.__version__, '|', torch.cuda.device_count(), 'GPU(s)')"
   # the vLLM that TRL's GRPOTrainer drives: the same check a GPU GRPO run makes before it starts
-  "$VENV/bin/python" -c "from reasonkit.distill.vllm_support import unsupported_reason as u; r = u(); assert r is None, r"
+  "$VENV/bin/python" -c "from reasonkit.distill.rl.vllm_support import unsupported_reason as u; r = u(); assert r is None, r"
 }
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && check 2>/dev/null; then

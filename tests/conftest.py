@@ -23,7 +23,7 @@ AGENT_TEACHER_DIR = REPO / "recipes" / "assets" / "agent_teacher"
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> str:
     """A random-init tiny Llama + digit tokenizer, built offline once per session."""
-    from reasonkit.recipes.tiny import build_tiny
+    from reasonkit.recipes.teachers.tiny import build_tiny
 
     return build_tiny(tmp_path_factory.mktemp("tiny") / "model")
 
@@ -38,7 +38,7 @@ def teacher_dir() -> str:
 
 @pytest.fixture(scope="session")
 def agent_teacher_dir() -> str:
-    """The committed tool-using teacher (recipes/agent_teacher.py: TRL's Qwen2.5 template, calls search), read-only."""
+    """The committed tool-using teacher (recipes/teachers/agent.py: TRL's Qwen2.5 template, calls search), read-only."""
     if not (AGENT_TEACHER_DIR / "model.safetensors").is_file():  # as tests/test_agent_teacher.py waits for it
         pytest.skip(f"embedded agent teacher not trained yet at {AGENT_TEACHER_DIR} (distill make-teacher --task agent)")
     return str(AGENT_TEACHER_DIR)

@@ -1,6 +1,6 @@
 r"""Answer spellings for the exact fast path's tests (tests/test_filter_exact.py) and its
 offline sweep: pairs of answers whose value is the same or close, in every shape
-filters/exact.py reads and some it must refuse.
+filters/math/exact.py reads and some it must refuse.
 
 >>> import random
 >>> len(random_pairs(random.Random(0), 5))

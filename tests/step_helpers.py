@@ -6,7 +6,7 @@ import re
 import pyarrow as pa
 
 from reasonkit.gen.think import split
-from reasonkit.recipes.task import make_problems, solution, user_content
+from reasonkit.recipes.tasks.math import make_problems, solution, user_content
 from reasonkit.schema import validate
 from reasonkit.store import StageWriter
 

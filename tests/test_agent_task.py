@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from reasonkit.errors import UserError
-from reasonkit.recipes import agent_task
-from reasonkit.recipes.agent_task import corpus, make_world, questions, reference_messages, write_corpus, write_prompts
+from reasonkit.recipes.tasks import agent as agent_task
+from reasonkit.recipes.tasks.agent import corpus, make_world, questions, reference_messages, write_corpus, write_prompts
 
 
 def test_doctests():
@@ -26,7 +26,7 @@ def test_world_is_deterministic_per_seed_and_consistent():
 
 
 def test_names_are_the_worlds_own_and_short():
-    from reasonkit.recipes.agent_task import N_AUTHORS
+    from reasonkit.recipes.tasks.agent import N_AUTHORS
 
     w = make_world()
     words = {word for name, _ in w.authors for word in name.split()} | {word for t, _, _ in w.books for word in t.split()}
@@ -76,8 +76,8 @@ def test_prompts_table_is_the_contract(tmp_path):
 def test_reference_trajectory_renders_parses_back_and_the_filter_reads_its_answer(tmp_path):
     from trl.chat_template_utils import add_response_schema, parse_response
 
-    from reasonkit.filters.extract import extract_answer
-    from reasonkit.recipes.tiny_tools import build_tool_tokenizer
+    from reasonkit.filters.math.extract import extract_answer
+    from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
     row = questions(make_world(), "test")[0]
     msgs = reference_messages(row, lambda query: f"passages for {query}")
@@ -108,7 +108,7 @@ def test_reference_trajectory_renders_parses_back_and_the_filter_reads_its_answe
 def test_bm25_finds_each_hop_and_a_careless_query_does_not():
     """The real search tool (gen/tools/search.py, k=3 as the teacher reads it) over the whole corpus."""
     from reasonkit.gen.tools.search import make_search
-    from reasonkit.recipes.agent_teacher import SEARCH_K
+    from reasonkit.recipes.teachers.agent import SEARCH_K
 
     w = make_world()
     search = make_search(corpus(w), k=SEARCH_K)

@@ -6,7 +6,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
 
-from reasonkit.recipes.tiny_tools import IM_END, TAG_TOKENS, build_tool_tokenizer, qwen2_5_template
+from reasonkit.recipes.teachers.tiny_tools import IM_END, TAG_TOKENS, build_tool_tokenizer, qwen2_5_template
 
 
 def search(query: str) -> str:
@@ -65,6 +65,6 @@ def test_tools_render_and_trl_parses_the_call_back(tok):
 def test_doctests():
     import doctest
 
-    from reasonkit.recipes import tiny_tools
+    from reasonkit.recipes.teachers import tiny_tools
 
     assert doctest.testmod(tiny_tools).failed == 0

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from reasonkit.recipes import agent_task
-from reasonkit.recipes.agent_teacher import DEFAULT_DIR, REPORT, SEARCH_K, common_prefix, encode, shared_prefix_loss, solve
+from reasonkit.recipes.tasks import agent as agent_task
+from reasonkit.recipes.teachers.agent import DEFAULT_DIR, REPORT, SEARCH_K, common_prefix, encode, shared_prefix_loss, solve
 
 #: Held-out questions the shipped teacher is run on here (greedy, so the figure is exact for these).
 N_QUESTIONS = 24
@@ -37,13 +37,13 @@ def teacher():
 
 @shipped
 def test_shipped_teacher_is_small_and_speaks_trls_qwen2_5_template():
-    from reasonkit.recipes.tiny_tools import qwen2_5_template
+    from reasonkit.recipes.teachers.tiny_tools import qwen2_5_template
 
     files = [f for f in DEFAULT_DIR.iterdir() if f.is_file()]
     assert sum(f.stat().st_size for f in files) < 10 * 2**20
     assert (DEFAULT_DIR / "chat_template.jinja").read_text() == qwen2_5_template()
     report = json.loads((DEFAULT_DIR / REPORT).read_text())
-    # measured: 0.375 of 80 held-out questions with the tool, 0 without (recipes/agent_teacher.py: 6,000 steps in
+    # measured: 0.375 of 80 held-out questions with the tool, 0 without (recipes/teachers/agent.py: 6,000 steps in
     # three runs, on 24 worlds other than the quickstart's); its misses are mostly a prize name misspelt in the
     # second search
     assert report["search_k"] == SEARCH_K and report["pass_at_1_with_search"] >= 0.35
@@ -72,7 +72,7 @@ def test_teacher_answers_held_out_questions_through_the_real_search_tool(teacher
 
 def test_loss_mask_covers_the_assistant_turns_only():
     from reasonkit.gen.tools.search import make_search
-    from reasonkit.recipes.tiny_tools import build_tool_tokenizer
+    from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
     world = agent_task.make_world(0, 30)
     search = make_search(agent_task.corpus(world), k=SEARCH_K)
@@ -90,9 +90,9 @@ def test_shared_prefix_loss_equals_the_plain_forward():
     import torch
 
     from reasonkit.gen.tools.search import make_search
-    from reasonkit.recipes.teacher import _collate
-    from reasonkit.recipes.tiny import TinyLlama, build_model
-    from reasonkit.recipes.tiny_tools import build_tool_tokenizer
+    from reasonkit.recipes.teachers.math import _collate
+    from reasonkit.recipes.teachers.tiny import TinyLlama, build_model
+    from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
     world = agent_task.make_world(0, 30)
     search = make_search(agent_task.corpus(world), k=SEARCH_K)
@@ -112,7 +112,7 @@ def test_make_teacher_task_agent_writes_a_loadable_teacher_and_its_report(tmp_pa
     from click.testing import CliRunner
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from reasonkit.recipes.teacher import make_teacher_command
+    from reasonkit.recipes.teachers.math import make_teacher_command
 
     args = ["--task", "agent", "--out", str(tmp_path), "--n-train", "16", "--max-steps", "2", "--n-eval", "2"]
     result = CliRunner().invoke(make_teacher_command, args)
@@ -128,7 +128,7 @@ def test_make_teacher_task_agent_writes_a_loadable_teacher_and_its_report(tmp_pa
 def test_agent_only_options_are_refused_for_other_tasks():
     from click.testing import CliRunner
 
-    from reasonkit.recipes.teacher import make_teacher_command
+    from reasonkit.recipes.teachers.math import make_teacher_command
 
     result = CliRunner().invoke(make_teacher_command, ["--task", "code", "--train-worlds", "2"])
     assert result.exit_code == 2 and "--train-worlds, --init-from and --lr apply to --task agent" in result.output
@@ -138,8 +138,8 @@ def test_snapshots_and_continued_training_keep_the_tokenizer(tmp_path):
     """A run saves the snapshots asked for; a run continued from one keeps that tokenizer, token for token."""
     from transformers import AutoTokenizer
 
-    from reasonkit.recipes.agent_teacher import make_agent_teacher
-    from reasonkit.recipes.tiny import TinyLlama
+    from reasonkit.recipes.teachers.agent import make_agent_teacher
+    from reasonkit.recipes.teachers.tiny import TinyLlama
 
     shape = TinyLlama(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
     first = make_agent_teacher(tmp_path / "a", n_train=16, max_steps=3, n_eval=1, snapshots=(2,), shape=shape, log=None)
@@ -171,7 +171,7 @@ def test_make_teacher_command_passes_the_agent_options_through(tmp_path):
     from click.testing import CliRunner
 
     from reasonkit.identity import model_identity
-    from reasonkit.recipes.teacher import make_teacher_command
+    from reasonkit.recipes.teachers.math import make_teacher_command
 
     common = ["--task", "agent", "--n-train", "16", "--max-steps", "1", "--n-eval", "1"]
     first = CliRunner().invoke(make_teacher_command, [*common, "--out", str(tmp_path / "a"), "--train-worlds", "1"])

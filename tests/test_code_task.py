@@ -7,7 +7,8 @@ import json
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
 from reasonkit.filters.synthetic import trace, write_traces
-from reasonkit.recipes import code_task, task
+from reasonkit.recipes.tasks import code as code_task
+from reasonkit.recipes.tasks import math as task
 from reasonkit.store import read_stage
 
 

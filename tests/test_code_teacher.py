@@ -9,8 +9,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from reasonkit.recipes import code_task
-from reasonkit.recipes.code_teacher import DEFAULT_DIR, INSTRUCTION, REPORT, complete, encode, pass_at_1, prompt_text
+from reasonkit.recipes.tasks import code as code_task
+from reasonkit.recipes.teachers.code import DEFAULT_DIR, INSTRUCTION, REPORT, complete, encode, pass_at_1, prompt_text
 
 #: Held-out problems per variant the shipped teacher is run on here (greedy: the figure is exact for these).
 N_PROBLEMS = 12
@@ -46,7 +46,7 @@ def test_prompt_is_what_generate_builds_from_the_chat_template(teacher):
 
 @pytest.mark.parametrize("variant", ["mul", "aime"])
 def test_shipped_teacher_programs_pass_the_code_verifier_on_held_out_problems(teacher, variant):
-    from reasonkit.filters.code import extract_code
+    from reasonkit.filters.code.verify import extract_code
 
     model, tok = teacher
     problems = code_task.make_problems(N_PROBLEMS, 0, variant, split="test")
@@ -76,7 +76,7 @@ def test_make_teacher_task_code_writes_a_loadable_teacher_and_report(tmp_path):
 
 
 def test_synth_stage_writes_code_problems_with_tests(tmp_path):
-    from reasonkit.recipes.synth import SynthConfig, run_synth
+    from reasonkit.recipes.tasks.synth import SynthConfig, run_synth
 
     run_synth(SynthConfig(out=str(tmp_path / "p"), n=4, variant="aime", split="test", task="code"))
     table = pq.read_table(next((tmp_path / "p").glob("*.parquet")))

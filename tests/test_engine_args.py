@@ -172,7 +172,7 @@ def test_each_gpu_recipe_header_states_its_gpus_and_memory(name):
 def test_a_real_vllm_engine_takes_engine_args_from_set(tmp_path, tiny_model_dir):
     """One engine of its own (~25 s): engine_args reach vLLM's config and it generates."""
     from reasonkit.gen.stage import generate
-    from reasonkit.recipes.task import write_prompts
+    from reasonkit.recipes.tasks.math import write_prompts
 
     prompts = write_prompts(tmp_path / "p.parquet", 4, seed=3)
     config = GenerateConfig(prompts=prompts, teacher=tiny_model_dir, out=str(tmp_path / "out"), n=2, max_tokens=16,
@@ -192,7 +192,7 @@ def test_a_real_vllm_engine_takes_engine_args_from_set(tmp_path, tiny_model_dir)
 
 
 def test_eval_and_judges_take_engine_args_to_the_engine_they_build(tiny_model_dir, monkeypatch):
-    from reasonkit.distill.evaluate import EvalConfig
+    from reasonkit.distill.eval.run import EvalConfig
     from reasonkit.judges import backends
     from reasonkit.judges.config import JudgeConfig
 

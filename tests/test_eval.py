@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.cli import cli
-from reasonkit.distill.evaluate import EvalConfig, run_eval, summary_equal
-from reasonkit.recipes.task import write_prompts
+from reasonkit.distill.eval.run import EvalConfig, run_eval, summary_equal
+from reasonkit.recipes.tasks.math import write_prompts
 
 K, MAX_TOKENS, PROBLEMS = 2, 192, 12
 

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
-from reasonkit.distill.eval_score import score, verify_samples
-from reasonkit.distill.evaluate import EvalConfig, run_eval
+from reasonkit.distill.eval.score import score, verify_samples
+from reasonkit.distill.eval.run import EvalConfig, run_eval
 from reasonkit.errors import UserError
 from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.store import read_stage

@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.cli import cli
-from reasonkit.distill.eval_compare import paired_difference, paired_text
-from reasonkit.distill.eval_score import score
-from reasonkit.distill.evaluate import _write_problems
-from reasonkit.distill.metrics import ci95_positions, paired_bootstrap, sign_test
+from reasonkit.distill.eval.compare import paired_difference, paired_text
+from reasonkit.distill.eval.score import score
+from reasonkit.distill.eval.run import _write_problems
+from reasonkit.distill.eval.metrics import ci95_positions, paired_bootstrap, sign_test
 from reasonkit.errors import UserError
 
 K = 4

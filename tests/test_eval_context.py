@@ -12,12 +12,12 @@ import pyarrow as pa
 from click.testing import CliRunner
 
 from reasonkit.cli import cli
-from reasonkit.distill.eval_report import counts_text, markdown_table
-from reasonkit.distill.eval_score import score
+from reasonkit.distill.eval.report import counts_text, markdown_table
+from reasonkit.distill.eval.score import score
 from reasonkit.gen.backend import Completion, Request
 from reasonkit.gen.tools.base import ToolBox
 from reasonkit.gen.tools.loop import rollouts
-from reasonkit.recipes.task import write_prompts
+from reasonkit.recipes.tasks.math import write_prompts
 
 
 def lookup(text: str) -> str:

@@ -7,8 +7,8 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from reasonkit.distill.evaluate import EvalConfig, run_eval, summary_equal
-from reasonkit.recipes.task import write_prompts
+from reasonkit.distill.eval.run import EvalConfig, run_eval, summary_equal
+from reasonkit.recipes.tasks.math import write_prompts
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -50,7 +50,7 @@ def test_a_merged_adapter_keeps_its_bf16_base_dtype(tiny_model_dir, tmp_path):
     from safetensors import safe_open
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from reasonkit.distill.eval_model import merge_adapter
+    from reasonkit.distill.eval.model import merge_adapter
 
     base_dir = tmp_path / "base"
     AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.bfloat16).save_pretrained(base_dir)
@@ -116,7 +116,7 @@ def offline_hub(tmp_path, monkeypatch, teacher_dir):
 
 
 def test_the_protocol_records_resolved_values(offline_hub, test_set, tmp_path, monkeypatch):
-    from reasonkit.distill.eval_protocol import batch_invariance, hub_revision_of
+    from reasonkit.distill.eval.protocol import batch_invariance, hub_revision_of
 
     s = run_eval(config("org/teacher", test_set, tmp_path / "e", k=1, limit=2, dtype="auto"))
     p = s["protocol"]
@@ -137,7 +137,7 @@ def test_the_protocol_records_resolved_values(offline_hub, test_set, tmp_path, m
 
 
 def test_auto_replicas_fill_the_visible_gpus_one_engine_each(monkeypatch, tmp_path):
-    from reasonkit.distill import eval_protocol
+    from reasonkit.distill.eval import protocol as eval_protocol
     from reasonkit.errors import UserError
 
     monkeypatch.setattr(eval_protocol, "_visible_gpus", lambda: 8)  # an 8-GPU node, seen from this CPU one

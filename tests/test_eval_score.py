@@ -6,8 +6,8 @@ import json
 import pyarrow as pa
 import pytest
 
-from reasonkit.distill.eval_score import score, verify_samples
-from reasonkit.distill.evaluate import EvalConfig
+from reasonkit.distill.eval.score import score, verify_samples
+from reasonkit.distill.eval.run import EvalConfig
 from reasonkit.gen.think import split
 
 K = 4
@@ -117,8 +117,8 @@ def test_summary_matches_hand_computed_figures(scored):
 
 
 def test_vote_groups_ask_the_verifier_in_rounds_across_problems_never_for_two_integers():
-    from reasonkit.distill.eval_vote import verifier_same, vote_groups
-    from reasonkit.filters.verify import Verifier
+    from reasonkit.distill.eval.vote import verifier_same, vote_groups
+    from reasonkit.filters.math.verify import Verifier
 
     problems = [["3", "\\frac12", "0.5", "7", "\\dfrac{1}{2}", "3.0"], ["\\sqrt{8}", "2\\sqrt{2}", "x"]]
     calls = []
@@ -137,7 +137,7 @@ def test_vote_groups_ask_the_verifier_in_rounds_across_problems_never_for_two_in
     ]
 
 
-@pytest.mark.parametrize("module", ["eval_vote", "eval_score", "metrics"])
+@pytest.mark.parametrize("module", ["eval.vote", "eval.score", "eval.metrics"])
 def test_doctests(module):
     import doctest
     import importlib
@@ -146,7 +146,7 @@ def test_doctests(module):
 
 
 def test_summary_md_states_the_counts_and_the_problems_pass_at_k_left_out(scored, tmp_path):
-    from reasonkit.distill.eval_report import markdown_table, write_markdown
+    from reasonkit.distill.eval.report import markdown_table, write_markdown
 
     _, summary, _ = scored
     write_markdown(summary, tmp_path / "summary.md", title="crafted")

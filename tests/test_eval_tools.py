@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from gen_tools_helpers import ScriptedBackend, call_text
 
 from reasonkit.cli import cli
-from reasonkit.distill.evaluate import EvalConfig, run_eval
+from reasonkit.distill.eval.run import EvalConfig, run_eval
 from reasonkit.errors import UserError
 from reasonkit.gen.backend import Completion
-from reasonkit.recipes import agent_task
+from reasonkit.recipes.tasks import agent as agent_task
 
 YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
 

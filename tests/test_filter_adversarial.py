@@ -5,10 +5,10 @@ import time
 import pytest
 
 from reasonkit.filters.base import apply
-from reasonkit.filters.extract import extract_answer
-from reasonkit.filters.pool import TimeoutPool
+from reasonkit.filters.math.extract import extract_answer
+from reasonkit.filters.math.pool import TimeoutPool
 from reasonkit.filters.synthetic import trace, traces_table
-from reasonkit.filters.verify import VerifyFilter, Verifier
+from reasonkit.filters.math.verify import VerifyFilter, Verifier
 
 TIMEOUT = 1.0
 
@@ -79,7 +79,7 @@ def test_pool_replaces_a_worker_that_dies():
 
 
 def test_pool_survives_one_crash_among_good_items():
-    with TimeoutPool("reasonkit.filters.pool:_echo", workers=1, timeout=5) as pool:
+    with TimeoutPool("reasonkit.filters.math.pool:_echo", workers=1, timeout=5) as pool:
         assert pool.map([("a",)]) == [("a", None)]
         pool.workers[0].proc.kill()  # dies while idle: replaced before the next chunk
         pool.workers[0].proc.join()

@@ -14,9 +14,9 @@ its SIGALRM timeouts only work on a main thread).
 
 import pytest
 
-from reasonkit.filters.extract import extract_answer
-from reasonkit.filters.pool import TimeoutPool
-from reasonkit.filters.verify import Verifier
+from reasonkit.filters.math.extract import extract_answer
+from reasonkit.filters.math.pool import TimeoutPool
+from reasonkit.filters.math.verify import Verifier
 
 CASES = [
     # --- One box, the plain case.
@@ -90,8 +90,8 @@ def _ours(cases):
 
 
 def _math_verify_alone(cases):
-    with TimeoutPool("reasonkit.filters.mathcheck:check_response", workers=2, timeout=5,
-                     preload=["reasonkit.filters.mathcheck"]) as pool:
+    with TimeoutPool("reasonkit.filters.math.check:check_response", workers=2, timeout=5,
+                     preload=["reasonkit.filters.math.check"]) as pool:
         results = pool.map([(response, gold) for gold, response, _ in cases])
     return [(ok is True) == bool(label) for (ok, _), (_, _, label) in zip(results, cases)]
 

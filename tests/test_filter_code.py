@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from reasonkit import sandbox
-from reasonkit.filters.code import CodeChecker, check_code, extract_code, parse_tests
+from reasonkit.filters.code.verify import CodeChecker, check_code, extract_code, parse_tests
 from test_sandbox import processes_with  # host pids whose command line holds a marker
 
 MODE = sandbox.available_mode()
@@ -145,7 +145,7 @@ def test_many_rows_share_work_and_keep_order():
 
 
 def test_bad_tests_are_reported():
-    from reasonkit.filters.code import BadTests
+    from reasonkit.filters.code.verify import BadTests
 
     for bad, why in [("{", "not JSON"), ('{"inputs": ["1"], "outputs": []}', "1 inputs but 0 outputs"),
                      ('[{"input": "1", "output": "2", "testtype": "functional"}]', "function name"),
@@ -155,7 +155,7 @@ def test_bad_tests_are_reported():
     assert os.environ.get("HF_TOKEN") != PLANTED  # monkeypatch restored it
 
 
-@pytest.mark.parametrize("name", ["code", "code_tests", "code_harness"])
+@pytest.mark.parametrize("name", ["code.verify", "code.tests", "code.harness"])
 def test_doctests(name):
     import doctest
     import importlib

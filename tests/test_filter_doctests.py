@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-MODULES = ["base", "completions", "config", "decontam", "dedup", "extract", "format", "language", "mathcheck", "pool", "report",
-           "select", "spelling", "synthetic", "text", "unboxed", "verify", "words"]
+MODULES = ["base", "completions", "config", "decontam", "dedup", "math.extract", "format", "language", "math.check", "math.pool", "report",
+           "select", "math.spelling", "synthetic", "text", "math.unboxed", "math.verify", "words"]
 
 
 @pytest.mark.parametrize("name", MODULES)

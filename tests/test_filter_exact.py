@@ -1,4 +1,4 @@
-r"""The exact fast path (filters/exact.py) against math-verify itself: wherever it decides, its
+r"""The exact fast path (filters/math/exact.py) against math-verify itself: wherever it decides, its
 verdict is ``check_math``'s; where it could differ, it must not decide."""
 
 import random
@@ -6,9 +6,9 @@ import random
 import pytest
 
 from exact_cases import random_pairs
-from reasonkit.filters.exact import exact_verdict
-from reasonkit.filters.mathcheck import check_math
-from reasonkit.filters.verify import Verifier
+from reasonkit.filters.math.exact import exact_verdict
+from reasonkit.filters.math.check import check_math
+from reasonkit.filters.math.verify import Verifier
 
 # (pred, gold, the fast path's verdict); None: math-verify's call.
 CASES = [
@@ -151,7 +151,7 @@ def test_verifier_decides_exact_answers_without_the_pool():
 def test_docstring_examples_run():
     import doctest
 
-    import reasonkit.filters.exact as module
+    import reasonkit.filters.math.exact as module
 
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

@@ -2,7 +2,7 @@
 
 import pytest
 
-from reasonkit.filters.extract import MAX_ANSWER, extract_answer, last_boxed
+from reasonkit.filters.math.extract import MAX_ANSWER, extract_answer, last_boxed
 
 
 @pytest.mark.parametrize(

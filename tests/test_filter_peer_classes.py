@@ -14,10 +14,10 @@ import pytest
 
 from exact_cases import random_pairs
 from peer_cases import CASES
-from reasonkit.filters.extract import extract_answer
-from reasonkit.filters.mathcheck import check_math
-from reasonkit.filters.pool import TimeoutPool
-from reasonkit.filters.verify import Verifier, fast_verdict
+from reasonkit.filters.math.extract import extract_answer
+from reasonkit.filters.math.check import check_math
+from reasonkit.filters.math.pool import TimeoutPool
+from reasonkit.filters.math.verify import Verifier, fast_verdict
 
 ALL = [(cls, *case) for cls, cases in CASES.items() for case in cases]
 
@@ -30,8 +30,8 @@ def verdicts():
         ours = [ok for ok, _ in v.check(pairs)]
     finally:
         v.close()
-    with TimeoutPool("reasonkit.filters.mathcheck:check_response", workers=2, timeout=10,
-                     preload=["reasonkit.filters.mathcheck"]) as pool:
+    with TimeoutPool("reasonkit.filters.math.check:check_response", workers=2, timeout=10,
+                     preload=["reasonkit.filters.math.check"]) as pool:
         alone = [ok for ok, _ in pool.map([(response, gold) for _, gold, response, _ in ALL])]
     return ours, alone
 

@@ -5,7 +5,7 @@ import pytest
 from reasonkit.filters.base import apply
 from reasonkit.filters.select import SelectFilter, select
 from reasonkit.filters.synthetic import trace, traces_table
-from reasonkit.filters.verify import VerifyFilter
+from reasonkit.filters.math.verify import VerifyFilter
 
 IDS, SAMPLES, TOKENS = ["p", "p", "p", "q", "q"], [0, 1, 2, 0, 1], [30, 10, 10, 5, 50]
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
 from reasonkit.filters.synthetic import trace, write_traces
-from reasonkit.recipes import task
+from reasonkit.recipes.tasks import math as task
 from reasonkit.store import read_stage
 
 TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"

@@ -3,9 +3,9 @@
 import pytest
 
 from reasonkit.filters.base import apply
-from reasonkit.filters.mathcheck import check_math
+from reasonkit.filters.math.check import check_math
 from reasonkit.filters.synthetic import trace, traces_table
-from reasonkit.filters.verify import VerifyFilter, Verifier, check_int, parse_int
+from reasonkit.filters.math.verify import VerifyFilter, Verifier, check_int, parse_int
 
 
 @pytest.mark.parametrize(
@@ -152,7 +152,7 @@ def test_synthetic_latex_answers_meant_right_are_right():
     accepts (``5 \\sqrt 10`` was not: unbraced, LaTeX reads it as sqrt(1) followed by 0)."""
     import random
 
-    from reasonkit.filters.mathcheck import check_math
+    from reasonkit.filters.math.check import check_math
     from reasonkit.filters.synthetic import _latex_case
 
     rng = random.Random(0)

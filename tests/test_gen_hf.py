@@ -8,7 +8,7 @@ from click.testing import CliRunner
 import sys
 
 from reasonkit.gen.command import generate
-from reasonkit.recipes.task import write_prompts
+from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest, read_stage
 
 sys.path.insert(0, str(Path(__file__).parent))

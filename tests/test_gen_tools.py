@@ -67,7 +67,7 @@ def test_the_three_shapes_of_a_conversation():
 
 def test_the_qwen_template_renders_stored_calls_as_the_model_wrote_them(tmp_path):
     from reasonkit.gen.render import prompt_text
-    from reasonkit.recipes.tiny_tools import build_tool_tokenizer
+    from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
     tok = build_tool_tokenizer(["search 1987"], tmp_path, vocab_size=300)
     box = ToolBox([make_echo()])

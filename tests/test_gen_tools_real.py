@@ -3,7 +3,7 @@ agent task's corpus: vLLM offline (fp32, eager), transformers, and vLLM's OpenAI
 loopback with its hermes tool-call parser; and a SIGKILL mid-run resumed with nothing lost or repeated.
 
 The model is the embedded tool-using teacher (recipes/assets/agent_teacher, trained by
-recipes/agent_teacher.py) when it is there: it really searches twice and answers. Until then a random
+recipes/teachers/agent.py) when it is there: it really searches twice and answers. Until then a random
 tiny model with the same tokenizer and template stands in, and only the plumbing is checked.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from reasonkit.gen.stage import GenerateConfig, generate, make_backend
-from reasonkit.recipes import agent_task
-from reasonkit.recipes.agent_teacher import SEARCH_K  # passages per observation: what the teacher learnt to read
+from reasonkit.recipes.tasks import agent as agent_task
+from reasonkit.recipes.teachers.agent import SEARCH_K  # passages per observation: what the teacher learnt to read
 from reasonkit.store import load_manifest, read_stage
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -32,8 +32,8 @@ def tool_model(tmp_path_factory) -> str:
     """The embedded agent teacher, else a random tiny model under TRL's Qwen2.5 template."""
     if TRAINED:
         return str(AGENT_TEACHER)
-    from reasonkit.recipes.tiny import build_model
-    from reasonkit.recipes.tiny_tools import build_tool_tokenizer
+    from reasonkit.recipes.teachers.tiny import build_model
+    from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
     out = tmp_path_factory.mktemp("tool_model")
     texts = [q["question"] for q in agent_task.questions(agent_task.make_world(0), "train")[:200]]

@@ -68,7 +68,7 @@ def test_problem_gets_the_instruction_and_messages_are_used_as_given():
 
 
 def test_prompt_text_prefill_and_override(tmp_path):
-    from reasonkit.recipes.tiny import build_tokenizer
+    from reasonkit.recipes.teachers.tiny import build_tokenizer
 
     tok = build_tokenizer(["What is 12 * 34? <think> </think>"], vocab_size=300)
     msgs = [{"role": "user", "content": "hi"}]

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from reasonkit import __version__
 from reasonkit import cli as cli_module
 from reasonkit.errors import UserError
-from reasonkit.hub import push
+from reasonkit.hub.push import push
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -35,7 +35,7 @@ def _card_meta(text: str) -> dict:
 @pytest.fixture
 def distill(monkeypatch):
     """The `distill` group with `push` wired to this module (as cli.py will map it)."""
-    monkeypatch.setitem(cli_module.COMMANDS, "push", ("reasonkit.hub:push_command", "Publish a stage directory."))
+    monkeypatch.setitem(cli_module.COMMANDS, "push", ("reasonkit.hub.push:push_command", "Publish a stage directory."))
     return lambda *args: CliRunner().invoke(cli_module.cli, ["push", *map(str, args)])
 
 
@@ -125,7 +125,7 @@ def test_unreachable_input_is_said_not_guessed(stages, tmp_path, monkeypatch):
 
 
 def test_changed_input_is_not_trusted(stages, tmp_path, monkeypatch):
-    from reasonkit.hub_provenance import lineage
+    from reasonkit.hub.provenance import lineage
     from reasonkit.store import load_manifest
 
     monkeypatch.chdir(tmp_path)
@@ -139,7 +139,7 @@ def test_changed_input_is_not_trusted(stages, tmp_path, monkeypatch):
 
 
 def test_hub_dataset_source(tmp_path):
-    from reasonkit.hub_provenance import lineage
+    from reasonkit.hub.provenance import lineage
     from reasonkit.store import load_manifest
 
     with StageWriter(tmp_path / "gen", stage="generate", kind="traces", config=GEN_CONFIG, keys=("id", "sample"),
@@ -188,7 +188,7 @@ def test_token_in_generated_card_is_refused(stages, tmp_path, monkeypatch):
 def test_help_and_light_import(distill):
     result = distill("--help")
     assert result.exit_code == 0 and "Usage:" in result.output and "--dry-run FOLDER" in result.output
-    probe = ("import sys, reasonkit.hub; print([m for m in ('huggingface_hub', 'datasets', 'pyarrow', 'yaml') "
+    probe = ("import sys, reasonkit.hub.push; print([m for m in ('huggingface_hub', 'datasets', 'pyarrow', 'yaml') "
              "if m in sys.modules])")
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "[]"
 
@@ -252,7 +252,7 @@ def test_missing_token(stages, tmp_path, monkeypatch, distill):
 # -- what a public card may say about a local run ---------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["hub_public", "hub_provenance", "hub_card"])
+@pytest.mark.parametrize("module", ["hub.public", "hub.provenance", "hub.card"])
 def test_doctests(module):
     import doctest
     import importlib

@@ -1,4 +1,4 @@
-"""Hugging Face datasets by reference (hub_data.py): splits, configs, and a folder in the Hub's
+"""Hugging Face datasets by reference (hub/datasets.py): splits, configs, and a folder in the Hub's
 layout read exactly as its Hub id, through ``datasets.load_dataset``.
 
 The folders are shaped like the three datasets the GPU recipes name (column names and types as
@@ -130,7 +130,7 @@ def two_splits(tmp_path_factory):
 
 
 def test_eval_data_of_an_aime_shaped_folder_is_its_only_split_train(aime):
-    from reasonkit.distill.evaluate import EvalConfig
+    from reasonkit.distill.eval.run import EvalConfig
 
     cfg = EvalConfig(model="unused", data=str(aime), out="unused")  # no split named: as the recipes write it
     prompts = read_prompts(cfg.data, ColumnMap(), split=cfg.split)
@@ -229,7 +229,7 @@ def test_hub_ids_offline_name_the_download_that_works(monkeypatch):
 
 
 def test_eval_on_the_aime_shaped_folder_with_no_split(teacher_dir, aime, tmp_path):
-    from reasonkit.distill.evaluate import EvalConfig, run_eval
+    from reasonkit.distill.eval.run import EvalConfig, run_eval
 
     summary = run_eval(EvalConfig(model=teacher_dir, data=str(aime), out=str(tmp_path / "eval"), backend="hf", k=1,
                                   limit=2, max_tokens=16, dtype="float32", verifier="int"))

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from reasonkit import identity
 from reasonkit.cli import cli
 from reasonkit.identity import directory_identity, model_identity
-from reasonkit.recipes.task import write_prompts
-from reasonkit.recipes.tiny import build_tiny
+from reasonkit.recipes.tasks.math import write_prompts
+from reasonkit.recipes.teachers.tiny import build_tiny
 from reasonkit.store import fingerprint_path, load_manifest, read_stage
 
 REPO = Path(__file__).resolve().parent.parent

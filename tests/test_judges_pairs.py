@@ -143,7 +143,7 @@ def test_pairs_on_a_real_filter_output(tmp_path):
     from reasonkit.filters.config import FilterConfig
     from reasonkit.filters.stage import run_filter
     from reasonkit.gen.think import split
-    from reasonkit.recipes.task import make_problems, solution
+    from reasonkit.recipes.tasks.math import make_problems, solution
 
     rows = []
     for p in make_problems(4, seed=0, variant="aime"):

@@ -16,7 +16,7 @@ from reasonkit.gen.backend import Completion
 from reasonkit.gen.think import split
 from reasonkit.judges.backends import make_backend
 from reasonkit.judges.config import CritiqueConfig, JudgeConfig, PairsConfig
-from reasonkit.recipes.task import make_problems, solution
+from reasonkit.recipes.tasks.math import make_problems, solution
 from reasonkit.store import StageWriter, load_manifest, read_stage
 
 TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"

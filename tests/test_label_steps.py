@@ -9,9 +9,9 @@ from click.testing import CliRunner
 from step_helpers import corrupt, corrupted_stage, problems, reasoning_lines, traces_stage
 
 from reasonkit.cli import cli
-from reasonkit.judges.steps import run_label_steps
-from reasonkit.judges.steps_config import LabelStepsConfig
-from reasonkit.recipes.task import render, solution
+from reasonkit.judges.steps.run import run_label_steps
+from reasonkit.judges.steps.config import LabelStepsConfig
+from reasonkit.recipes.tasks.math import render, solution
 from reasonkit.store import load_manifest, read_stage
 
 
@@ -115,7 +115,7 @@ def test_cli_help():
     assert code == 0 and "--policy" in output and "step_dpo" in output
 
 
-@pytest.mark.parametrize("name", ["reasonkit.judges.step_text", "reasonkit.judges.steps_config", "step_helpers"])
+@pytest.mark.parametrize("name", ["reasonkit.judges.steps.text", "reasonkit.judges.steps.config", "step_helpers"])
 def test_doctests(name):
     import doctest
     import importlib
@@ -128,7 +128,7 @@ def test_command_module_imports_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys, reasonkit.judges.steps_command, reasonkit.judges.steps_config; "
+    code = ("import sys, reasonkit.judges.steps.command, reasonkit.judges.steps.config; "
             "print(sorted(m for m in ('pyarrow', 'torch', 'vllm', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -157,7 +157,7 @@ def test_reads_kept_rows_and_the_rejected_wrong_ones(tmp_path):
     anything else (here: language) and rows that did not finish are not."""
     import pyarrow as pa
 
-    from reasonkit.judges.steps import read_solutions
+    from reasonkit.judges.steps.run import read_solutions
     from reasonkit.store import StageWriter
 
     ps = problems(4)

@@ -54,7 +54,7 @@ def test_what_a_machine_cannot_know_is_one_clear_error():
 
 
 def test_zero3_over_two_nodes_shards_over_every_process():
-    from reasonkit.distill.memory import sharding_of
+    from reasonkit.distill.lint.memory import sharding_of
 
     assert sharding_of(cfg(num_processes=16, num_machines=2, accelerate_config="zero3-multinode")) == ("zero3", 16)
 

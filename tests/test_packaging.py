@@ -25,7 +25,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_holds_the_package_tree_and_assets_but_not_tests(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     for module in ("cli.py", "schema.py", "store.py", "config.py", "gen/__init__.py", "gen/tools/__init__.py", "filters/__init__.py",
-                   "distill/__init__.py", "judges/__init__.py", "recipes/__init__.py", "recipes/tiny.py"):
+                   "distill/__init__.py", "judges/__init__.py", "recipes/__init__.py", "recipes/teachers/tiny.py"):
         assert f"reasonkit/{module}" in names, module
     assert not [n for n in names if n.startswith(("reasonkit/tests/", "reasonkit/bench/", "tests/", "bench/"))]
     if (REPO / "recipes/assets/teacher/config.json").exists():

@@ -59,14 +59,14 @@ def test_sizes_come_from_config_json_and_follow_the_steps_that_train(tmp_path, t
     for name in ("student_samples", "eval_student_sft", "eval_student_dpo", "eval_student_before"):
         assert "(0.5M params x 4 B / 1)" in steps[name].memory, (name, steps[name].memory)
     assert "(1.1M params" in steps["eval_teacher"].memory
-    for name in ("sft", "dpo"):  # distill/memory.py's estimate of the student the student step builds
+    for name in ("sft", "dpo"):  # distill/lint/memory.py's estimate of the student the student step builds
         assert "weights" in steps[name].memory and "logits" in steps[name].memory, steps[name].memory
 
 
 def test_training_memory_is_the_lints_estimate(tmp_path):
     """The SFT step of the R1 recipe, sized before anything is downloaded: Qwen2.5-Math-1.5B's published
     shape, through the same train_estimate the train lint uses."""
-    from reasonkit.distill.memory import train_estimate
+    from reasonkit.distill.lint.memory import train_estimate
 
     recipe = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
     step = [p for p in validate(parse_recipe(load_yaml(recipe), str(recipe), out=str(tmp_path))) if p.step.name == "sft"][0]

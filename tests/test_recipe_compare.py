@@ -1,5 +1,5 @@
 """A recipe's ``compare:`` pairs: checked when the recipe is read, and laid out problem by problem in
-report.md with the paired bootstrap of distill/eval_compare.py (eval directories written as the eval
+report.md with the paired bootstrap of distill/eval/compare.py (eval directories written as the eval
 stage writes them; no model)."""
 
 import pytest

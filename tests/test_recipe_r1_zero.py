@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reasonkit import hub_data
+from reasonkit.hub.push import datasets as hub_data
 from reasonkit.config import load_yaml
 from reasonkit.recipes.plan import plan
 from reasonkit.recipes.recipe import parse_recipe
@@ -38,7 +38,7 @@ def test_grpo_uses_r1_zeros_published_settings(steps):
     # open-r1's 7B values where R1's 671B ones do not carry over
     assert (g.max_completion_length, g.max_grad_norm, g.mask_truncated_completions) == (8192, 0.2, True)
     assert g.rewards == {"accuracy": 1.0, "format": 0.25}, "a well-formed wrong answer must score below a right one"
-    # use_vllm auto: vLLM colocated wherever CUDA and a vLLM TRL supports are (distill/grpo.py resolve_vllm)
+    # use_vllm auto: vLLM colocated wherever CUDA and a vLLM TRL supports are (distill/rl/grpo.py resolve_vllm)
     assert g.use_vllm is None and g.vllm_mode == "colocate" and g.vllm_gpu_memory_utilization == 0.35
     assert g.launcher == "accelerate" and g.accelerate_config == "zero3" and g.bf16 and g.gradient_checkpointing
     ref = hub_data.parse(g.data)
@@ -74,9 +74,9 @@ def test_the_template_ends_turns_with_the_base_eos_and_earns_both_rewards(tmp_pa
     EOS plays Qwen2.5's <|endoftext|>); a completion written as the template asks gets accuracy and format 1.0."""
     from transformers import AutoTokenizer
 
-    from reasonkit.distill.prepare import PrepareConfig, prepare_student
+    from reasonkit.distill.prepare.run import PrepareConfig, prepare_student
     from reasonkit.filters.rewards import make_rewards
-    from reasonkit.distill.templates import turn_end_token
+    from reasonkit.distill.prepare.templates import turn_end_token
 
     eos = AutoTokenizer.from_pretrained(teacher_dir).eos_token
     prepare_student(PrepareConfig(model=str(teacher_dir), out=str(tmp_path / "student"), template=str(TEMPLATE), eos=eos))

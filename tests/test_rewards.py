@@ -16,14 +16,14 @@ import time
 import pytest
 
 from reasonkit.filters import rewards as R
-from reasonkit.filters.arithmetic import claims, score
+from reasonkit.filters.math.arithmetic import claims, score
 from reasonkit.errors import UserError
 from reasonkit.filters.base import apply
 from reasonkit.filters.format import FormatFilter
 from reasonkit.filters.language import LanguageFilter
 from reasonkit.filters.synthetic import synthetic_rows, trace, traces_table
-from reasonkit.filters.verify import VerifyFilter
-from reasonkit.recipes import task
+from reasonkit.filters.math.verify import VerifyFilter
+from reasonkit.recipes.tasks import math as task
 
 LIMIT = 4096  # max_completion_length of the rewards under test
 TIMEOUT = 1.0  # seconds per answer in the verifier's pool
@@ -361,7 +361,7 @@ def test_importing_the_rewards_imports_nothing_heavy():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("name", ["reasonkit.filters.rewards", "reasonkit.filters.arithmetic"])
+@pytest.mark.parametrize("name", ["reasonkit.filters.rewards", "reasonkit.filters.math.arithmetic"])
 def test_doctests(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

@@ -54,7 +54,7 @@ def test_every_program_running_stage_checks_the_sandbox_before_its_input(stage, 
     # The input does not exist: the sandbox's error comes first, so it was checked before reading.
     missing, out = str(tmp_path / "missing.parquet"), str(tmp_path / "out")
     if stage == "eval":
-        from reasonkit.distill.evaluate import EvalConfig, run_eval
+        from reasonkit.distill.eval.run import EvalConfig, run_eval
 
         call = lambda: run_eval(EvalConfig(model="m", data=missing, out=out, verifier="code"))  # noqa: E731
     elif stage == "generate":

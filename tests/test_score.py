@@ -9,8 +9,8 @@ from score_helpers import TEACHER, arithmetic_traces, build_reward_model
 
 from reasonkit.cli import cli
 from reasonkit.filters.synthetic import write_traces
-from reasonkit.judges.score import ScoreConfig, run_score
-from reasonkit.judges.scorer import Scorer, inspect_model, turn_of
+from reasonkit.judges.score.run import ScoreConfig, run_score
+from reasonkit.judges.score.scorer import Scorer, inspect_model, turn_of
 from reasonkit.store import load_manifest, read_stage
 
 
@@ -208,7 +208,7 @@ def test_report_and_cli_output(models, traces, tmp_path):
     assert report["rows"] == 24 and report["unscored"] == 0 and report["reward"]["min"] < report["reward"]["max"]
 
 
-@pytest.mark.parametrize("name", ["reasonkit.judges.scorer", "reasonkit.judges.score", "reasonkit.filters.reward_model"])
+@pytest.mark.parametrize("name", ["reasonkit.judges.score.scorer", "reasonkit.judges.score.run", "reasonkit.filters.reward_model"])
 def test_doctests(name):
     import doctest
     import importlib
@@ -221,6 +221,6 @@ def test_the_command_and_config_import_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys, reasonkit.judges.score_command, reasonkit.judges.score, reasonkit.filters.reward_model; "
+    code = ("import sys, reasonkit.judges.score.command, reasonkit.judges.score.run, reasonkit.filters.reward_model; "
             "print(sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'pyarrow') if m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"

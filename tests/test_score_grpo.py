@@ -14,8 +14,8 @@ from reasonkit.distill.train import train
 from reasonkit.errors import UserError
 from reasonkit.filters.reward_model import ModelReward
 from reasonkit.filters.rewards import make_rewards
-from reasonkit.judges.score import ScoreConfig, run_score
-from reasonkit.recipes import task
+from reasonkit.judges.score.run import ScoreConfig, run_score
+from reasonkit.recipes.tasks import math as task
 from reasonkit.store import read_stage
 
 
@@ -45,7 +45,7 @@ def test_the_trainers_reward_is_what_distill_score_writes(teacher_dir, tmp_path)
 
 
 def test_model_reward_scores_like_distill_score_on_literal_completions(tmp_path):
-    from reasonkit.judges.scorer import Scorer, inspect_model, turn_of
+    from reasonkit.judges.score.scorer import Scorer, inspect_model, turn_of
 
     rm = build_reward_model(tmp_path / "rm")
     funcs, weights = make_rewards({"accuracy": 1.0, "rm": 0.5}, max_completion_length=64, verifier="int", reward_model=rm)

@@ -9,7 +9,7 @@ from reasonkit.cli import cli
 from reasonkit.filters.base import apply
 from reasonkit.filters.select import SelectFilter, reward_pick, reward_scores, select_by_reward
 from reasonkit.filters.synthetic import trace, traces_table, write_traces
-from reasonkit.filters.verify import VerifyFilter
+from reasonkit.filters.math.verify import VerifyFilter
 from reasonkit.store import StageWriter, read_stage
 
 
@@ -100,7 +100,7 @@ def test_filter_step_aggregate_changes_the_pick(tmp_path):
 def test_select_reward_on_scores_from_a_real_reward_model(tmp_path):
     from score_helpers import arithmetic_traces, build_reward_model
 
-    from reasonkit.judges.score import ScoreConfig, run_score
+    from reasonkit.judges.score.run import ScoreConfig, run_score
 
     traces = write_traces(tmp_path / "t", arithmetic_traces(4, 4))
     run_score(ScoreConfig(input=str(traces), out=str(tmp_path / "s"), model=build_reward_model(tmp_path / "rm")))

@@ -12,9 +12,9 @@ from step_helpers import corrupt, problems, reasoning_lines
 
 from reasonkit.distill.data import load_rows
 from reasonkit.errors import UserError
-from reasonkit.judges.step_text import step_dpo_pair, split_steps, solution_body
-from reasonkit.judges.steps import STEP_DPO
-from reasonkit.recipes.task import render, solution
+from reasonkit.judges.steps.text import step_dpo_pair, split_steps, solution_body
+from reasonkit.judges.steps.run import STEP_DPO
+from reasonkit.recipes.tasks.math import render, solution
 from reasonkit.store import StageWriter
 
 
@@ -51,7 +51,7 @@ def test_lint_reads_string_pairs_as_trl_does(teacher_dir):
     """The trained tokens of a string pair are the step and the EOS TRL appends, not the prompt."""
     from transformers import AutoTokenizer
 
-    from reasonkit.distill.lint import _examples
+    from reasonkit.distill.lint.checks import _examples
 
     tok = AutoTokenizer.from_pretrained(teacher_dir)
     (pair,) = step_pairs(1)

@@ -2,7 +2,7 @@
 beside them; a train and a test step with one seed share the world and never a book."""
 
 from reasonkit.gen.tools.search import make_search
-from reasonkit.recipes.synth import SynthConfig, run_synth
+from reasonkit.recipes.tasks.synth import SynthConfig, run_synth
 from reasonkit.store import read_stage
 
 

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from reasonkit.errors import UserError
-from reasonkit.recipes import task
+from reasonkit.recipes.tasks import math as task
 from reasonkit.schema import validate
 
 

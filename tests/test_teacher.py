@@ -10,12 +10,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import pytest
 from click.testing import CliRunner
 
-from reasonkit.recipes import task
-from reasonkit.recipes.teacher import DEFAULT_DIR, REPORT, accuracy, complete, make_teacher, make_teacher_command
+from reasonkit.recipes.tasks import math as task
+from reasonkit.recipes.teachers.math import DEFAULT_DIR, REPORT, accuracy, complete, make_teacher, make_teacher_command
 
 
 def test_importing_the_module_imports_no_torch():
-    code = "import sys, reasonkit.recipes.teacher; sys.exit('torch' in sys.modules or 'transformers' in sys.modules)"
+    code = "import sys, reasonkit.recipes.teachers.math; sys.exit('torch' in sys.modules or 'transformers' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 

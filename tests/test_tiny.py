@@ -6,8 +6,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
 
-from reasonkit.recipes import task
-from reasonkit.recipes.tiny import EOS, PAD, TinyLlama, build_tiny
+from reasonkit.recipes.tasks import math as task
+from reasonkit.recipes.teachers.tiny import EOS, PAD, TinyLlama, build_tiny
 
 SMALL = TinyLlama(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=256)
 

@@ -17,7 +17,7 @@ from reasonkit.distill.train import train
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.format import REASONS as FORMAT_REASONS
 from reasonkit.filters.stage import run_filter
-from reasonkit.recipes import task
+from reasonkit.recipes.tasks import math as task
 from reasonkit.store import read_stage
 
 STEPS, G, BATCH = 3, 4, 8
@@ -138,7 +138,7 @@ def test_bad_settings_are_one_line_exit_2_nothing_written(flags, message, teache
 
 def test_use_vllm_with_a_vllm_trl_cannot_drive_validates_but_is_refused_when_training_starts(teacher_dir, tmp_path):
     """A recipe for a GPU machine may say use_vllm: true and still validate here; training it here is one line."""
-    from reasonkit.distill.vllm_support import supported_vllm
+    from reasonkit.distill.rl.vllm_support import supported_vllm
     from reasonkit.errors import UserError
 
     if supported_vllm():
@@ -170,7 +170,7 @@ def test_accuracy_without_an_answer_column_is_one_line_exit_2_nothing_written(te
     assert "lint (group): 4 prompts, but one generation batch samples 8 distinct prompts" in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize("module", ["rollouts", "grpo_report", "lint_grpo", "vllm_support", "config", "data", "command"])
+@pytest.mark.parametrize("module", ["rl.rollouts", "rl.report", "lint.prompt", "rl.vllm_support", "config", "data", "command"])
 def test_doctests(module):
     import doctest
     import importlib

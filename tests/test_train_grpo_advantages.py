@@ -12,8 +12,8 @@ from statistics import mean, stdev
 import pytest
 
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.grpo import RolloutGRPOTrainer, build_grpo_trainer, grpo_arguments
-from reasonkit.distill.rollouts import RolloutLog
+from reasonkit.distill.rl.grpo import RolloutGRPOTrainer, build_grpo_trainer, grpo_arguments
+from reasonkit.distill.rl.rollouts import RolloutLog
 from reasonkit.distill.student import load_model, lora_config, resolve_device, trainer_args
 
 PROMPT = [{"role": "user", "content": "Compute 17 x 23"}]
@@ -101,7 +101,7 @@ def test_groups_of_equal_weighted_rewards_count_as_teaching_nothing():
     import torch
     from trl.trainer.utils import nanstd
 
-    from reasonkit.distill.grpo import zero_variance_share
+    from reasonkit.distill.rl.grpo import zero_variance_share
 
     scores = [[1.0, 1.0]] * 8 + [[1.0, 1.0]] * 4 + [[0.0, 1.0]] * 4  # two groups of 8: all right; half right
     sums = torch.tensor([1.0 * a + 0.2 * f for a, f in scores], dtype=torch.float32)
@@ -113,7 +113,7 @@ def test_groups_of_equal_weighted_rewards_count_as_teaching_nothing():
 def test_a_rollout_keeps_the_reasoning_the_rewards_saw():
     """A completion whose parser split the think block into reasoning_content: the rollout's text is
     what the rewards scored (was: the content alone, the reasoning lost)."""
-    from reasonkit.distill.grpo import rollout_row
+    from reasonkit.distill.rl.grpo import rollout_row
     from reasonkit.filters.completions import completion_text
 
     completion = [{"role": "assistant", "content": "\\boxed{391}", "reasoning_content": "17 * 23 = 391"}]

@@ -7,7 +7,7 @@ import json
 from reasonkit import sandbox
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.train import train
-from reasonkit.recipes import task
+from reasonkit.recipes.tasks import math as task
 
 
 def test_grpo_with_the_code_reward_runs_on_the_prompts_tests(teacher_dir, tmp_path):

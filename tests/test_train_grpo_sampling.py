@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.grpo import merges_exactly, sampling_policy
+from reasonkit.distill.rl.grpo import merges_exactly, sampling_policy
 from reasonkit.distill.train import train
 
 from test_train_grpo import settings, write_prompts

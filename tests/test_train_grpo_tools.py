@@ -17,14 +17,14 @@ from trl import GRPOTrainer
 
 from reasonkit.cli import cli
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.grpo import RolloutGRPOTrainer
+from reasonkit.distill.rl.grpo import RolloutGRPOTrainer
 from reasonkit.distill.train import train
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
 from reasonkit.filters.trajectory import TrajectoryVerifyFilter
 from reasonkit.gen.tools.search import make_search
-from reasonkit.recipes import agent_task
-from reasonkit.recipes.agent_teacher import SEARCH_K
+from reasonkit.recipes.tasks import agent as agent_task
+from reasonkit.recipes.teachers.agent import SEARCH_K
 from reasonkit.store import read_stage
 
 STEPS, G, BATCH, TURNS = 2, 4, 8, 3
@@ -42,8 +42,8 @@ def task_files(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tool_student(tmp_path_factory):
     """A random tiny Llama under the tool-capable tokenizer (TRL's Qwen2.5 template): a student the checks accept."""
-    from reasonkit.recipes.tiny import TinyLlama, build_model
-    from reasonkit.recipes.tiny_tools import build_tool_tokenizer
+    from reasonkit.recipes.teachers.tiny import TinyLlama, build_model
+    from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
     out = tmp_path_factory.mktemp("tool_student")
     build_model(build_tool_tokenizer(["Favi Guges won the Kuge Prize in 1983."] * 4, out, vocab_size=300), out,
@@ -190,8 +190,8 @@ def test_the_accuracy_reward_is_the_filters_verdict_on_trajectory_answers(tmp_pa
     final answer: boxed right and wrong, a plain short line, a name as gold (word order matters: math-verify alone
     would call "Vell Ada" equal to "Ada Vell"), and a turn limit hit; written through the rollouts log as a tool run
     writes them, read back by `distill filter`, whose verdict must be the reward's for every one."""
-    from reasonkit.distill.grpo_tools import trajectory_row
-    from reasonkit.distill.rollouts import RolloutLog
+    from reasonkit.distill.rl.tools import trajectory_row
+    from reasonkit.distill.rl.rollouts import RolloutLog
     from reasonkit.filters.rewards import make_rewards
 
     corpus = agent_task.write_corpus(tmp_path / "corpus.jsonl", agent_task.make_world(0, 60))
@@ -262,7 +262,7 @@ def test_a_template_without_tool_calls_is_one_line_exit_2_nothing_written(teache
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("module", ["grpo_tools"])
+@pytest.mark.parametrize("module", ["rl.tools"])
 def test_doctests(module):
     import doctest
     import importlib

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from reasonkit.config import from_dict
-from reasonkit.distill import memory
+from reasonkit.distill.lint.checks import memory
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.dpo import dpo_arguments
 from reasonkit.distill.sft import RowPackedCollator, build_sft_trainer, sft_arguments
@@ -115,8 +115,8 @@ def qwen_math_1_5b_plan(tmp_path_factory):
     """A prepared Qwen2.5-Math-1.5B as the lint sees it: its config.json and a ChatML tokenizer, no weights."""
     from prepare_helpers import build_qwen_math_like
 
-    from reasonkit.distill.prepare import PrepareConfig, prepare_student
-    from reasonkit.recipes import task
+    from reasonkit.distill.prepare.run import PrepareConfig, prepare_student
+    from reasonkit.recipes.tasks import math as task
 
     root = tmp_path_factory.mktemp("plan")
     small = prepare_student(PrepareConfig(model=build_qwen_math_like(root / "base", task.corpus(n=200, seed=0)), out=str(root / "prepared"),

@@ -11,13 +11,14 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
-from reasonkit.distill import data, lint
+from reasonkit.distill import data
+from reasonkit.distill.lint.checks import checks as lint
 from reasonkit.distill.command import train as train_command
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.synthetic import prefs_table, sft_table, write_stage
 from reasonkit.distill.train import RUN_FILE, last_checkpoint, train
 from reasonkit.errors import UserError
-from reasonkit.recipes.tiny import CHAT_TEMPLATE
+from reasonkit.recipes.teachers.tiny import CHAT_TEMPLATE
 
 
 def cfg(student, data_dir, out, method="sft", **kw):

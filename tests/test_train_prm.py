@@ -17,11 +17,11 @@ import torch
 from click.testing import CliRunner
 
 from reasonkit.cli import cli
-from reasonkit.distill import heads
+from reasonkit.distill.reward import heads
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.prm import IGNORE, encode_steps, encode_table, first_error, read
+from reasonkit.distill.reward.prm import IGNORE, encode_steps, encode_table, first_error, read
 from reasonkit.distill.train import train
-from reasonkit.recipes import task
+from reasonkit.recipes.tasks import math as task
 
 
 def steps_table(n: int, seed: int = 0) -> pa.Table:
@@ -154,7 +154,7 @@ def test_held_out_split_keeps_prompts_whole_and_may_be_empty():
     assert held.num_rows == 0 and train_rows.column("id").to_pylist() == ids + ids[:2]
 
 
-@pytest.mark.parametrize("module", ["rm", "prm", "heads"])
+@pytest.mark.parametrize("module", ["reward.rm", "reward.prm", "reward.heads"])
 def test_doctests(module):
     assert doctest.testmod(importlib.import_module(f"reasonkit.distill.{module}")).failed == 0
 

@@ -11,9 +11,9 @@ import torch
 from click.testing import CliRunner
 
 from reasonkit.cli import cli
-from reasonkit.distill import heads
+from reasonkit.distill.reward import heads
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.rm import dataset, read
+from reasonkit.distill.reward.rm import dataset, read
 from reasonkit.distill.synthetic import prefs_table, write_prefs
 from reasonkit.distill.train import train
 
@@ -124,7 +124,7 @@ def test_a_student_that_cannot_be_loaded_is_one_line_and_writes_nothing(tmp_path
 
 
 def test_lint_counts_the_pairs_trl_would_drop_and_center_rewards_reaches_trl(teacher_dir, tmp_path):
-    from reasonkit.distill.rm import arguments
+    from reasonkit.distill.reward.rm import arguments
 
     data = write_prefs(tmp_path / "prefs", n=8)
     result = run_cli(["--student", teacher_dir, "--data", data, "--out", str(tmp_path / "out"), "--max-length", "64"])

@@ -12,7 +12,7 @@ from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.sft import RowPackedCollator
 from reasonkit.distill.synthetic import write_sft
 from reasonkit.distill.train import train
-from reasonkit.recipes import task
+from reasonkit.recipes.tasks import math as task
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from reasonkit.distill import data
 from reasonkit.distill.config import TrainConfig
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
-from reasonkit.recipes import agent_task
+from reasonkit.recipes.tasks import agent as agent_task
 from reasonkit.schema import TOOL_MESSAGES
 from reasonkit.store import StageWriter
 
@@ -65,9 +65,9 @@ def trajectories():
 
 @pytest.fixture(scope="module")
 def tool_student(tmp_path_factory, trajectories):
-    """A tiny random Llama under the tool-capable tokenizer (recipes/tiny_tools.py: TRL's Qwen2.5 template)."""
-    from reasonkit.recipes.tiny import TinyLlama, build_model
-    from reasonkit.recipes.tiny_tools import build_tool_tokenizer
+    """A tiny random Llama under the tool-capable tokenizer (recipes/teachers/tiny_tools.py: TRL's Qwen2.5 template)."""
+    from reasonkit.recipes.teachers.tiny import TinyLlama, build_model
+    from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
     out = tmp_path_factory.mktemp("tool_student")
     texts = []
@@ -81,7 +81,7 @@ def tool_student(tmp_path_factory, trajectories):
 
 
 def _render(messages, tools):
-    from reasonkit.recipes.tiny_tools import qwen2_5_template
+    from reasonkit.recipes.teachers.tiny_tools import qwen2_5_template
     from transformers.utils.chat_template_utils import render_jinja_template
 
     return render_jinja_template([messages], chat_template=qwen2_5_template(), tools=tools)[0][0]

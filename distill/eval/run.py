@@ -1,0 +1,298 @@
+"""``distill eval``: k samples per problem through the generate stage, verified, scored, recorded.
+
+The protocol defaults are DeepSeek-R1's: temperature 0.6, top-p 0.95, the boxed-answer instruction,
+and pass@1 averaged over k samples (the paper used k=64 for AIME 2024, 32,768 generated tokens).
+Generation goes through :func:`reasonkit.gen.stage.generate`, so an interrupted evaluation resumes.
+
+Output directory::
+
+    OUT/generations/   traces stage (resumable)
+    OUT/samples/       eval samples stage: id, sample, pred, correct, completion_tokens, ...
+    OUT/problems.parquet   per problem: correct count, majority answer, mean tokens
+    OUT/summary.json   metrics + protocol (+ timing, kept apart so reruns compare equal)
+    OUT/summary.md, OUT/pass_at_k.png
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from reasonkit.engine import ENGINE_FIELDS, check_engine
+from reasonkit.errors import UserError
+from reasonkit.gen.engine_args import EngineArgs, output_engine_args
+
+R1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    model: str
+    data: str
+    out: str
+    adapter: str | None = None
+    backend: Literal["vllm", "openai", "hf"] = "vllm"
+    k: int = 8
+    temperature: float = 0.6
+    top_p: float = 0.95
+    max_tokens: int = 32768
+    seed: int = 0
+    instruction: str | None = R1_INSTRUCTION
+    system: str | None = None
+    prefill_think: bool = False
+    # a truncated sample (finish_reason "length") has no answer unless this is set: a cut-off
+    # trace's last \boxed{} is a guess mid-reasoning, and scoring it inflates pass@1
+    score_truncated: bool = False
+    id_col: str = "id"
+    problem_col: str = "problem"
+    answer_col: str = "answer"
+    limit: int | None = None
+    split: str | None = None  # of a Hugging Face dataset: its only split unless named (hub/datasets.py)
+    decontam_against: tuple[str, ...] = ()
+    ngram: int = 8
+    verifier: Literal["math", "int", "code", "exact"] = "math"
+    verify_timeout: float = 5.0  # per answer; with the code verifier, per test
+    tests_col: str = "tests"  # the code verifier's tests (JSON; filters/code/tests.py)
+    # tools (gen/tools/): each sample is a tool-use trajectory, scored on its final answer as distill filter does
+    tools: str | None = None  # comma-separated: search,python
+    corpus: str | None = None  # the search tool's passages ({"id", "contents"} JSONL or Parquet)
+    max_turns: int = 8  # assistant turns per trajectory
+    tool_timeout: float = 10.0  # seconds per python tool call
+    search_k: int = 3  # passages per search observation (the embedded agent teacher reads 1)
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    tensor_parallel: int = 1
+    # engine replicas on this node, each on tensor_parallel GPUs of its own (gen/parallel.py);
+    # "auto": every visible GPU. 8 GPUs at tensor_parallel 1 evaluate 8 times as fast.
+    data_parallel: int | Literal["auto"] = 1
+    max_model_len: int | None = None
+    # a problem whose first prompt alone fills max_model_len is refused before generating (distill/eval/fit.py)
+    # unless this is set; then it is counted as context_overflow, apart from no_answer
+    allow_overflow: bool = False
+    gpu_memory_utilization: float = 0.9
+    engine_args: EngineArgs = field(default_factory=dict, hash=False)  # vllm: any EngineArgs field (gen/engine_args.py)
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = 64
+    batch_size: int = 8
+    label: str | None = None
+    overwrite: bool = False
+    extra: dict = field(default_factory=dict)  # free-form notes recorded in the protocol
+    # where the k samples are generated (reasonkit/engine.py); scoring stays on this machine
+    engine: Literal["local", "ray"] = "local"
+    replicas: int = 1
+    ray_address: str | None = None
+
+    def __post_init__(self) -> None:
+        check_engine(self.engine, self.replicas, self.ray_address)
+        if self.k < 1:
+            raise ValueError(f"k: expected at least 1 sample per problem, found {self.k}")
+        if self.max_turns < 1:
+            raise UserError(f"--max-turns {self.max_turns}: expected at least 1")
+        if self.tools is not None or self.corpus is not None:  # the generate stage's checks, before OUT exists
+            from types import SimpleNamespace
+
+            from reasonkit.gen.tools.trajectories import check_tool_config
+
+            replicas = self.data_parallel if isinstance(self.data_parallel, int) else 2  # auto: more than one
+            check_tool_config(SimpleNamespace(tools=self.tools, corpus=self.corpus, engine=self.engine,
+                                              data_parallel=replicas, prefill_think=self.prefill_think))
+        if self.data_parallel != "auto" and (isinstance(self.data_parallel, bool) or self.data_parallel < 1):
+            raise ValueError(f"data_parallel: expected at least 1 or auto, found {self.data_parallel!r}")
+
+
+def run_eval(config: EvalConfig, *, backend=None) -> dict:
+    """Evaluate and write OUT; returns the summary. ``backend``: a prebuilt gen backend to reuse."""
+    from reasonkit.distill.eval.model import lora_backend, resolve_model
+    from reasonkit.distill.eval.protocol import protocol, resolve_data_parallel
+    from reasonkit.distill.eval.report import write_markdown, write_plot
+    from reasonkit.distill.eval.score import score, verify_samples
+    from reasonkit.gen.stage import GenerateConfig, generate
+    from reasonkit.readers import ColumnMap, read_prompts
+    from reasonkit.store import fingerprint_path, read_stage
+
+    if config.adapter is not None and not (Path(config.adapter) / "adapter_config.json").is_file():
+        raise UserError(f"--adapter {config.adapter}: not a peft adapter directory (no adapter_config.json)")
+    started = time.perf_counter()
+    sandbox_mode = None
+    if config.verifier == "code" or "python" in (config.tools or "").split(","):  # before the data is read
+        from reasonkit.sandbox.stage import require_sandbox
+
+        sandbox_mode = require_sandbox("distill eval" + (" --verifier code" if config.verifier == "code" else " --tools python"))
+    out = Path(config.out)
+    columns = ColumnMap(id=config.id_col, problem=config.problem_col, answer=config.answer_col)
+    prompts = read_prompts(config.data, columns, limit=config.limit, split=config.split)
+    missing = [i for i, a in enumerate(prompts.column("answer").to_pylist()) if a is None or not str(a).strip()]
+    if config.verifier == "code":  # the tests are the gold (distill/eval/code.py checks them)
+        from reasonkit.distill.eval.code import tests_of
+
+        tests_of(prompts, config.tests_col)
+        missing = []
+    if missing:
+        raise UserError(f"{config.data}: row {missing[0]}: no gold answer in column {config.answer_col!r}; every eval problem needs one")
+    contamination = _contamination(config, prompts) if config.decontam_against else None
+    toolbox = None
+    if config.tools:  # an unknown tool or a bad corpus fails here, before OUT is written (the index is cached)
+        from reasonkit.gen.tools.trajectories import load_run_tools
+
+        toolbox = load_run_tools(config)
+    from reasonkit.distill.eval.fit import check_fit
+
+    context = check_fit(config, prompts, toolbox)  # a first prompt that cannot fit: refused here, before OUT
+    out.mkdir(parents=True, exist_ok=True)
+    identities = _check_same_eval(config, out)  # before a merge or a sample: refuse other weights first
+    model, adapter_mode = resolve_model(config, out)
+    replicas = resolve_data_parallel(config)
+    gen_config = GenerateConfig(
+        prompts=config.data, teacher=model, out=str(out / "generations"), backend=config.backend, n=config.k,
+        temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens, seed=config.seed,
+        system=config.system, instruction=config.instruction, prefill_think=config.prefill_think,
+        limit=config.limit, columns=columns, split=config.split, overwrite=config.overwrite,
+        base_url=config.base_url, api_key_env=config.api_key_env, concurrency=config.concurrency,
+        tensor_parallel=config.tensor_parallel, max_model_len=config.max_model_len,
+        gpu_memory_utilization=config.gpu_memory_utilization, dtype=config.dtype, batch_size=config.batch_size,
+        engine=config.engine, replicas=config.replicas, ray_address=config.ray_address,
+        data_parallel=replicas if config.engine == "local" else 1, engine_args=config.engine_args,
+        tools=config.tools, corpus=config.corpus, max_turns=config.max_turns, tool_timeout=config.tool_timeout,
+        search_k=config.search_k,
+    )
+    owned = None
+    if backend is None and adapter_mode == "vllm-lora":
+        backend = owned = lora_backend(config, replicas)
+    try:
+        gen_manifest = generate(gen_config, backend=backend)
+    finally:
+        if owned is not None:
+            owned.close()
+    gen_seconds = time.perf_counter() - started
+    traces = read_stage(out / "generations", kind="trajectories" if config.tools else "traces")
+    context = (gen_manifest.get("backend_info") or {}).get("max_model_len") or context
+    samples = verify_samples(traces, config, out / "samples", max_model_len=context)
+    summary, problems = score(samples, traces, k=config.k, seed=config.seed)
+    if config.tools:  # what the tools did: calls and turns per trajectory, the share of calls that failed
+        from reasonkit.filters.trajectory import summary as trajectory_summary
+
+        summary["tools"] = trajectory_summary(*(traces.column(c).to_pylist() for c in
+                                                ("turns", "tool_calls", "tool_errors", "finish_reason")))
+    summary["protocol"] = protocol(config, identities, adapter_mode, gen_manifest, fingerprint_path(config.data, config.split),
+                                   traces, replicas)
+    if contamination is not None:
+        summary["decontamination"] = contamination
+    if sandbox_mode:  # how the model's programs ran (not in the protocol: it does not change a correct verdict)
+        summary["sandbox"] = sandbox_mode
+    summary["timing"] = {"total_s": round(time.perf_counter() - started, 2), "generate_s": round(gen_seconds, 2)}
+    _write_problems(problems, out / "problems.parquet")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    write_markdown(summary, out / "summary.md", title=config.label or out.name)
+    write_plot([(config.label or out.name, summary)], out / "pass_at_k.png")
+    return summary
+
+
+_RUN_ONLY = ("overwrite", "allow_overflow", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", "data_parallel",
+             "engine_args", *ENGINE_FIELDS)
+
+
+def _check_same_eval(config: EvalConfig, out: Path) -> dict:
+    """An eval directory holds one protocol on one model: a rerun with other settings, or on other
+    weights under the same path (a retrained model, a moved Hub revision), is refused.
+
+    The evaluation keeps its own fingerprint: the config minus run-only settings, plus the content
+    identities (identity.py) of the model and the adapter. Returns those identities, computed
+    before any sample is generated, so the summary names the weights that made its samples.
+    """
+    from dataclasses import asdict
+
+    from reasonkit.identity import model_identity, remember
+    from reasonkit.store import fingerprint, is_stage_dir, load_manifest
+
+    generations = out / "generations"
+    if not config.overwrite and is_stage_dir(generations):  # a rerun reads no unchanged weight file again
+        manifest = load_manifest(generations)
+        if (manifest.get("config") or {}).get("teacher") == config.model:
+            remember(config.model, manifest.get("teacher_files"))
+    settings = {k: v for k, v in asdict(config).items() if k not in _RUN_ONLY and k != "out"}
+    if config.verifier != "code":  # evaluations made before the code verifier keep their fingerprint
+        settings.pop("tests_col")
+    if not config.tools:  # likewise those made before tools; with tools, the corpus counts by content
+        for name in ("tools", "corpus", "max_turns", "tool_timeout", "search_k"):
+            settings.pop(name)
+    elif config.corpus:
+        from reasonkit.store import fingerprint_path
+
+        settings["corpus_fingerprint"] = fingerprint_path(config.corpus)
+    if output_engine_args(config.engine_args):  # only those that change samples, and only when set
+        settings["engine_args"] = output_engine_args(config.engine_args)
+    settings["model_hash"] = model_identity(config.model, api=config.backend == "openai")
+    settings["adapter_hash"] = model_identity(config.adapter) if config.adapter else None
+    settings = json.loads(json.dumps(settings, default=str))  # tuples -> lists, as read back
+    fp = fingerprint(settings)
+    stamp = out / "eval_config.json"
+    if stamp.is_file() and not config.overwrite:
+        previous = json.loads(stamp.read_text())
+        if previous.get("fingerprint") != fp:
+            before = previous.get("settings", {})
+            for what, key in (("model", "model_hash"), ("adapter", "adapter_hash")):
+                if before.get(what) == settings[what] and before.get(key) != settings[key]:
+                    old = before.get(key) or "unrecorded (evaluated before reasonkit recorded content)"
+                    raise UserError(f"{out} was evaluated on {what} {settings[what]} with content {old}, now "
+                                    f"{settings[key]}; pass --overwrite to evaluate it again, or choose another --out")
+            changed = sorted(k for k in settings if before.get(k) != settings[k])
+            raise UserError(f"{out}: holds an evaluation with other settings ({', '.join(changed)}); "
+                            "pass --overwrite or choose another --out")
+    if config.overwrite and (out / "generations").exists():
+        import shutil
+
+        shutil.rmtree(out / "generations")
+    stamp.write_text(json.dumps({"fingerprint": fp, "settings": settings}, indent=2, default=str))
+    return {"model_hash": settings["model_hash"], "adapter_hash": settings["adapter_hash"]}
+
+
+def _contamination(config: EvalConfig, prompts) -> dict:
+    """Eval problems whose n-grams appear in the given training data (as the filter checks)."""
+    from reasonkit.filters.decontam import EvalSet, contaminated_by, problem_texts
+    from reasonkit.readers import read_table
+
+    eval_problems = problem_texts(prompts)
+    found: dict[str, list[str]] = {}
+    for path in config.decontam_against:
+        table, where = read_table(path)
+        if "messages" not in table.column_names and "problem" not in table.column_names:
+            if "prompt" in table.column_names:  # a prefs table: its prompt holds the problem
+                table = table.rename_columns(["messages" if c == "prompt" else c for c in table.column_names])
+            else:
+                raise UserError(f"{where}: no problem, messages or prompt column to check eval problems against")
+        if "messages" not in table.column_names:
+            import pyarrow as pa
+
+            table = table.append_column("messages", pa.array([[] for _ in range(table.num_rows)]))
+        train = EvalSet.from_problems(str(path), problem_texts(table), config.ngram)
+        ids = prompts.column("id").to_pylist()
+        found[str(path)] = [i for i, p in zip(ids, eval_problems) if contaminated_by(p, [train])]
+    return {"ngram": config.ngram, "overlapping_ids": found, "n_overlapping": sum(len(v) for v in found.values())}
+
+
+def _write_problems(problems: list[dict], path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(problems) if problems else pa.table({})
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(path)
+
+
+def summary_equal(a: dict, b: dict) -> bool:
+    """Two summaries agree on everything but timing and where the samples were made (the protocol's
+    replicas and hardware): what "reproduces" means here."""
+    from reasonkit.distill.eval.protocol import HOW_IT_RAN
+
+    def strip(s: dict) -> dict:
+        kept = {k: v for k, v in s.items() if k != "timing"}
+        if isinstance(kept.get("protocol"), dict):
+            kept["protocol"] = {k: v for k, v in kept["protocol"].items() if k not in HOW_IT_RAN}
+        return kept
+
+    return strip(a) == strip(b)
+

@@ -1,0 +1,262 @@
+"""Peak training memory per GPU, estimated from config.json and the settings: no weights loaded.
+
+The terms follow what the libraries allocate, for a decoder of vocabulary V, hidden h, L layers, MLP
+width i, key/value width kv, and T = rows x sequence tokens per device per micro-step (a DPO or reward
+model pair is two rows, chosen and rejected, in one forward):
+
+- weights, gradients, optimizer, by how the process holds them (``sharding``):
+  - one whole copy (a single process, or DDP): the weights in their load dtype (bf16 on a GPU), gradients
+    in it too, and torch's AdamW two moments ``zeros_like`` the parameters: 2 + 2 + 4 = 8 bytes/param;
+  - DeepSpeed ZeRO-3 (bf16): bf16 weights and gradients, and fp32 master weights plus two fp32 moments:
+    2 + 2 + 12 = 16 bytes/param, divided by the processes;
+  - FSDP2 under accelerate's mixed precision: the sharded parameters are upcast to fp32 (accelerate's
+    "FSDP upcast of low precision parameters to fp32"), so fp32 weights, gradients and moments: 4 + 4 + 8
+    = 16 bytes/param, divided by the processes;
+- LoRA: the base weights frozen as above, the adapters in fp32 (peft upcasts them) with fp32 gradients and
+  moments: 4 + 4 + 8 bytes per adapter parameter;
+- reference: TRL's frozen copy of the policy (GRPO with beta > 0, DPO without precomputed reference
+  log-probs) when the weights are full; with LoRA the reference is the base with the adapter off (no copy).
+  Sharded like the policy under ZeRO-3/FSDP (TRL prepares it with the same plugin);
+- a reward model a GRPO reward loads in every process (bf16, whole): ``frozen``;
+- activations: with gradient checkpointing each layer keeps its input (L x T x h) and one layer is
+  recomputed at a time (T x (6h + 2kv + 4i)); without it every layer keeps T x (6h + 2kv + 4i); in the
+  activation dtype. Attention is FlashAttention/SDPA (no T x T scores);
+- logits: TRL 1.16's SFT, DPO and GRPO trainers never build them whole: a fused LM head scores tiles of
+  4,096 tokens x 32,768 vocabulary entries in the activation dtype (trl/kernels/chunked_logprob.py) and its
+  backward accumulates in fp32 the hidden states' gradient (T x h x 4) and, when the head trains, the
+  head's (V x h x 4); a reward model's score head has no vocabulary logits; ``whole`` (T x V x 4 bytes,
+  fp32) is what a plain causal-LM loss would build;
+- vLLM colocated with GRPO (TRL's vllm_mode colocate): ``vllm_gpu_memory_utilization`` of the GPU.
+
+CUDA context, allocator fragmentation and temporaries come on top, so a plan near the limit will not fit.
+
+>>> shape = {"vocab_size": 151936, "hidden_size": 1536, "num_hidden_layers": 28, "intermediate_size": 8960,
+...          "num_attention_heads": 12, "num_key_value_heads": 2, "tie_word_embeddings": True, "model_type": "qwen2"}
+>>> e = estimate(shape, tokens=32768, bf16=True, full=True, checkpointing=True, logits="whole")
+>>> round(e.logits / 1e9, 1), e.parameters
+(19.9, 1543714304)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+GB = 1e9
+_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+#: TRL's fused LM head tile: tokens x vocabulary entries scored at once (trl/kernels/chunked_logprob.py
+#: TOKEN_CHUNK_SIZE, trl/trainer/utils.py _CHUNKED_LOGPROB_CHUNK_SIZE).
+TILE_TOKENS, TILE_VOCAB = 4096, 32768
+#: (weights, gradients, optimizer) bytes per trained parameter by sharding (module docstring).
+FULL_BYTES = {"none": None, "zero3": (2, 2, 12), "fsdp": (4, 4, 8)}
+TERMS = ("weights", "gradients", "optimizer", "reference", "reward_model", "activations", "logits", "vllm")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    parameters: int
+    trainable: int
+    weights: float  # bytes
+    gradients: float
+    optimizer: float
+    activations: float
+    logits: float
+    reference: float = 0.0
+    reward_model: float = 0.0
+    vllm: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return sum(getattr(self, t) for t in TERMS)
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "total": self.total}
+
+    def describe(self) -> str:
+        shown = [t for t in TERMS if getattr(self, t) or t in ("weights", "gradients", "optimizer", "activations", "logits")]
+        return f"{self.total / GB:.1f} GB (" + ", ".join(f"{t.replace('_', ' ')} {getattr(self, t) / GB:.1f}" for t in shown) + ")"
+
+    def largest(self) -> str:
+        """The term that weighs most, in words: where a plan that does not fit should cut first."""
+        term = max(TERMS, key=lambda t: getattr(self, t))
+        return f"{term.replace('_', ' ')} {getattr(self, term) / GB:.1f} GB"
+
+
+def _dims(shape: dict) -> tuple[int, int, int, int, int, int, int]:
+    h, heads = shape["hidden_size"], shape["num_attention_heads"]
+    head_dim = shape.get("head_dim") or h // heads
+    kv = (shape.get("num_key_value_heads") or heads) * head_dim
+    return shape["vocab_size"], h, shape["num_hidden_layers"], shape["intermediate_size"], heads * head_dim, kv, head_dim
+
+
+def parameter_count(shape: dict) -> int:
+    """Llama/Qwen2-style decoders: embeddings (+ an untied head), attention, gated MLP, two norms a layer."""
+    vocab, h, layers, inter, q, kv, _ = _dims(shape)
+    bias = q + 2 * kv if shape.get("attention_bias") or shape.get("model_type") == "qwen2" else 0  # Qwen2: q, k, v biases
+    per_layer = h * q + 2 * h * kv + q * h + bias + 3 * h * inter + 2 * h
+    head = 0 if shape.get("tie_word_embeddings", True) else vocab * h
+    return vocab * h + head + layers * per_layer + h
+
+
+def lora_count(shape: dict, rank: int, targets: str = "all-linear") -> int:
+    """Adapter parameters: rank x (in + out) for each targeted projection of every layer."""
+    _, h, layers, inter, q, kv, _ = _dims(shape)
+    sizes = {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
+             "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h)}
+    names = _LINEAR if targets == "all-linear" else [t.strip() for t in targets.split(",") if t.strip() in sizes]
+    return layers * sum(rank * sum(sizes[n]) for n in names)
+
+
+def estimate(shape: dict, *, tokens: int, bf16: bool, full: bool, checkpointing: bool, lora_r: int = 16,
+             targets: str = "all-linear", logits: str = "fused", sharding: str = "none", shards: int = 1,
+             reference: bool = False, frozen: float = 0.0, vllm: float = 0.0) -> Estimate:
+    """Bytes per device for one micro-step of ``tokens`` tokens (see the module docstring).
+
+    ``logits``: "fused" (TRL's tiled LM head), "whole" (T x V fp32) or "none" (a score head);
+    ``sharding``: "none", "zero3" or "fsdp" over ``shards`` processes; ``reference``: a frozen copy of
+    the policy; ``frozen``: bytes of another model every process holds; ``vllm``: bytes vLLM takes.
+    """
+    vocab, h, layers, inter, _, kv, _ = _dims(shape)
+    width = 2 if bf16 else 4
+    params = parameter_count(shape)
+    per_param = FULL_BYTES[sharding] if bf16 else None
+    split = shards if sharding != "none" else 1
+    if full:
+        trainable = params
+        w, g, o = per_param or (width, width, 2 * width)
+        weights, grads, optimizer = params * w, params * g, params * o
+    else:
+        trainable = lora_count(shape, lora_r, targets)
+        base = 4 if sharding == "fsdp" and bf16 else width  # FSDP upcasts every sharded parameter, frozen ones too
+        weights, grads, optimizer = params * base + trainable * 4, trainable * 4, trainable * 8
+    ref = params * width if reference and full else 0.0
+    layer = tokens * (6 * h + 2 * kv + 4 * inter) * width
+    activations = (layers * tokens * h * width + layer) if checkpointing else layers * layer
+    if logits == "whole":
+        head = tokens * vocab * 4
+    elif logits == "fused":
+        head = min(tokens, TILE_TOKENS) * min(vocab, TILE_VOCAB) * width + tokens * h * 4 + (vocab * h * 4 if full else 0)
+    else:
+        head = 0
+    return Estimate(params, trainable, weights / split, grads / split, optimizer / split, activations, head,
+                    reference=ref / split, reward_model=frozen, vllm=vllm)
+
+
+def sharding_of(cfg) -> tuple[str, int]:
+    """("zero3" | "fsdp" | "none", processes sharing the states) for a train config (see :func:`_shards`)."""
+    kind = _sharded_kind(cfg)
+    return (kind, _shards(cfg)) if kind else ("none", 1)
+
+
+def train_estimate(cfg, shape: dict, *, sequence: int, gpu: float | None = None, frozen: float = 0.0) -> tuple[Estimate, int]:
+    """The estimate for a train config and its tokens per micro-step: what the lint and ``--plan`` both print.
+
+    ``sequence``: tokens a row; ``gpu``: the GPU's bytes (for colocated vLLM's share); ``frozen``: a reward
+    model's bytes. A DPO or reward-model pair is two rows in one forward (TRL concatenates chosen and rejected).
+    """
+    method = cfg.method
+    rows = cfg.batch_size * (2 if method in ("dpo", "rm") else 1)
+    tokens = rows * sequence
+    sharding, shards = sharding_of(cfg)
+    reference = cfg.full and ((method == "grpo" and cfg.kl_beta > 0)
+                              or (method == "dpo" and not (cfg.precompute_ref and sharding != "fsdp")))
+    colocated = 0.0
+    if method == "grpo" and cfg.use_vllm is not False and cfg.vllm_mode == "colocate" and gpu:
+        colocated = cfg.vllm_gpu_memory_utilization * gpu
+    e = estimate(shape, tokens=tokens, bf16=cfg.bf16 is not False, full=cfg.full,
+                 checkpointing=cfg.gradient_checkpointing is not False, lora_r=cfg.lora_r, targets=cfg.target_modules,
+                 logits="none" if method in ("rm", "prm") else "fused", sharding=sharding, shards=shards,
+                 reference=reference, frozen=frozen, vllm=colocated)
+    return e, tokens
+
+
+def model_shape(student: str) -> dict | None:
+    """The text model's config as a dict (config.json, no weights); None when it lacks the fields."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(student)
+    except OSError:
+        return None
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    shape = text.to_dict()
+    needed = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads")
+    return shape if all(isinstance(shape.get(k), int) for k in needed) else None
+
+
+def gpu_budget(cfg) -> tuple[float | None, str]:
+    """The GPU memory to fit, in bytes, and where it came from: ``gpu_memory_gb``, else torch.cuda's
+    first device when CUDA is present and the run is not forced onto the CPU; (None, "") otherwise."""
+    if cfg.gpu_memory_gb is not None:
+        return cfg.gpu_memory_gb * GB, f"gpu_memory_gb {cfg.gpu_memory_gb:g}"
+    if cfg.device == "cpu":
+        return None, ""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None, ""
+    props = torch.cuda.get_device_properties(0)
+    return float(props.total_memory), f"{props.name}, {props.total_memory / GB:.1f} GB"
+
+
+def memory_finding(cfg, *, max_length: int, longest: int):
+    """The lint's ``memory`` finding when the estimate exceeds the GPU, else None (also None off GPU)."""
+    from reasonkit.distill.lint.checks import Finding
+
+    budget, where = gpu_budget(cfg)
+    shape = model_shape(cfg.student) if budget is not None else None
+    if shape is None:
+        return None
+    sequence = max_length if cfg.packing else min(max_length, max(1, longest))
+    e, tokens = train_estimate(cfg, shape, sequence=sequence, gpu=budget)
+    if e.total <= budget:
+        return None
+    return Finding("memory", f"estimated peak memory per GPU {e.describe()} exceeds the GPU's {budget / GB:.1f} GB ({where}) "
+                             f"at {tokens} tokens per micro-step ({tokens // sequence} rows x {sequence}); the largest term: "
+                             f"{e.largest()}; {'; '.join(levers(cfg))}")
+
+
+def levers(cfg) -> list[str]:
+    """What lowers the estimate, in the config's own keys."""
+    out = ["lower batch_size (raise grad_accum to keep the global batch)"]
+    if cfg.gradient_checkpointing is False:
+        out.append("gradient_checkpointing=true")
+    if cfg.full and sharding_of(cfg)[0] == "none":
+        out.append("LoRA instead of full=true, or launcher accelerate with accelerate_config fsdp/zero3 (shards the states)")
+    if cfg.method == "grpo" and cfg.use_vllm is not False and cfg.vllm_mode == "colocate":
+        out.append("a lower vllm_gpu_memory_utilization")
+    return out
+
+
+def _sharded_kind(cfg) -> str | None:
+    """"zero3" or "fsdp" when the accelerate config (a shipped name or a YAML file) shards the states, else None."""
+    config = getattr(cfg, "accelerate_config", None)
+    if getattr(cfg, "launcher", "none") != "accelerate" or not config:
+        return None
+    from reasonkit.distill.launch import config_file
+    from reasonkit.errors import UserError
+
+    try:
+        import yaml
+
+        data = yaml.safe_load(config_file(config).read_text()) or {}
+    except (OSError, ValueError, UserError):
+        return None
+    if data.get("distributed_type") == "FSDP":
+        return "fsdp"
+    if (data.get("deepspeed_config") or {}).get("zero_stage") == 3:
+        return "zero3"
+    return None
+
+
+def _shards(cfg) -> int:
+    """How many processes share the weights, gradients and optimizer states: the process count (every
+    machine's) under an FSDP or ZeRO-3 accelerate config, else 1 (DDP keeps a whole copy each)."""
+    if _sharded_kind(cfg) is None:
+        return 1
+    if cfg.num_processes:
+        return cfg.num_processes
+    import torch
+
+    return max(1, torch.cuda.device_count())

@@ -1,0 +1,93 @@
+"""``distill label-steps``' config: a light frozen dataclass (no pyarrow, torch or vLLM at import), so
+a recipe can be validated without loading anything.
+
+>>> LabelStepsConfig(input="v", out="o", policy="m").n
+8
+>>> LabelStepsConfig(input="v", out="o", policy="m", n=0)
+Traceback (most recent call last):
+...
+reasonkit.errors.UserError: --n 0: expected at least 1 rollout per step
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from reasonkit.errors import UserError
+from reasonkit.gen.engine_args import EngineArgs, output_engine_args
+
+BACKENDS = ("vllm", "hf")  # the backends that render the prompt here, so a turn can be continued
+VERIFIERS = ("math", "int")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelStepsConfig:
+    """Math-Shepherd's automatic step labels for a traces or verdicts directory."""
+
+    input: str
+    out: str
+    policy: str  # the model whose rollouts judge each step: a directory or a Hub id
+    backend: str = "vllm"
+    # Math-Shepherd's N: rollouts per step prefix. At temperature 0 all N would be the same
+    # rollout, so one is drawn (and soft labels are 0 or 1).
+    n: int = 8
+    temperature: float = 0.6  # the policy as it is sampled (generate's defaults, R1's recommendation)
+    top_p: float = 0.95
+    max_tokens: int | None = None  # per rollout; None: what the model's context leaves after the prefix
+    separator: str = "\n"  # between steps; the task's solutions are one step a line
+    verifier: str = "math"  # filters/math/verify.py's Verifier, as the filter checks answers
+    include_wrong: bool = True  # also label a filter's rejected/ rows dropped as `wrong` (the negatives)
+    # Only solutions whose final answer is wrong: the ones with a first wrong step, so a Step-DPO pair
+    # (a policy that is mostly right spends most rollouts confirming correct solutions otherwise).
+    wrong_only: bool = False
+    limit: int | None = None  # at most this many solutions (the first ones, in input order, after wrong_only)
+    seed: int = 0
+    chat_template: str | None = None
+    dtype: str = "auto"
+    max_model_len: int | None = None
+    engine_args: EngineArgs = field(default_factory=dict, hash=False)  # vllm: gen/engine_args.py
+    batch_size: int = 8  # hf: prompts per generate call
+    shard_size: int = 64  # solutions per committed shard
+    allow_incomplete: bool = False
+    overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise UserError(f"--backend {self.backend!r}: expected one of {', '.join(BACKENDS)} (a server applies its "
+                            "own template and cannot continue a partial assistant turn)")
+        if self.n < 1:
+            raise UserError(f"--n {self.n}: expected at least 1 rollout per step")
+        if self.verifier not in VERIFIERS:
+            raise UserError(f"--verifier {self.verifier!r}: expected one of {', '.join(VERIFIERS)}")
+        for name in ("shard_size", "batch_size"):
+            if getattr(self, name) < 1:
+                raise UserError(f"--{name.replace('_', '-')} {getattr(self, name)}: expected at least 1")
+        for name in ("limit", "max_tokens"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise UserError(f"--{name.replace('_', '-')} {getattr(self, name)}: expected at least 1")
+        if self.temperature < 0:
+            raise UserError(f"--temperature {self.temperature}: expected >= 0")
+        if not 0 < self.top_p <= 1:
+            raise UserError(f"--top-p {self.top_p}: expected in (0, 1]")
+        if not self.separator:
+            raise UserError("--separator: expected a non-empty string")
+        object.__setattr__(self, "engine_args", EngineArgs.from_config(self.engine_args, "engine_args"))
+
+    @property
+    def rollouts(self) -> int:
+        """Rollouts drawn per prefix: ``n``, or one when greedy decoding makes them all alike."""
+        return 1 if self.temperature == 0 else self.n
+
+
+def fingerprinted(cfg: LabelStepsConfig) -> dict:
+    """What decides the rows (the manifest's fingerprint): not where they go, how many, nor how fast.
+    The policy is named by its content (identity.py), so retrained weights at one path are another run."""
+    from reasonkit.identity import model_identity
+
+    skip = {"input", "out", "overwrite", "allow_incomplete", "limit", "wrong_only", "shard_size", "batch_size",
+            "engine_args"}  # which solutions, not what a row says: a run may be extended to more
+    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in skip}
+    if output_engine_args(cfg.engine_args):
+        settings["engine_args"] = output_engine_args(cfg.engine_args)
+    settings["policy_identity"] = model_identity(cfg.policy)
+    return settings
