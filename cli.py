@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("reasonkit.recipes.command:validate", "Check a recipe YAML without loading any model."),
     "quickstart": ("reasonkit.recipes.command:quickstart", "The whole loop on this CPU with the embedded teacher."),
     "inspect": ("reasonkit.inspect_stage:inspect", "Show a stage directory: manifest, schema, counts, a sample row."),
-    "make-teacher": ("reasonkit.recipes.teachers.math:make_teacher_command", "Train the embedded tiny teacher from scratch."),
+    "make-teacher": ("reasonkit.recipes.teachers.command:make_teacher_command", "Train the embedded tiny teacher from scratch."),
 }
 
 

@@ -165,21 +165,6 @@ def model_identity(name: str, *, api: bool = False) -> str:
     return f"api:{name}" if api else f"unresolved:{name}"
 
 
-def dataset_identity(name: str, split: str | None = None) -> str | None:
-    """What a Hugging Face dataset reference (hub/datasets.py) names, by content: for a Hub id
-    ``hub-dataset:org/name@<sha>:CONFIG:SPLIT`` (the revision it resolves to), for a Hub-layout
-    folder ``sha256:<16 hex>:CONFIG:SPLIT``; None when ``name`` is no dataset reference (a file,
-    a stage directory, a plain folder: those are hashed by what they hold)."""
-    from reasonkit.errors import UserError
-    from reasonkit.hub.datasets import identity, parse
-
-    try:
-        ref = parse(name, split)
-    except UserError:  # a malformed reference: reading it says why
-        return None
-    return identity(ref) if ref is not None else None
-
-
 def clear_memo() -> None:
     """Forget every hash (tests: what a new process would know)."""
     _MEMO.clear()

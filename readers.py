@@ -55,7 +55,7 @@ def read_table(path: str | os.PathLike, *, allow_incomplete: bool = False, split
     and read by ``datasets.load_dataset``; ``split`` names its split as ``:SPLIT`` does (files and
     stage directories have none, and ignore it).
     """
-    from reasonkit.hub.push import datasets as hub_data
+    from reasonkit.hub import datasets as hub_data
 
     text = str(path)
     p = Path(path)

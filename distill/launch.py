@@ -210,7 +210,7 @@ def launch_command(processes: int, accelerate_config: Path | None, settings: Pat
     cmd += ["--mixed_precision", "no"]
     if accelerate_config is None:
         cmd += ["--dynamo_backend", "no"]
-    return [*cmd, "-m", "reasonkit.distill.launch", str(settings)]
+    return [*cmd, "-m", "reasonkit.distill.worker", str(settings)]
 
 
 def _follow(cmd: list[str], env: dict, log_path: Path, say) -> tuple[int, str | None, str]:
@@ -265,28 +265,3 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Each launched process: train the config in the JSON file ``argv[0]``."""
-    from reasonkit.config import from_dict
-    from reasonkit.distill.config import TrainConfig
-    from reasonkit.distill.train import train
-
-    (path,) = argv if argv is not None else sys.argv[1:]
-    main_process = is_main()
-
-    def say(message: str) -> None:
-        if main_process:
-            print(MARK + message, file=sys.stderr, flush=True)
-
-    try:
-        cfg = from_dict(TrainConfig, json.loads(Path(path).read_text()), "train")
-        train(cfg, progress=False, log=say)
-    except UserError as e:
-        print(f"{MARK}error: {e}", file=sys.stderr, flush=True)  # every process: any may be the one that failed
-        sys.exit(e.exit_code)
-
-
-if __name__ == "__main__":  # accelerate launch -m reasonkit.distill.launch SETTINGS.json
-    main()

@@ -7,7 +7,6 @@ killed and resumed is whole: the checkpoint carries the history of the steps bef
 from __future__ import annotations
 
 import json
-import math
 import resource
 import sys
 import time
@@ -132,15 +131,6 @@ def history(log_history: list[dict]) -> list[dict]:
                 record[f"reward_{parts[1]}" + ("_std" if parts[2] == "std" else "")] = float(value)
         steps[record["step"]] = record  # a step logged again after a resume: keep the latest
     return [steps[s] for s in sorted(steps)]
-
-
-def final_window(records: list[dict], key: str) -> float | None:
-    """Mean of ``key`` over the last tenth of the steps (at least 1, at most 10): a steadier final value."""
-    values = [r[key] for r in records if key in r and not math.isnan(r[key])]
-    if not values:
-        return None
-    k = max(1, min(10, len(values) // 10))
-    return sum(values[-k:]) / k
 
 
 def peak_memory(device_kind: str) -> tuple[int, str]:

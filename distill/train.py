@@ -81,7 +81,7 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
 
     from reasonkit.distill import data
     from reasonkit.distill.reward import heads
-    from reasonkit.distill.lint.checks import checks as lint
+    from reasonkit.distill.lint import checks as lint
 
     _quiet_libraries()
     head = heads.is_head(cfg.method)
@@ -137,7 +137,8 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
 
 def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, progress: bool, say, extra: dict) -> dict:
     from reasonkit.distill.data import to_dataset
-    from reasonkit.distill.report import Monitor, final_window, history, peak_memory, plot, summary, write_report
+    from reasonkit.distill.records import final_window
+    from reasonkit.distill.report import Monitor, history, peak_memory, plot, summary, write_report
     from reasonkit.distill.student import count_parameters, load_model, lora_config, merge_adapter, resolve_device, trainer_args
 
     device = resolve_device(cfg)

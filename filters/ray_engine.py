@@ -3,7 +3,7 @@
 Only pass 1 (the row filters: format, decontamination, verification, language) is spread out:
 it is the expensive one, and each input shard is judged on its own. A :class:`FilterReplica`
 builds the filters once (lingua's language models and the math-verify pool cost seconds to
-load, so not once per shard) and runs :func:`reasonkit.filters.stage.filter_shards` on each
+load, so not once per shard) and runs :func:`reasonkit.filters.pass1.filter_shards` on each
 shard it is given: the local loop's own function. The driver commits the work tables to
 ``OUT/.work`` batch by batch and *in input order* (Ray Data's ``preserve_order``), so the
 dataset-wide pass 2 (dedup keeps the first of duplicates; selection) and pass 3 see the rows in
@@ -34,7 +34,7 @@ class FilterReplica:
 
     def __init__(self, config, make_filters=None, kind: str = "traces"):
         from reasonkit.filters.decontam import load_eval_sets
-        from reasonkit.filters.stage import build_deduper, build_filters
+        from reasonkit.filters.pass1 import build_deduper, build_filters
 
         # One verification process per CPU the replica was given (not every core of its node).
         self.config = dataclasses.replace(config, engine="local", replicas=1, ray_address=None,
@@ -44,7 +44,7 @@ class FilterReplica:
         self.deduper = build_deduper(self.config)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        from reasonkit.filters.stage import filter_shards
+        from reasonkit.filters.pass1 import filter_shards
 
         out = []
         for unit in batch.to_pylist():

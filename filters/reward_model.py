@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reasonkit.errors import UserError
+from reasonkit.filters.reward_setup import RewardSetup
 
 NAME = "rm"
 
@@ -58,7 +59,6 @@ class ModelReward:
     """
 
     def __init__(self, path: str, setup=None, *, batch_size: int = 16, device: str | None = None):
-        from reasonkit.filters.rewards import RewardSetup
         from reasonkit.judges.score.scorer import inspect_model
 
         self.spec = inspect_model(path)  # not a reward model: one line now, not a traceback at step 1

@@ -74,10 +74,10 @@ from __future__ import annotations
 import atexit
 import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 
 from reasonkit.errors import UserError
 from reasonkit.filters.completions import Sample, completion_text, prompt_opens_think, samples  # noqa: F401 (re-exported)
+from reasonkit.filters.reward_setup import RewardSetup
 
 #: The reward names :func:`make_rewards` knows, in the order the docs list them.
 NAMES = ("accuracy", "format", "language", "length", "cosine", "arithmetic", "code")
@@ -87,24 +87,6 @@ COSINE_BOUNDS = (-1.0, -0.5, 0.5, 1.0)
 OVERLONG_CACHE_SHARE = 0.2
 #: Verdicts remembered per (verifier, prediction, gold): GRPO samples the same answers again and again.
 MEMO_SIZE = 65_536
-
-
-@dataclass(frozen=True)
-class RewardSetup:
-    """What every reward of one run shares (plain data: a reward pickles with it)."""
-
-    verifier: str = "math"
-    verify_timeout: float = 5.0
-    lang: str = "en"
-    lang_candidates: tuple[str, ...] | None = None  # None: the language filter's defaults
-    max_completion_length: int | None = None
-    overlong_cache: int | None = None
-    prefilled: bool = False
-    eos_token_ids: tuple[int, ...] = ()
-    # a tool-use trajectory's final answer (GRPO with tools): read and checked as ``distill filter`` reads a
-    # trajectory's (filters/trajectory.py: a plain short answer counts, golds that are words match as text)
-    trajectory: bool = False
-    tests_column: str = "tests"  # the code reward's tests (JSON, filters/code/tests.py)
 
 
 class Reward:

@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -29,20 +29,18 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from reasonkit.errors import UserError
-from reasonkit.filters.base import apply, mark
+from reasonkit.filters.base import mark
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.decontam import DecontamFilter, load_eval_sets, parse_spec
+from reasonkit.filters.decontam import load_eval_sets, parse_spec
 from reasonkit.filters.dedup import Deduper
-from reasonkit.filters.format import FormatFilter, assistant_turn
-from reasonkit.filters.language import LanguageFilter
+from reasonkit.filters.format import assistant_turn
+from reasonkit.filters.pass1 import build_deduper, build_filters, filter_shards
 from reasonkit.filters.report import Tally
 from reasonkit.filters.select import reward_pick, reward_scores, select, select_by_reward
-from reasonkit.filters.trajectory import (TEXT_COLUMNS, TrajectoryFilter, TrajectoryLanguageFilter,
-                                          TrajectoryVerifyFilter, is_trajectories, with_model_text)
+from reasonkit.filters.trajectory import is_trajectories
 from reasonkit.filters.trajectory import report as trajectory_report
 from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
-from reasonkit.filters.math.verify import VerifyFilter, default_workers
-from reasonkit.schema import MESSAGES, TABLES, validate
+from reasonkit.schema import MESSAGES, TABLES
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
 
 WORK = ".work"
@@ -98,38 +96,6 @@ def table_kind(names) -> str:
 def input_kind(shards: list[Path]) -> str:
     """The table the (checked) input shards hold; ``traces`` when there are none."""
     return table_kind(pq.read_schema(shards[0]).names) if shards else "traces"
-
-
-def build_filters(config: FilterConfig, eval_sets, kind: str = "traces") -> list:
-    """The row filters of pass 1, in order; a trajectory's own checks first (the funnel then says a
-    row was stopped by the turn limit rather than that its answer was empty)."""
-    trajectories = kind == "trajectories"
-    filters: list = [TrajectoryFilter(config.require_tool)] if trajectories else []
-    filters.append(FormatFilter(
-        drop_truncated=config.drop_truncated, require_boxed=config.require_boxed,
-        min_tokens=config.min_tokens, max_tokens=config.max_tokens,
-        max_repetition=config.max_repetition, repetition_ngram=config.repetition_ngram, think=config.think,
-    ))
-    if eval_sets:
-        filters.append(DecontamFilter(eval_sets))
-    if config.verifier == "code":  # programs run against the prompt's tests (filters/code/verify.py)
-        from reasonkit.filters.code.verify import CodeVerifyFilter
-
-        filters.append(CodeVerifyFilter(tests_column=config.tests_column, unverifiable=config.unverifiable,
-                                        timeout=config.verify_timeout, workers=config.workers or default_workers()))
-    else:
-        verify = TrajectoryVerifyFilter if trajectories else VerifyFilter
-        filters.append(verify(config.verifier, unverifiable=config.unverifiable,
-                              timeout=config.verify_timeout, workers=config.workers or default_workers()))
-    if config.lang is not None:
-        language = TrajectoryLanguageFilter if trajectories else LanguageFilter
-        filters.append(language(config.lang, config.min_lang_ratio, config.lang_candidates))
-    return filters
-
-
-def build_deduper(config: FilterConfig) -> Deduper:
-    return Deduper(config.dedup, threshold=config.minhash_threshold, num_perm=config.minhash_perms,
-                   bands=config.minhash_bands, shingle=config.shingle)
 
 
 def funnel_order(config: FilterConfig, filters: list, deduper: Deduper) -> list[tuple[str, str]]:
@@ -214,66 +180,6 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     # Where the time went, for the user and for bench/filter.py (not in report.json: it is not a result).
     log("time: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in timings.items()))
     return report
-
-
-def _batches(shards: list[Path], batch_rows: int) -> Iterator[tuple[Path, pa.Table]]:
-    for shard in shards:
-        for rb in pq.ParquetFile(shard).iter_batches(batch_size=batch_rows):
-            yield shard, pa.Table.from_batches([rb])
-
-
-def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], source: str,
-                 timings: dict[str, float] | None = None) -> pa.Table | None:
-    """Pass 1 on one batch of traces: the row filters' verdicts and the dedup keys of kept rows.
-
-    Rows whose keys are ``done`` (committed by an earlier run) are skipped; None when none is left.
-    The unit of work of both engines: the local loop below, and a Ray replica (filters/ray_engine.py).
-    """
-    trajectories = is_trajectories(batch.column_names)
-    batch = validate(batch, "trajectories" if trajectories else "traces", source=source)
-    if done:
-        keys = zip(batch.column("id").to_pylist(), batch.column("sample").to_pylist())
-        batch = batch.filter(pa.array([k not in done for k in keys], pa.bool_()))
-    if batch.num_rows == 0:
-        return None
-    if trajectories:  # the text filters and dedup read the model's own text as a trace's completion
-        batch = with_model_text(batch)
-    batch = apply(filters, batch, timings)
-    start = time.perf_counter()
-    keep = batch.column("keep").to_pylist()
-    rows = [i for i, k in enumerate(keep) if k]
-    completions = batch.column("completion").to_pylist()
-    for name, values in deduper.keys([completions[i] for i in rows]).items():
-        column = np.zeros(batch.num_rows, dtype=np.uint64)
-        column[rows] = values
-        batch = batch.append_column(pa.field(name, pa.uint64()), pa.array(column, mask=~np.asarray(keep, bool)))
-    if timings is not None:
-        timings["dedup keys"] = timings.get("dedup keys", 0.0) + time.perf_counter() - start
-    return batch.drop_columns(list(TEXT_COLUMNS)) if trajectories else batch
-
-
-def filter_shards(shards: list[Path], config: FilterConfig, filters, deduper: Deduper,
-                  done: set[tuple], timings: dict[str, float] | None = None) -> Iterator[pa.Table]:
-    """Pass 1 over whole input shards, one work table per batch of ``batch_rows``."""
-    for shard, batch in _timed(_batches(shards, config.batch_rows), timings, "read"):
-        batch = filter_batch(batch, filters, deduper, done, str(shard), timings)
-        if batch is not None:
-            yield batch
-
-
-def _timed(items: Iterator, timings: dict[str, float] | None, name: str) -> Iterator:
-    """``items``, adding the seconds spent producing each one to ``timings[name]``."""
-    items = iter(items)
-    while True:
-        start = time.perf_counter()
-        try:
-            item = next(items)
-        except StopIteration:
-            return
-        finally:
-            if timings is not None:
-                timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
-        yield item
 
 
 def _pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: StageWriter, log: Log,

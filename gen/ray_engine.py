@@ -43,12 +43,11 @@ class GenerateReplica:
     """One Ray actor: a backend built once, then one shard per call."""
 
     def __init__(self, config, *, template: str | None, info, gen_config: str, prefill: str, teacher: str,
-                 make_backend=None):
-        from reasonkit.gen.stage import make_backend as default_backend
-
+                 make_backend):
+        # make_backend: the stage's own (gen/stage.py passes it), so this module never imports the stage
         # The replica *is* the local engine, on one shard at a time.
         self.config = dataclasses.replace(config, engine="local", replicas=1, ray_address=None, data_parallel=1)
-        self.backend = (make_backend or default_backend)(self.config, info=info, chat_template=template)
+        self.backend = make_backend(self.config, info=info, chat_template=template)
         self.gen_config, self.prefill, self.teacher = gen_config, prefill, teacher
         self.info = json.dumps(self.backend.describe(), default=str)
 
@@ -112,7 +111,7 @@ def connect_for(config) -> None:
 
 
 def generate_on_ray(config, prompts: pa.Table, messages: list[list[dict]], work, writer, *, template, info,
-                    gen_config: str, prefill: str, progress, teacher: str, make_backend=None) -> dict | None:
+                    gen_config: str, prefill: str, progress, teacher: str, make_backend) -> dict | None:
     """Generate every owed shard on Ray, committing each through ``writer``; returns a replica's describe()."""
     connect_for(config)
     progress.restart()  # the clock starts once connected; replicas load their models inside it

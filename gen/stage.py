@@ -287,7 +287,7 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
                 raise ValueError("engine ray builds one backend per replica; pass no prebuilt backend")
             described = generate_on_ray(config, prompts, messages, work, writer, template=template, info=info,
                                         gen_config=fingerprint(settings), prefill=prefill, progress=progress,
-                                        teacher=teacher)
+                                        teacher=teacher, make_backend=make_backend)
         elif work.prompts:
             owned = backend is None
             backend = backend or make_backend(config, info=info, chat_template=template)

@@ -203,6 +203,18 @@ def identity(ref: DatasetRef) -> str:
     return f"hub-dataset:{ref.source}@{sha}:{where}" if sha else f"unresolved-dataset:{ref.text}"
 
 
+def dataset_identity(name: str, split: str | None = None) -> str | None:
+    """What a Hugging Face dataset reference names, by content: for a Hub id
+    ``hub-dataset:org/name@<sha>:CONFIG:SPLIT`` (the revision it resolves to), for a Hub-layout
+    folder ``sha256:<16 hex>:CONFIG:SPLIT``; None when ``name`` is no dataset reference (a file,
+    a stage directory, a plain folder: those are hashed by what they hold)."""
+    try:
+        ref = parse(name, split)
+    except UserError:  # a malformed reference: reading it says why
+        return None
+    return identity(ref) if ref is not None else None
+
+
 def _splits(ref: DatasetRef, config: str) -> list[str]:
     import datasets
 

@@ -61,8 +61,8 @@ def push(
     tables but before writing or uploading anything, for a credential-shaped string in any string
     column or generated file (hub/secrets.py), unless ``allow_secrets``.
     """
-    from reasonkit.hub.push import card as hub_card
-    from reasonkit.hub.push import provenance as hub_provenance
+    from reasonkit.hub import card as hub_card
+    from reasonkit.hub import provenance as hub_provenance
 
     stage_dir = Path(dir)
     _check_names(repo, split, license)
@@ -126,8 +126,8 @@ def _collect(stage_dir: Path, split: str) -> tuple[list, dict[str, str]]:
     A sub-stage without a table kind (the judges' ``record/`` work log) is not a table of the
     contract: it is left out, and so is an empty one (a config must have files to load).
     """
-    from reasonkit.hub.push import card as hub_card
-    from reasonkit.hub.push import provenance as hub_provenance
+    from reasonkit.hub import card as hub_card
+    from reasonkit.hub import provenance as hub_provenance
     from reasonkit.store import MANIFEST, load_manifest
 
     if not stage_dir.is_dir():

@@ -53,7 +53,7 @@ def _template(prepare, student: str) -> tuple[str | None, Path | None]:
     folder = found[0].parent if found else None
     choice = getattr(prepare, "template", None)
     if choice in ("chatml", "llama3"):  # the family templates prepare-student writes (the model's system kept)
-        from reasonkit.distill.prepare.run import templates
+        from reasonkit.distill.prepare import templates
 
         return {"chatml": templates._chatml, "llama3": templates._llama3}[choice](None), folder
     if choice and choice not in ("auto", "keep"):

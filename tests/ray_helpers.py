@@ -54,7 +54,7 @@ def filters_that_kill_once(marker: str):
     """A ``make_filters`` for FilterReplica: the stage's filters plus :class:`KillOnce`."""
 
     def make(config, eval_sets):
-        from reasonkit.filters.stage import build_filters
+        from reasonkit.filters.pass1 import build_filters
 
         return build_filters(config, eval_sets) + [KillOnce(marker)]
 

@@ -112,7 +112,7 @@ def test_make_teacher_task_agent_writes_a_loadable_teacher_and_its_report(tmp_pa
     from click.testing import CliRunner
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from reasonkit.recipes.teachers.math import make_teacher_command
+    from reasonkit.recipes.teachers.command import make_teacher_command
 
     args = ["--task", "agent", "--out", str(tmp_path), "--n-train", "16", "--max-steps", "2", "--n-eval", "2"]
     result = CliRunner().invoke(make_teacher_command, args)
@@ -128,7 +128,7 @@ def test_make_teacher_task_agent_writes_a_loadable_teacher_and_its_report(tmp_pa
 def test_agent_only_options_are_refused_for_other_tasks():
     from click.testing import CliRunner
 
-    from reasonkit.recipes.teachers.math import make_teacher_command
+    from reasonkit.recipes.teachers.command import make_teacher_command
 
     result = CliRunner().invoke(make_teacher_command, ["--task", "code", "--train-worlds", "2"])
     assert result.exit_code == 2 and "--train-worlds, --init-from and --lr apply to --task agent" in result.output
@@ -171,7 +171,7 @@ def test_make_teacher_command_passes_the_agent_options_through(tmp_path):
     from click.testing import CliRunner
 
     from reasonkit.identity import model_identity
-    from reasonkit.recipes.teachers.math import make_teacher_command
+    from reasonkit.recipes.teachers.command import make_teacher_command
 
     common = ["--task", "agent", "--n-train", "16", "--max-steps", "1", "--n-eval", "1"]
     first = CliRunner().invoke(make_teacher_command, [*common, "--out", str(tmp_path / "a"), "--train-worlds", "1"])

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from prepare_helpers import build_qwen_math_like
 from reasonkit.distill import data
-from reasonkit.distill.lint.checks import checks as lint
+from reasonkit.distill.lint import checks as lint
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.prepare.run import PrepareConfig, prepare_student
 from reasonkit.distill.synthetic import sft_table, write_stage

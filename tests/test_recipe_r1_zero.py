@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reasonkit.hub.push import datasets as hub_data
+from reasonkit.hub import datasets as hub_data
 from reasonkit.config import load_yaml
 from reasonkit.recipes.plan import plan
 from reasonkit.recipes.recipe import parse_recipe

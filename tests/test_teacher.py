@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.recipes.tasks import math as task
-from reasonkit.recipes.teachers.math import DEFAULT_DIR, REPORT, accuracy, complete, make_teacher, make_teacher_command
+from reasonkit.recipes.teachers.math import DEFAULT_DIR, REPORT, accuracy, complete, make_teacher
+from reasonkit.recipes.teachers.command import make_teacher_command
 
 
 def test_importing_the_module_imports_no_torch():

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from reasonkit.config import from_dict
-from reasonkit.distill.lint.checks import memory
+from reasonkit.distill.lint import memory
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.dpo import dpo_arguments
 from reasonkit.distill.sft import RowPackedCollator, build_sft_trainer, sft_arguments

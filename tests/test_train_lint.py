@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.distill import data
-from reasonkit.distill.lint.checks import checks as lint
+from reasonkit.distill.lint import checks as lint
 from reasonkit.distill.command import train as train_command
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.synthetic import prefs_table, sft_table, write_stage

@@ -119,7 +119,7 @@ def eval_(ctx: click.Context, overrides: tuple[str, ...], **options) -> None:
 def compare(runs: tuple[str, ...], out: str, paired: bool, rounds: int, seed: int) -> None:
     """Lay several eval runs side by side in one table and one pass@k plot; with two runs or more,
     the pass@1 difference of each later run from the first, paired over the same problems."""
-    from reasonkit.distill.eval.report import compare as compare_runs
+    from reasonkit.distill.eval.compare import compare as compare_runs
 
     path = compare_runs(list(runs), out, paired=paired, rounds=rounds, seed=seed)
     click.echo(path.read_text())

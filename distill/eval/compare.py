@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reasonkit.distill.eval.report import load_summary, markdown_table, write_plot
 from reasonkit.errors import UserError
 
 #: Protocol fields (summary.json's ``protocol``, distill/eval/protocol.py) that decide what a
@@ -48,8 +49,6 @@ def load_run(run_dir: str | Path) -> tuple[str, dict, dict[str, float]]:
     over ``n``, what eval's pass@1 averages; unverifiable and unanswered samples count as not correct).
     """
     import pyarrow.parquet as pq
-
-    from reasonkit.distill.eval.report import load_summary
 
     label, summary = load_summary(run_dir)
     path = Path(run_dir) / "problems.parquet"
@@ -129,3 +128,33 @@ def paired_text(r: dict) -> str:
             f"{names.get(r['verdict'], r['verdict'])}\n"
             f"{r['label_b']} wins on {r['wins']}, loses on {r['losses']}, ties on {r['ties']} problems; "
             f"sign test p = {r['sign_test_p']:.3g} (exact, two-sided, ties left out)\n")
+
+
+def compare(run_dirs: list[str], out: str | Path, *, paired: bool = True, rounds: int = 10_000,
+            seed: int = 0) -> Path:
+    """Several eval runs side by side: a Markdown table at ``out`` and a plot beside it.
+
+    With ``paired`` (and two runs or more), each later run is compared with the first, problem by
+    problem (distill/eval/compare.py); runs on other problems or protocols are refused before
+    anything is written.
+    """
+    if not run_dirs:
+        raise UserError("compare: give at least one eval directory")
+    runs = [load_summary(d) for d in run_dirs]
+    pairs = ""
+    if paired and len(run_dirs) > 1:
+        loaded = [load_run(d) for d in run_dirs]
+        results = [paired_difference(loaded[0], later, rounds=rounds, seed=seed) for later in loaded[1:]]
+        lines = [f"- {line}" for r in results for line in paired_text(r).splitlines()]
+        pairs = "\n## Paired difference: each run minus the first, problem by problem\n\n" + "\n".join(lines) + "\n"
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    plot = out.with_suffix(".png")
+    write_plot(runs, plot)
+    ks = {s.get("k") for _, s in runs}
+    note = "" if len(ks) == 1 else f"\nNote: runs used different k ({sorted(ks)}); pass@k columns are not comparable.\n"
+    models = "".join(f"- `{label}`: {s.get('protocol', {}).get('model')}"
+                     + (f" + {s['protocol']['adapter']}" if s.get("protocol", {}).get("adapter") else "") + "\n"
+                     for label, s in runs)
+    out.write_text(f"# Evaluation comparison\n\n{markdown_table(runs)}{note}\n{models}{pairs}\n![pass@k]({plot.name})\n")
+    return out

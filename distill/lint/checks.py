@@ -28,15 +28,10 @@ from dataclasses import asdict, dataclass
 
 import pyarrow as pa
 
+from reasonkit.distill.lint.base import Finding, _ids, _sample, _stop_at_end
 from reasonkit.errors import UserError
 
 OPEN, CLOSE = "<think>", "</think>"
-
-
-@dataclass(frozen=True)
-class Finding:
-    check: str
-    message: str
 
 
 @dataclass
@@ -216,10 +211,6 @@ def _examples(tok, row: dict, method: str):
         yield ids, ids[start:], prompt, content, f"the {side} completion adds no tokens after the prompt"
 
 
-def _ids(tok, messages, **kwargs) -> list[int]:
-    return list(tok.apply_chat_template(messages, tokenize=True, return_dict=True, **kwargs)["input_ids"])
-
-
 def _last_span(ids: list[int], mask: list[int]) -> list[int]:
     """The tokens of the last run of mask 1s (the final assistant turn's trained tokens)."""
     end = max((i for i, m in enumerate(mask) if m), default=-1)
@@ -229,16 +220,6 @@ def _last_span(ids: list[int], mask: list[int]) -> list[int]:
     while start > 0 and mask[start - 1]:
         start -= 1
     return ids[start : end + 1]
-
-
-def _stop_at_end(tok, trained: list[int], stops: set[int]) -> int | None:
-    """The stop token ending the span, ignoring trailing whitespace tokens (``<|im_end|>\\n``); None if none."""
-    for token in reversed(trained):
-        if token in stops:
-            return token
-        if tok.decode([token]).strip():
-            return None
-    return None
 
 
 def _think_issue(tok, prompt: list[dict], content: str) -> str | None:
@@ -263,12 +244,6 @@ def _think_issue(tok, prompt: list[dict], content: str) -> str | None:
     if full.count(OPEN) - before > content.count(OPEN):
         return "the chat template inserts its own <think> into assistant turns on top of the one in the data"
     return None
-
-
-def _sample(table: pa.Table, limit: int):
-    n = table.num_rows
-    picks = list(range(n)) if n <= limit else sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
-    return zip(picks, table.take(picks).to_pylist(), strict=True)
 
 
 def _length_stats(lengths: list[int], max_length: int, truncated: int) -> dict:

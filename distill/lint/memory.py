@@ -202,7 +202,7 @@ def gpu_budget(cfg) -> tuple[float | None, str]:
 
 def memory_finding(cfg, *, max_length: int, longest: int):
     """The lint's ``memory`` finding when the estimate exceeds the GPU, else None (also None off GPU)."""
-    from reasonkit.distill.lint.checks import Finding
+    from reasonkit.distill.lint.base import Finding
 
     budget, where = gpu_budget(cfg)
     shape = model_shape(cfg.student) if budget is not None else None

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from reasonkit.distill.lint.checks import Finding, _ids, _sample, _stop_at_end
+from reasonkit.distill.lint.base import Finding, _ids, _sample, _stop_at_end
 
 
 def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: int | None, world_size: int = 1) -> tuple[list[Finding], dict]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reasonkit.distill.lint.checks import Finding
+from reasonkit.distill.lint.base import Finding
 
 
 def student_findings(tok, cfg, *, max_length: int, max_positions: int | None, stops: set[int]) -> list[Finding]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from reasonkit.distill.report import final_window
+from reasonkit.distill.records import final_window
 
 
 def grpo_section(records: list[dict], rewards: dict, *, beta: float) -> dict:
