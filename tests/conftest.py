@@ -13,7 +13,11 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parent))  # tests/gen_helpers.py
+# Bare-name imports from any folder of the mirror: the shared helpers here (gen_helpers.py, ...) and the
+# few tests that import another test's pieces (``from test_sandbox import NAMESPACE_MODES``). Test file
+# names stay unique across folders, so a bare name finds one file.
+_TESTS = Path(__file__).resolve().parent
+sys.path[:0] = [str(_TESTS), *sorted(str(d) for d in _TESTS.rglob("*") if d.is_dir() and d.name != "__pycache__")]
 
 REPO = Path(__file__).resolve().parent.parent
 TEACHER_DIR = REPO / "recipes" / "assets" / "teacher"

@@ -21,7 +21,7 @@ from gen_helpers import (  # noqa: E402
 )
 
 pytestmark = pytest.mark.slow
-TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"
+TEACHER = Path(__file__).resolve().parents[2] / "recipes" / "assets" / "teacher"
 MAX_MODEL_LEN = 512
 
 

@@ -144,7 +144,7 @@ def test_use_vllm_with_a_vllm_trl_cannot_drive_validates_but_is_refused_when_tra
     if supported_vllm():
         pytest.skip("this vLLM is one TRL supports")
     refusal = "use_vllm: TRL's GRPOTrainer generates with vLLM 0.22.0 to 0.31.0"
-    recipe = Path(__file__).resolve().parent.parent / "recipes" / "r1-zero-qwen-7b.yaml"
+    recipe = Path(__file__).resolve().parents[3] / "recipes" / "r1-zero-qwen-7b.yaml"
     result = CliRunner().invoke(cli, ["validate", str(recipe), "--set", "grpo.use_vllm=true"])
     assert result.exit_code == 0 and "steps valid" in result.output, result.output
     data = write_prompts(tmp_path / "prompts.jsonl", n=4)

@@ -12,7 +12,7 @@ from reasonkit.recipes.plan import kv_per_token, plan, PUBLISHED_SHAPES
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import load_state, validate
 
-ROOT = Path(__file__).resolve().parent.parent / "recipes"
+ROOT = Path(__file__).resolve().parents[2] / "recipes"
 GB = 1e9
 # Qwen2.5-7B(-Instruct): untied embeddings and head 152,064 x 3,584; a layer: q/o 3,584^2 each, k/v 3,584 x 512 each,
 # q/k/v biases 3,584 + 2 x 512, MLP 3 x 3,584 x 18,944, two norms; 28 layers; the final norm.

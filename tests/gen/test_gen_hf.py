@@ -14,7 +14,7 @@ from reasonkit.store import load_manifest, read_stage
 sys.path.insert(0, str(Path(__file__).parent))
 from gen_helpers import check_cut_off_reasoning, think_opening_template  # noqa: E402
 
-TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"
+TEACHER = Path(__file__).resolve().parents[2] / "recipes" / "assets" / "teacher"
 
 
 @pytest.fixture(scope="module")

@@ -109,7 +109,7 @@ def test_plan_shows_the_machines_and_shards_over_all_their_processes(tmp_path):
     from reasonkit.recipes.recipe import parse_recipe
     from reasonkit.recipes.runner import validate
 
-    path = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
+    path = Path(__file__).resolve().parents[2] / "recipes" / "r1-distill-qwen-1.5b.yaml"
     recipe = parse_recipe(load_yaml(path), str(path), ["sft.num_machines=2", "sft.num_processes=16",
                                                        "sft.accelerate_config=zero3-multinode"], out=str(tmp_path))
     sft = {s.name: s for s in plan(recipe, validate(recipe), {})}["sft"]

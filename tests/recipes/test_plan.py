@@ -14,7 +14,7 @@ from reasonkit.recipes.plan import PUBLISHED, PUBLISHED_SHAPES, model_size, plan
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import STATE, load_state, validate
 
-RECIPES = sorted((Path(__file__).resolve().parent.parent / "recipes").glob("*.yaml"))
+RECIPES = sorted((Path(__file__).resolve().parents[2] / "recipes").glob("*.yaml"))
 
 
 def planned(path, out, overrides=(), gpu_gb=None):
@@ -38,7 +38,7 @@ def test_the_r1_teacher_spans_two_nodes_and_fits(tmp_path):
     """DeepSeek-R1's FP8 weights (685B x 1 byte, its MTP layer included) over TP 8 x PP 2 = 16 GPUs:
     42.8 GB each, which leaves an 80 GB GPU room for KV cache; at TP 8 alone 85.6 GB, more than it has:
     refused, naming the term; an H200's 141 GB (x 0.9 = 126.9 GB) holds it."""
-    recipe = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
+    recipe = Path(__file__).resolve().parents[2] / "recipes" / "r1-distill-qwen-1.5b.yaml"
     traces = planned(recipe, tmp_path)["traces"]
     assert traces.gpus == 16 and "TP 8 x PP 2" in traces.layout and traces.refusal is None
     assert "weights 42.8 GB/GPU (685.00B params x 1 B / 16)" in traces.memory, traces.memory
@@ -68,7 +68,7 @@ def test_training_memory_is_the_lints_estimate(tmp_path):
     shape, through the same train_estimate the train lint uses."""
     from reasonkit.distill.lint.memory import train_estimate
 
-    recipe = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
+    recipe = Path(__file__).resolve().parents[2] / "recipes" / "r1-distill-qwen-1.5b.yaml"
     step = [p for p in validate(parse_recipe(load_yaml(recipe), str(recipe), out=str(tmp_path))) if p.step.name == "sft"][0]
     shape = PUBLISHED_SHAPES["Qwen/Qwen2.5-Math-1.5B"]  # the prepared student keeps the base's shape
     e, tokens = train_estimate(step.config, shape, sequence=step.config.max_length, gpu=80e9)
@@ -98,7 +98,7 @@ def test_actions_follow_the_run_state(tmp_path, teacher_dir):
 
 
 def test_cli_plan_loads_no_model_code_and_writes_nothing(tmp_path):
-    recipe = Path(__file__).resolve().parent.parent / "recipes" / "quickstart.yaml"
+    recipe = Path(__file__).resolve().parents[2] / "recipes" / "quickstart.yaml"
     probe = (
         "import sys\nfrom reasonkit.cli import cli\n"
         f"try:\n    cli(['run', {str(recipe)!r}, '--plan', '--out', {str(tmp_path / 'run')!r}])\n"
@@ -113,7 +113,7 @@ def test_cli_plan_loads_no_model_code_and_writes_nothing(tmp_path):
 def test_gpu_recipes_use_the_published_settings(tmp_path):
     """The R1 recipe's student is prepared for 32k traces and trained with open-r1's OpenR1-Distill-7B
     values; no recipe asks a model for more tokens than its context holds."""
-    root = Path(__file__).resolve().parent.parent / "recipes"
+    root = Path(__file__).resolve().parents[2] / "recipes"
     r1 = {p.step.name: p.config for p in validate(parse_recipe(load_yaml(root / "r1-distill-qwen-1.5b.yaml"),
                                                                 "r1", out=str(tmp_path)))}
     assert r1["student"].max_positions >= 32768 + 1024 and r1["student"].rope_theta == 300000
@@ -132,7 +132,7 @@ def test_gpu_recipes_use_the_published_settings(tmp_path):
 
 
 def test_plan_prints_rows_tokens_and_optimizer_steps_a_step(tmp_path):
-    recipe = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
+    recipe = Path(__file__).resolve().parents[2] / "recipes" / "r1-distill-qwen-1.5b.yaml"
     (note,) = planned(recipe, tmp_path)["sft"].notes
     assert note.startswith("128 rows a step (2 x 8 processes x 8 accumulation), one trace a row (no packing): "
                            "at most 4,194,304 tokens a step (128 x 32,768); optimizer steps: 5 x rows / 128"), note

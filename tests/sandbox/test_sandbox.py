@@ -39,7 +39,7 @@ def mode(request) -> str:
     return request.param
 
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def processes_with(marker: str) -> list[int]:

@@ -25,7 +25,7 @@ from reasonkit.gen.stage import GenerateConfig, make_backend, output_settings
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import validate
 
-R1 = Path(__file__).resolve().parent.parent / "recipes" / "r1-distill-qwen-1.5b.yaml"
+R1 = Path(__file__).resolve().parents[2] / "recipes" / "r1-distill-qwen-1.5b.yaml"
 BASE = dict(prompts="p.parquet", teacher="t", out="o")
 
 

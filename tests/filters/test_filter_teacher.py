@@ -12,7 +12,7 @@ from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.recipes.tasks import math as task
 from reasonkit.store import read_stage
 
-TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"
+TEACHER = Path(__file__).resolve().parents[2] / "recipes" / "assets" / "teacher"
 
 
 def test_worked_solutions_with_slips(tmp_path):

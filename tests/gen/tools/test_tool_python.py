@@ -13,7 +13,7 @@ from reasonkit.gen.tools.base import ToolBox, load_tools
 from reasonkit.gen.tools.python import make_python
 
 ISOLATION = sandbox.isolation_of(sandbox.available_mode())
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from reasonkit.recipes import stages
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import run, validate
 
-RECIPES = sorted((Path(__file__).resolve().parent.parent / "recipes").glob("*.yaml"))
+RECIPES = sorted((Path(__file__).resolve().parents[2] / "recipes").glob("*.yaml"))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from reasonkit.recipes.plan import plan
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import load_state, validate
 
-ROOT = Path(__file__).resolve().parent.parent / "recipes"
+ROOT = Path(__file__).resolve().parents[2] / "recipes"
 RECIPE = ROOT / "r1-zero-qwen-7b.yaml"
 TEMPLATE = ROOT / "assets" / "templates" / "r1-zero.jinja"
 

@@ -15,7 +15,7 @@ import pytest
 
 from test_sandbox import NAMESPACE_MODES
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PROBE = """
 import json, sys
 from reasonkit import sandbox

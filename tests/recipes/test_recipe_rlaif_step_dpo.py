@@ -10,7 +10,7 @@ from reasonkit.config import load_yaml
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import validate
 
-ROOT = Path(__file__).resolve().parent.parent / "recipes"
+ROOT = Path(__file__).resolve().parents[2] / "recipes"
 
 
 def configs(name: str, tmp_path, overrides=()):

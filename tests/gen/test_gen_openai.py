@@ -14,7 +14,7 @@ from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest, read_stage
 
 pytestmark = pytest.mark.slow
-TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"
+TEACHER = Path(__file__).resolve().parents[2] / "recipes" / "assets" / "teacher"
 sys.path.insert(0, str(Path(__file__).parent))
 from gen_helpers import (  # noqa: E402
     FaultProxy, check_resumed_equals_whole, distill_generate, kill_after_first_shard, rows, serve_vllm,

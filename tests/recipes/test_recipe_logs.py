@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 LIBRARY_LINES = ("VLLM-INFO-LINE", "VLLM-WARNING-LINE", "TRANSFORMERS-WARNING-LINE", "LIBRARY-USERWARNING-LINE")
 PROBE = f"""
 import sys

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from gen_helpers import distill_generate, kill_after_first_shard, serve_vllm, vllm_engine_for  # noqa: E402
 
 pytestmark = pytest.mark.slow
-AGENT_TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "agent_teacher"
+AGENT_TEACHER = Path(__file__).resolve().parents[3] / "recipes" / "assets" / "agent_teacher"
 MAX_MODEL_LEN = 1024
 TRAINED = (AGENT_TEACHER / "config.json").is_file()
 

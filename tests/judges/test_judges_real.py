@@ -19,7 +19,7 @@ from reasonkit.judges.config import CritiqueConfig, JudgeConfig, PairsConfig
 from reasonkit.recipes.tasks.math import make_problems, solution
 from reasonkit.store import StageWriter, load_manifest, read_stage
 
-TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"
+TEACHER = Path(__file__).resolve().parents[2] / "recipes" / "assets" / "teacher"
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.reward_check import unmet_format_rewards
 from reasonkit.recipes.runner import run, validate
 
-ROOT = Path(__file__).resolve().parent.parent / "recipes"
+ROOT = Path(__file__).resolve().parents[2] / "recipes"
 # Qwen2.5-7B-Instruct's chat template, as its tokenizer_config.json ships it (abridged to the part a prompt renders)
 QWEN_INSTRUCT = ("{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' "
                  "+ '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}")
