@@ -15,7 +15,7 @@ import importlib
 import click
 
 from reasonkit import __version__
-from reasonkit.errors import UserError
+from reasonkit.errors import UsageFailure, UserError
 
 # name -> (import path of a click command, one-line help shown by `distill --help`).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -37,15 +37,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("reasonkit.inspect_stage:inspect", "Show a stage directory: manifest, schema, counts, a sample row."),
     "make-teacher": ("reasonkit.recipes.teachers.command:make_teacher_command", "Train the embedded tiny teacher from scratch."),
 }
-
-
-class UsageFailure(click.ClickException):
-    """How a UserError leaves the CLI: ``error: <message>`` on stderr, exit 2."""
-
-    exit_code = 2
-
-    def show(self, file=None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True, file=file)
 
 
 class LazyGroup(click.Group):

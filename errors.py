@@ -1,4 +1,6 @@
-"""The one exception type that reaches the user as a message instead of a traceback."""
+"""The one exception type that reaches the user as a message instead of a traceback, and how it leaves the CLI."""
+
+import click
 
 
 class UserError(Exception):
@@ -9,3 +11,12 @@ class UserError(Exception):
     """
 
     exit_code = 2
+
+
+class UsageFailure(click.ClickException):
+    """How a UserError leaves the CLI: ``error: <message>`` on stderr, exit 2."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True, file=file)

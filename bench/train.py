@@ -72,7 +72,7 @@ def main() -> None:
     if args.one:
         return one(args)
 
-    from reasonkit.distill.synthetic import sft_table, write_stage
+    from reasonkit.recipes.tasks.train_sets import sft_table, write_stage
     from reasonkit.recipes.teachers.tiny import build_tiny
 
     work = Path(tempfile.mkdtemp(prefix="bench-train-"))

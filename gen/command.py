@@ -81,7 +81,7 @@ def generate(ctx: click.Context, config_file: str | None, sets: tuple[str, ...],
     try:
         _run(ctx, config_file, sets, flags)
     except UserError as e:
-        from reasonkit.cli import UsageFailure
+        from reasonkit.errors import UsageFailure
 
         raise UsageFailure(str(e)) from None
 

@@ -29,7 +29,7 @@ def _run(kind: str, flags: dict, sets: tuple[str, ...]) -> None:
 
         report = getattr(importlib.import_module(f"reasonkit.judges.{module}"), function)(cfg)
     except UserError as e:
-        from reasonkit.cli import UsageFailure
+        from reasonkit.errors import UsageFailure
 
         raise UsageFailure(str(e)) from None
     click.echo(json.dumps(report, indent=2))

@@ -45,7 +45,7 @@ def label_steps(sets, **flags) -> None:
     distill label-steps runs/verified --policy runs/sft/merged --out runs/steps --n 4
     distill train --method dpo --student runs/sft/merged --data runs/steps/step_dpo --out runs/step-dpo
     """
-    from reasonkit.cli import UsageFailure
+    from reasonkit.errors import UsageFailure
     from reasonkit.config import from_dict, override
     from reasonkit.errors import UserError
 

@@ -79,7 +79,7 @@ def test_two_machines_of_two_gloo_processes_train_together_on_cpu(tiny_model_dir
     127.0.0.1 (accelerate launch -> torchrun, nnodes 2, gloo). One run of world size 4; machine 1 writes no OUT file
     but its own launch log."""
     from reasonkit.distill.launch import _free_port
-    from reasonkit.distill.synthetic import write_sft
+    from reasonkit.recipes.tasks.train_sets import write_sft
 
     data = write_sft(tmp_path / "sft", n=32)
     out = tmp_path / "run"

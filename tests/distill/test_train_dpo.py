@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.dpo_movement import MOVED_LITTLE
 from reasonkit.distill.report import summary
-from reasonkit.distill.synthetic import write_prefs
+from reasonkit.recipes.tasks.train_sets import write_prefs
 from reasonkit.distill.train import train
 
 

@@ -13,7 +13,7 @@ from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.dpo import dpo_arguments
 from reasonkit.distill.sft import RowPackedCollator, build_sft_trainer, sft_arguments
 from reasonkit.distill.student import Device, trainer_args
-from reasonkit.distill.synthetic import sft_table, write_stage
+from reasonkit.recipes.tasks.train_sets import sft_table, write_stage
 from reasonkit.distill.train import train
 from reasonkit.errors import UserError
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.synthetic import write_sft
+from reasonkit.recipes.tasks.train_sets import write_sft
 from reasonkit.distill.train import is_complete, last_checkpoint
 
 STEPS, SAVE = 8, 2

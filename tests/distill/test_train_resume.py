@@ -10,7 +10,7 @@ import time
 import pytest
 
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.synthetic import write_sft
+from reasonkit.recipes.tasks.train_sets import write_sft
 from reasonkit.distill.train import train
 
 STEPS, SAVE = 16, 4

@@ -10,7 +10,7 @@ import torch
 
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.sft import RowPackedCollator
-from reasonkit.distill.synthetic import write_sft
+from reasonkit.recipes.tasks.train_sets import write_sft
 from reasonkit.distill.train import train
 from reasonkit.recipes.tasks import math as task
 

@@ -139,7 +139,7 @@ def test_plan_prints_rows_tokens_and_optimizer_steps_a_step(tmp_path):
     packed = planned(recipe, tmp_path, ["sft.packing=true", "sft.attn_implementation=sdpa"])["sft"].notes[0]
     assert "each packed to 32,768 tokens (several traces a row): 4,194,304 tokens a step" in packed
     # rows on disk: a finished stage directory's manifest gives the optimizer steps
-    from reasonkit.distill.synthetic import write_sft
+    from reasonkit.recipes.tasks.train_sets import write_sft
 
     data = write_sft(tmp_path / "sft-data", n=1000)
     known = planned(recipe, tmp_path, [f"sft.data={data}"])["sft"].notes[0]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reasonkit.distill.synthetic import write_sft
+from reasonkit.recipes.tasks.train_sets import write_sft
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import STATE, run
 from reasonkit.store import load_manifest

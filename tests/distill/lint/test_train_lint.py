@@ -15,7 +15,7 @@ from reasonkit.distill import data
 from reasonkit.distill.lint import checks as lint
 from reasonkit.distill.command import train as train_command
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.synthetic import prefs_table, sft_table, write_stage
+from reasonkit.recipes.tasks.train_sets import prefs_table, sft_table, write_stage
 from reasonkit.distill.train import RUN_FILE, last_checkpoint, train
 from reasonkit.errors import UserError
 from reasonkit.recipes.teachers.tiny import CHAT_TEMPLATE

@@ -16,7 +16,7 @@ from reasonkit.distill import data
 from reasonkit.distill.lint import checks as lint
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.prepare.run import PrepareConfig, prepare_student
-from reasonkit.distill.synthetic import sft_table, write_stage
+from reasonkit.recipes.tasks.train_sets import sft_table, write_stage
 from reasonkit.distill.train import train
 from reasonkit.errors import UserError
 from reasonkit.recipes.tasks import math as task

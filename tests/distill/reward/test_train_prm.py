@@ -165,7 +165,7 @@ def test_a_run_resumed_from_its_checkpoint_ends_as_the_whole_run_and_merges_late
     and held-out figures; --merge on the finished run then folds the adapter and its head in."""
     import shutil
 
-    from reasonkit.distill.synthetic import write_prefs
+    from reasonkit.recipes.tasks.train_sets import write_prefs
 
     if method == "rm":
         data = write_prefs(tmp_path / "prefs", n=16)

@@ -14,7 +14,7 @@ from reasonkit.cli import cli
 from reasonkit.distill.reward import heads
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.reward.rm import dataset, read
-from reasonkit.distill.synthetic import prefs_table, write_prefs
+from reasonkit.recipes.tasks.train_sets import prefs_table, write_prefs
 from reasonkit.distill.train import train
 
 
