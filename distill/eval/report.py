@@ -69,7 +69,7 @@ def counts_text(summary: dict) -> str:
 
 
 def engine_text(p: dict) -> str:
-    """Where and how the samples were made (eval_protocol.py); empty for an older summary."""
+    """Where and how the samples were made (eval/protocol.py); empty for an older summary."""
     if "hardware" not in p:
         return ""
     hw = p["hardware"] or {}
