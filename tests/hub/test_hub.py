@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from reasonkit import __version__
 from reasonkit import cli as cli_module
 from reasonkit.errors import UserError
-from reasonkit.hub import push
+from reasonkit.hub.push import push
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path
 
 sys.path.insert(0, str(Path(__file__).parent))
