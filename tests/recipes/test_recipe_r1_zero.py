@@ -92,4 +92,6 @@ def test_the_template_ends_turns_with_the_base_eos_and_earns_both_rewards(tmp_pa
     right = r"<think> 17 x 23 = 17 x 20 + 17 x 3 = 340 + 51 = 391 </think> The product is \boxed{391}."
     wrong = r"<think> 17 x 23 = 381 </think> The product is \boxed{381}."
     scores = [f([prompt] * 3, [right, wrong, "391"], answer=["391"] * 3) for f in funcs]
-    assert scores == [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]], scores
+    # the bare "391" is the answer as math-verify's default parse reads an unboxed reply (issue 27): accuracy
+    # earns it, the format reward (think block + box) does not
+    assert scores == [[1.0, 0.0, 1.0], [1.0, 1.0, 0.0]], scores

@@ -164,9 +164,11 @@ def test_writes_outside_the_working_directory_do_not_reach_the_host(mode, tmp_pa
     try:
         r = run(program, mode=mode)
         assert not in_repo.exists()
-        # a private /tmp: written there, gone with the run; the repository is not in the view at all
-        assert not in_tmp.exists() and r.stdout == "tmp written\n"
-        assert ("Read-only file system" in r.stderr or "FileNotFoundError" in r.stderr) and r.returncode == 1
+        # a private /tmp: written there, gone with the run; the repository is not in the view: at most an empty
+        # skeleton directory leading to the venv, read-only, or (a clone under /tmp) on the private /tmp too
+        assert not in_tmp.exists() and r.stdout.startswith("tmp written\n")
+        if not str(REPO).startswith("/tmp/"):
+            assert ("Read-only file system" in r.stderr or "FileNotFoundError" in r.stderr) and r.returncode == 1
     finally:
         in_tmp.unlink(missing_ok=True)
         in_repo.unlink(missing_ok=True)

@@ -86,7 +86,8 @@ def test_write_outside_its_directory(box):
     try:
         obs = call(box, f"open({str(target)!r}, 'w').write('x')\nprint('written')")
         assert not target.exists()
-        if "minroot" in ISOLATION:  # the repository is not in the program's view (its skeleton is read-only)
+        if "minroot" in ISOLATION and not str(REPO).startswith("/tmp/"):  # the repository is not in the view
+            # (its skeleton is read-only; a clone under /tmp has it on the private /tmp, where a write vanishes)
             assert obs.error == "tool_error" and ("Read-only file system" in obs.content or "FileNotFoundError" in obs.content)
     finally:
         target.unlink(missing_ok=True)
