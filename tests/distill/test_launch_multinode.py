@@ -74,6 +74,7 @@ def test_another_machine_of_a_multinode_step_runs_that_step_alone(tmp_path, teac
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_two_machines_of_two_gloo_processes_train_together_on_cpu(tiny_model_dir, tmp_path):
     """2 "machines" x 2 processes on this CPU: two `distill train` commands, machine ranks 0 and 1, one rendezvous at
     127.0.0.1 (accelerate launch -> torchrun, nnodes 2, gloo). One run of world size 4; machine 1 writes no OUT file

@@ -27,6 +27,7 @@ def config(student, data, out, **kw):
     return TrainConfig(**{**base, **kw})
 
 
+@pytest.mark.slow
 def test_dpo_raises_reward_accuracy_and_precompute_changes_nothing(tiny_model_dir, prefs_dir, tmp_path):
     report = train(config(tiny_model_dir, prefs_dir, tmp_path / "run", max_steps=24))
     accuracy = [r["reward_accuracy"] for r in report["history"]]

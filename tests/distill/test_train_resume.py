@@ -38,6 +38,7 @@ def kill_after_first_checkpoint(cmd: list[str], out, log_path, timeout: float = 
             proc.kill()
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_ends_at_the_same_step_with_the_same_losses(tiny_model_dir, tmp_path):
     data = write_sft(tmp_path / "sft", n=64)
     out = tmp_path / "run"

@@ -30,6 +30,7 @@ def last_logits(model, inputs):
         return model(**inputs).logits[0, -1]
 
 
+@pytest.mark.slow
 def test_sft_lowers_the_loss_and_saves_models_that_load(tiny_model_dir, sft_dir, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

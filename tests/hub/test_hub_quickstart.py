@@ -18,6 +18,9 @@ import pytest
 
 import reasonkit
 
+# the session's full quickstart (~9 minutes): outside the fast lane
+pytestmark = pytest.mark.slow
+
 DISTILL = str(Path(sys.executable).parent / "distill")
 # An absolute path in text: "/" not inside a word, a URL or ".../" (the card's elision), then a name.
 ABSOLUTE = re.compile(r"(?<![\w.:/<~-])/[\w.-]+")

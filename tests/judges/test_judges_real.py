@@ -88,6 +88,7 @@ def test_judge_and_critique_through_the_hf_backend(tmp_path, model):
     backend.close()
 
 
+@pytest.mark.slow
 def test_judge_and_critique_against_the_loopback_vllm_server(tmp_path, vllm_server):
     """The openai backend of judge and critique, talking to vLLM's OpenAI-compatible server."""
     from reasonkit.judges.critique import run_critique

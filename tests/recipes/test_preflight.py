@@ -55,6 +55,7 @@ def test_a_gpu_grpo_run_without_a_vllm_trl_drives_stops_before_the_first_step(tm
     assert not any("grpo: vllm" in line for line in preflight.missing(off, cuda=lambda: True))
 
 
+@pytest.mark.slow
 def test_grpo_on_cuda_with_use_vllm_auto_refuses_an_unsupported_vllm():
     """distill/rl/grpo.py resolve_vllm: before, auto on CUDA with vLLM 0.32 silently returned False."""
     from reasonkit.distill.config import TrainConfig

@@ -7,6 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# the session's full quickstart (~9 minutes): outside the fast lane
+pytestmark = pytest.mark.slow
+
 STEPS = 17
 EVALS = ("eval_teacher", "eval_student_before", "eval_student_sft", "eval_student_dpo", "eval_student_grpo")
 

@@ -42,6 +42,7 @@ def runs(tmp_path_factory):
     return made
 
 
+@pytest.mark.slow
 def test_library_logs_go_to_the_steps_log_not_the_terminal(runs):
     out, log = runs["quiet"]
     assert out.returncode == 0, out.stderr[-3000:]

@@ -55,6 +55,7 @@ def test_hf_backend_evaluates_the_teacher_and_reproduces(teacher_dir, test_set, 
         assert (tmp_path / "a" / name).is_file(), name
 
 
+@pytest.mark.slow
 def test_vllm_backend_evaluates_the_teacher_and_reproduces(vllm_engine, gen_model, test_set, tmp_path):
     from reasonkit.gen.vllm_backend import VllmBackend
 
@@ -141,6 +142,7 @@ def test_decontam_against_reports_overlapping_problems(teacher_dir, test_set, tm
     assert sorted(d["overlapping_ids"][str(tmp_path / "sft")]) == sorted(eval_rows.column("id").to_pylist())
 
 
+@pytest.mark.slow
 def test_vllm_serves_a_lora_adapter_unmerged_with_the_merged_models_answers(teacher_dir, test_set, tmp_path):
     import pyarrow.parquet as pq
     import torch

@@ -50,6 +50,7 @@ def config(student, data, out, **kw):
     return TrainConfig(**{**base, **kw})
 
 
+@pytest.mark.slow
 def test_prm_learns_the_bad_step_on_held_out_solutions(teacher_dir, tmp_path):
     # Measured (the head's init is seeded): step accuracy 0.59 (random head) -> 1.00 (always "good": 0.87),
     # first-error accuracy 0.16 -> 1.00 (always "good": 0.53) on 32 held-out solutions after 80 steps; after 40
@@ -160,6 +161,7 @@ def test_doctests(module):
 
 
 @pytest.mark.parametrize("method", ["rm", "prm"])
+@pytest.mark.slow
 def test_a_run_resumed_from_its_checkpoint_ends_as_the_whole_run_and_merges_later(teacher_dir, tmp_path, method):
     """Killed after its step-4 checkpoint (the later outputs gone), --resume trains steps 5-8 to the same losses
     and held-out figures; --merge on the finished run then folds the adapter and its head in."""

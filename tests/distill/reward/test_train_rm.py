@@ -32,6 +32,7 @@ def rewards(model_dir, tok, texts):
         return [model(input_ids=torch.tensor([tok(t)])).logits[0, 0].item() for t in texts]
 
 
+@pytest.mark.slow
 def test_reward_model_learns_the_right_answer_on_held_out_prompts(teacher_dir, tmp_path):
     # chosen: the task's worked solution; rejected: the same with a wrong boxed answer (one line differs).
     # Measured (deterministic: the head's init is seeded): held-out pair accuracy 0.69 (random head) -> 0.94, mean

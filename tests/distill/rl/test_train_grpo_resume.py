@@ -7,6 +7,7 @@ import signal
 import sys
 from collections import Counter
 
+import pytest
 from test_train_grpo import settings, write_prompts
 from test_train_resume import kill_after_first_checkpoint
 
@@ -31,6 +32,7 @@ def past_the_checkpoint(out):
     return ready
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_continues_to_the_same_step_without_duplicate_rollouts(teacher_dir, tmp_path):
     data = write_prompts(tmp_path / "prompts.jsonl", n=32)
     out = tmp_path / "run"

@@ -44,6 +44,7 @@ def test_labels_and_pair_of_a_wrong_third_line_hf(tmp_path, teacher_dir):
     assert load_manifest(out)["kind"] == "steps" and load_manifest(out / "step_dpo")["kind"] == "prefs_text"
 
 
+@pytest.mark.slow
 def test_vllm_path_resume_and_rederived_pairs(tmp_path, teacher_dir, vllm_engine):
     from reasonkit.gen.vllm_backend import VllmBackend
 
@@ -72,6 +73,7 @@ def test_vllm_path_resume_and_rederived_pairs(tmp_path, teacher_dir, vllm_engine
     check_labels(out, p, text)
 
 
+@pytest.mark.slow
 def test_sampled_rollouts_soft_labels(tmp_path, teacher_dir, vllm_engine):
     """At temperature > 0 each prefix gets n rollouts; soft is their share reaching the answer."""
     from reasonkit.gen.vllm_backend import VllmBackend
@@ -134,6 +136,7 @@ def test_command_module_imports_nothing_heavy():
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_wrong_only_labels_the_solutions_with_a_wrong_answer(tmp_path, teacher_dir, vllm_engine):
     from reasonkit.gen.vllm_backend import VllmBackend
 

@@ -59,6 +59,7 @@ def test_lint_reads_string_pairs_as_trl_does(teacher_dir):
     assert [tok.decode(trained) for _, trained, *_ in sides] == [pair["chosen"] + "<|end|>", pair["rejected"] + "<|end|>"]
 
 
+@pytest.mark.slow
 def test_dpo_trains_on_step_pairs(tmp_path, teacher_dir):
     data = tmp_path / "step_dpo"
     writer = StageWriter(data, stage="label-steps", kind="prefs_text", config={}, keys=("id", "sample"))
