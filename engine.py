@@ -13,6 +13,8 @@ reasonkit.errors.UserError: --replicas 2 needs --engine ray (the local engine ru
 
 from __future__ import annotations
 
+import os
+
 from reasonkit.errors import UserError
 
 ENGINES = ("local", "ray")
@@ -31,6 +33,15 @@ def check_engine(engine: str, replicas: int, ray_address: str | None) -> None:
         raise UserError(f"--replicas {replicas} needs --engine ray (the local engine runs one replica)")
     if engine == "local" and ray_address:
         raise UserError(f"--ray-address {ray_address} needs --engine ray")
+
+
+def usable_cores() -> int:
+    """The cores this process may use (its CPU affinity, not the machine's count: a container or
+    ``taskset`` may give it fewer)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def engine_options(command):

@@ -80,9 +80,8 @@ def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_la
     later call recovered from (tool_error_unrecovered); OUT/sft/ then holds whole conversations.
     """
     from reasonkit.config import from_dict, override
-    from reasonkit.filters.config import FilterConfig
-    from reasonkit.filters.report import render
-    from reasonkit.filters.stage import run_filter
+    from reasonkit.filters.config import LANGUAGE_WARM_UP, FilterConfig
+    from reasonkit.filters.lookahead import start, stop_started
 
     data = dict(
         traces=traces_dir, out=out, verifier=verifier, unverifiable=unverifiable, verify_timeout=verify_timeout,
@@ -96,7 +95,15 @@ def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_la
                  if v is not None})
     config = override(from_dict(FilterConfig, data, "filter"), list(overrides), "filter")
     log = None if quiet else (lambda message: click.echo(message, err=True))
-    report = run_filter(config, log=log)
+    if config.lang is not None and config.engine == "local":  # lingua loads its models while the filters import
+        start(LANGUAGE_WARM_UP, config.lang, config.lang_candidates)
+    try:
+        from reasonkit.filters.report import render
+        from reasonkit.filters.stage import run_filter
+
+        report = run_filter(config, log=log)
+    finally:
+        stop_started()
     from rich.console import Console
 
     Console(soft_wrap=True).print(render(report))

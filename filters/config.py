@@ -22,6 +22,10 @@ from typing import Literal
 from reasonkit.engine import ENGINE_FIELDS, check_engine
 from reasonkit.errors import UserError
 
+#: The language filter's lookahead helper starts with this call (filters/lookahead.py); named here,
+#: where ``distill filter`` can reach it before importing the filters, to start the helper early.
+LANGUAGE_WARM_UP = "reasonkit.filters.language:_warm_up"
+
 #: Fields that change how a run goes, not what it writes: left out of the config fingerprint, so a
 #: run resumed with more workers (or a different batch size) continues the same output.
 RUN_ONLY = ("traces", "out", "workers", "batch_rows", "allow_incomplete", "overwrite") + ENGINE_FIELDS

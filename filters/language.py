@@ -39,12 +39,16 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping, Sequence
 from functools import lru_cache
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from reasonkit.errors import UserError
-from reasonkit.filters.base import RowFilter
+from reasonkit.filters.base import RowFilter, alive_rows
+from reasonkit.filters.config import LANGUAGE_WARM_UP
+from reasonkit.filters.lookahead import Lookahead
 from reasonkit.filters.words import count, runs
+
+if TYPE_CHECKING:  # only in annotations: the lookahead helper imports this module and needs no Arrow
+    import pyarrow as pa
 
 #: Languages a chain of thought is checked against when the user names none.
 DEFAULT_CANDIDATES = ("en", "zh", "ja", "ko", "ru", "fr", "de", "es")
@@ -86,9 +90,12 @@ def language_scripts(code: str) -> frozenset[str]:
 
 @lru_cache(maxsize=64)
 def _detector(codes: tuple[str, ...]):
+    """lingua restricted to ``codes``, its models loaded now: it is built when a run first needs it,
+    and the lookahead helper's warm-up builds it before any batch arrives."""
     lingua = _lingua()
     langs = [lingua.Language.from_iso_code_639_1(lingua.IsoCode639_1.from_str(c)) for c in codes]
-    return lingua.LanguageDetectorBuilder.from_languages(*langs).with_minimum_relative_distance(0.2).build()
+    builder = lingua.LanguageDetectorBuilder.from_languages(*langs).with_minimum_relative_distance(0.2)
+    return builder.with_preloaded_language_models().build()
 
 
 @lru_cache(maxsize=64)
@@ -213,21 +220,45 @@ def lang_ratio(text: str, target: str, candidates: Sequence[str] = DEFAULT_CANDI
     return lang_ratios([text], target, candidates)[0]
 
 
+#: The helper's verdicts by run (one filter per helper: its own process).
+_HELPER_CACHE: dict = {}
+
+
+def _warm_up(target: str, candidates: tuple[str, ...]) -> None:
+    """The lookahead helper's start: the detectors lang_ratios will ask, their models loaded."""
+    codes = tuple(dict.fromkeys([target, *candidates]))
+    for script in language_scripts(target):
+        cands = tuple(c for c in codes if script in language_scripts(c))
+        if len(cands) > 1:
+            _stopwords(target, cands)
+            _detector(cands)
+
+
+def _helper_ratios(texts: list[str | None], target: str, candidates: tuple[str, ...]) -> list[float | None]:
+    return lang_ratios(texts, target, candidates, _HELPER_CACHE)
+
+
 class LanguageFilter(RowFilter):
     """Drops rows whose chain of thought has ``lang_ratio < min_ratio`` (reason ``language``).
 
     The chain of thought is ``reasoning``, or the whole ``completion`` when there is none. Rows
     with no words at all (``lang_ratio`` None) are kept: there is nothing to judge.
+
+    ``lookahead=True`` (the filter stage's local loop, on two cores or more) starts a helper process
+    that judges each batch :meth:`prefetch` is given while the loop goes on with the next batches
+    (filters/lookahead.py, filters/pass1.py); verdicts are the same as without. :meth:`close` stops it.
     """
 
     name = "language"
     reasons = ("language",)
 
-    def __init__(self, lang: str = "en", min_ratio: float = 0.95, candidates: Sequence[str] = DEFAULT_CANDIDATES):
+    def __init__(self, lang: str = "en", min_ratio: float = 0.95, candidates: Sequence[str] = DEFAULT_CANDIDATES,
+                 *, lookahead: bool = False):
         for code in (lang, *candidates):
             language_scripts(code)  # unknown codes fail here, before any work
         self.lang, self.min_ratio, self.candidates = lang, min_ratio, tuple(candidates)
         self.cache: dict = {}
+        self.ahead = Lookahead(LANGUAGE_WARM_UP, lang, self.candidates, workers=2 if lookahead else 0)
 
     def texts(self, batch: pa.Table, rows: list[int]) -> list[str]:
         """The text judged in each row (a tool-use trajectory's differs: filters/trajectory.py)."""
@@ -235,7 +266,23 @@ class LanguageFilter(RowFilter):
         completion = batch.column("completion").to_pylist()
         return [reasoning[i] if reasoning[i] is not None else completion[i] for i in rows]
 
+    def prefetch(self, batch: pa.Table) -> None:
+        """Have the helper judge the rows still kept in ``batch``, as :meth:`judge` will see them."""
+        rows = alive_rows(batch)
+        if self.ahead.running and rows:
+            self.ahead.submit(self.texts(batch, rows), _helper_ratios, self.lang, self.candidates)
+
+    def ready(self) -> bool:
+        """Whether the oldest batch given to :meth:`prefetch` is judged (or there is no helper)."""
+        return self.ahead.ready()
+
     def judge(self, batch: pa.Table, rows: list[int]):
-        ratios = lang_ratios(self.texts(batch, rows), self.lang, self.candidates, self.cache)
+        texts = self.texts(batch, rows)
+        ratios = self.ahead.take(texts) if self.ahead.running else None
+        if ratios is None:
+            ratios = lang_ratios(texts, self.lang, self.candidates, self.cache)
         reasons = ["language" if r is not None and r < self.min_ratio else None for r in ratios]
         return reasons, {"lang_ratio": ratios}
+
+    def close(self) -> None:
+        self.ahead.close()

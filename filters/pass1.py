@@ -8,6 +8,7 @@ neither imports the other.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,10 +27,16 @@ from reasonkit.filters.trajectory import (TEXT_COLUMNS, TrajectoryFilter, Trajec
                                           TrajectoryVerifyFilter, is_trajectories, with_model_text)
 from reasonkit.schema import validate
 
+#: Batches (rows in memory) that may wait for a prefetching filter while the loop reads on.
+MAX_WAITING = 4
 
-def build_filters(config: FilterConfig, eval_sets, kind: str = "traces") -> list:
+
+def build_filters(config: FilterConfig, eval_sets, kind: str = "traces", *, lookahead: bool = False) -> list:
     """The row filters of pass 1, in order; a trajectory's own checks first (the funnel then says a
-    row was stopped by the turn limit rather than that its answer was empty)."""
+    row was stopped by the turn limit rather than that its answer was empty).
+
+    ``lookahead``: the language filter judges the next batch in a helper process on a second core
+    (filters/lookahead.py); the local loop asks for it, a Ray replica (one CPU) does not."""
     trajectories = kind == "trajectories"
     filters: list = [TrajectoryFilter(config.require_tool)] if trajectories else []
     filters.append(FormatFilter(
@@ -50,7 +57,7 @@ def build_filters(config: FilterConfig, eval_sets, kind: str = "traces") -> list
                               timeout=config.verify_timeout, workers=config.workers or default_workers()))
     if config.lang is not None:
         language = TrajectoryLanguageFilter if trajectories else LanguageFilter
-        filters.append(language(config.lang, config.min_lang_ratio, config.lang_candidates))
+        filters.append(language(config.lang, config.min_lang_ratio, config.lang_candidates, lookahead=lookahead))
     return filters
 
 
@@ -72,6 +79,13 @@ def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], s
     Rows whose keys are ``done`` (committed by an earlier run) are skipped; None when none is left.
     The unit of work of both engines: the local loop below, and a Ray replica (filters/ray_engine.py).
     """
+    batch = admit(batch, done, source)
+    return None if batch is None else judge_batch(batch, filters, deduper, timings)
+
+
+def admit(batch: pa.Table, done: set[tuple], source: str) -> pa.Table | None:
+    """A batch as read, checked against its schema (a clear error naming ``source``), less the rows
+    ``done`` already; None when none is left."""
     trajectories = is_trajectories(batch.column_names)
     batch = validate(batch, "trajectories" if trajectories else "traces", source=source)
     if done:
@@ -81,6 +95,12 @@ def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], s
         return None
     if trajectories:  # the text filters and dedup read the model's own text as a trace's completion
         batch = with_model_text(batch)
+    return batch
+
+
+def judge_batch(batch: pa.Table, filters, deduper: Deduper, timings: dict[str, float] | None = None) -> pa.Table:
+    """The row filters (those not run yet) and the dedup keys on an admitted batch."""
+    trajectories = is_trajectories(batch.column_names)
     batch = apply(filters, batch, timings)
     start = time.perf_counter()
     keep = batch.column("keep").to_pylist()
@@ -97,11 +117,37 @@ def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], s
 
 def filter_shards(shards: list[Path], config: FilterConfig, filters, deduper: Deduper,
                   done: set[tuple], timings: dict[str, float] | None = None) -> Iterator[pa.Table]:
-    """Pass 1 over whole input shards, one work table per batch of ``batch_rows``."""
+    """Pass 1 over whole input shards, one work table per batch of ``batch_rows``, in input order.
+
+    A filter that can start early (``prefetch``: the language filter, whose helper process judges
+    on a second core) is given each batch as soon as the filters before it have run; the batch then
+    waits, and the loop goes on with the next ones, until the filter is ``ready`` or
+    :data:`MAX_WAITING` batches wait. The verdicts are the same as judging each batch in one go.
+    """
+    split = next((i for i, f in enumerate(filters) if hasattr(f, "prefetch")), len(filters))
+    before, after = filters[:split], filters[split:]
+    early = [f for f in after if hasattr(f, "prefetch")]
+    waiting: deque[pa.Table] = deque()
     for shard, batch in _timed(_batches(shards, config.batch_rows), timings, "read"):
-        batch = filter_batch(batch, filters, deduper, done, str(shard), timings)
-        if batch is not None:
-            yield batch
+        try:
+            batch = admit(batch, done, str(shard))
+        except Exception:
+            while waiting:  # what was read before a bad batch is judged and committed
+                yield judge_batch(waiting.popleft(), after, deduper, timings)
+            raise
+        if batch is None:
+            continue
+        batch = apply(before, batch, timings)
+        for f in early:
+            start = time.perf_counter()
+            f.prefetch(batch)
+            if timings is not None:
+                timings[f.name] = timings.get(f.name, 0.0) + time.perf_counter() - start
+        waiting.append(batch)
+        while waiting and (len(waiting) > MAX_WAITING or all(f.ready() for f in early)):
+            yield judge_batch(waiting.popleft(), after, deduper, timings)
+    while waiting:
+        yield judge_batch(waiting.popleft(), after, deduper, timings)
 
 
 def _timed(items: Iterator, timings: dict[str, float] | None, name: str) -> Iterator:

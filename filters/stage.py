@@ -128,7 +128,7 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
 
         connect(config.ray_address)  # an unreachable cluster fails here, before OUT exists
     eval_sets = load_eval_sets(config.decontam, config.decontam_column, config.ngram)
-    filters = build_filters(config, eval_sets, kind)
+    filters = build_filters(config, eval_sets, kind, lookahead=config.engine == "local")
     deduper = build_deduper(config)
     out = Path(config.out)
     inputs = [config.traces] + [parse_spec(s)[1] for s in config.decontam]

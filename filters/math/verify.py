@@ -26,12 +26,12 @@ no extracted answer or no gold is not "unverifiable": it is dropped as ``no_answ
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 
 import pyarrow as pa
 
+from reasonkit.engine import usable_cores
 from reasonkit.filters.base import RowFilter, update_rows
 from reasonkit.filters.math.exact import exact_verdict
 from reasonkit.filters.math.extract import MAX_ANSWER, extract_answer
@@ -123,11 +123,8 @@ def fast_verdict(pred: str, gold: str, gold_int: int | None = None) -> bool | No
 
 
 def default_workers() -> int:
-    """The cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    """The cores this process may use: one verification process each."""
+    return usable_cores()
 
 
 class Verifier:
