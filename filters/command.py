@@ -6,10 +6,22 @@ command runs, so ``distill --help`` stays instant.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
 
 from reasonkit.engine import engine_options
 from reasonkit.sandbox.stage import sandbox_option
+
+
+def _listed_rows(traces_dir: str) -> int:
+    """The rows a stage directory's manifest lists, read without the stage's imports (0 when it cannot
+    be read: the stage then says why)."""
+    try:
+        return int(json.loads((Path(traces_dir) / "_manifest.json").read_text()).get("rows", 0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -80,7 +92,7 @@ def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_la
     later call recovered from (tool_error_unrecovered); OUT/sft/ then holds whole conversations.
     """
     from reasonkit.config import from_dict, override
-    from reasonkit.filters.config import LANGUAGE_WARM_UP, FilterConfig
+    from reasonkit.filters.config import LANGUAGE_WARM_UP, FilterConfig, language_lookahead
     from reasonkit.filters.lookahead import start, stop_started
 
     data = dict(
@@ -95,7 +107,7 @@ def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_la
                  if v is not None})
     config = override(from_dict(FilterConfig, data, "filter"), list(overrides), "filter")
     log = None if quiet else (lambda message: click.echo(message, err=True))
-    if config.lang is not None and config.engine == "local":  # lingua loads its models while the filters import
+    if language_lookahead(config, _listed_rows(traces_dir)):  # lingua loads its models while the filters import
         start(LANGUAGE_WARM_UP, config.lang, config.lang_candidates)
     try:
         from reasonkit.filters.report import render

@@ -25,6 +25,9 @@ from reasonkit.errors import UserError
 #: The language filter's lookahead helper starts with this call (filters/lookahead.py); named here,
 #: where ``distill filter`` can reach it before importing the filters, to start the helper early.
 LANGUAGE_WARM_UP = "reasonkit.filters.language:_warm_up"
+#: Inputs of fewer batches judge language in the filter's own process: the helper's start (~1 s of
+#: the second core: a process, lingua's models) pays off only when there is work to overlap it with.
+LOOKAHEAD_MIN_BATCHES = 4
 
 #: Fields that change how a run goes, not what it writes: left out of the config fingerprint, so a
 #: run resumed with more workers (or a different batch size) continues the same output.
@@ -133,3 +136,15 @@ def _check(c: FilterConfig) -> None:
     need(c.workers is None or c.workers >= 1, f"--workers must be >= 1, got {c.workers}")
     need(bool(c.decontam_column), "decontam_column must name a column")
     need(bool(c.tests_column), "tests_column must name a column")
+
+
+def language_lookahead(config: FilterConfig, rows: int) -> bool:
+    """Whether the language filter judges in a helper process (filters/lookahead.py) for an input
+    of ``rows`` rows: the local engine only (a Ray replica has one CPU), and a large enough input.
+
+    >>> from reasonkit.config import from_dict
+    >>> c = from_dict(FilterConfig, {"traces": "t", "out": "o"}, "filter")
+    >>> language_lookahead(c, 100), language_lookahead(c, 20_000)
+    (False, True)
+    """
+    return config.lang is not None and config.engine == "local" and rows >= LOOKAHEAD_MIN_BATCHES * config.batch_rows

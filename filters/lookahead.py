@@ -80,10 +80,10 @@ class Lookahead:
     """
 
     def __init__(self, warm_up: str, *args, workers: int = 2):
+        #: Answers the helper gave (the rest the filter computed itself).
+        self.taken = 0
         self._pending: deque[tuple[list, Future]] = deque()
-        self._pool = _started.pop((warm_up, args), None) if workers else None
-        if self._pool is None:
-            self._pool = _launch(warm_up, args, workers)
+        self._pool = (_started.pop((warm_up, args), None) or _launch(warm_up, args, workers)) if workers else None
 
     @property
     def running(self) -> bool:
@@ -114,7 +114,9 @@ class Lookahead:
                 future.cancel()
                 continue
             try:
-                return future.result()
+                answer = future.result()
+                self.taken += 1
+                return answer
             except Exception:  # noqa: BLE001 - a dead helper (BrokenProcessPool) or its error: compute here
                 self.close()
                 return None

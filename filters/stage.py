@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from reasonkit.errors import UserError
 from reasonkit.filters.base import mark
-from reasonkit.filters.config import FilterConfig
+from reasonkit.filters.config import FilterConfig, language_lookahead
 from reasonkit.filters.decontam import load_eval_sets, parse_spec
 from reasonkit.filters.dedup import Deduper
 from reasonkit.filters.format import assistant_turn
@@ -128,7 +128,8 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
 
         connect(config.ray_address)  # an unreachable cluster fails here, before OUT exists
     eval_sets = load_eval_sets(config.decontam, config.decontam_column, config.ngram)
-    filters = build_filters(config, eval_sets, kind, lookahead=config.engine == "local")
+    filters = build_filters(config, eval_sets, kind,
+                            lookahead=language_lookahead(config, load_manifest(config.traces).get("rows", 0)))
     deduper = build_deduper(config)
     out = Path(config.out)
     inputs = [config.traces] + [parse_spec(s)[1] for s in config.decontam]
