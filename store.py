@@ -160,6 +160,32 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+#: String columns whose values average more bytes than this are free text (a completion, a problem).
+DICTIONARY_MAX_BYTES = 32
+
+
+def dictionary_columns(table: pa.Table) -> list[str]:
+    """The columns worth Parquet's dictionary encoding: all but free text and nested values.
+
+    Dictionary-encoding text that never repeats costs the write twice its time for no size (a shard
+    of 14,037 traces: 53 ms against 24 ms, 3,971 KB against 3,999 KB); short repeated values (a
+    teacher's name, a finish reason) still shrink 15-30x with it.
+
+    >>> dictionary_columns(pa.table({"teacher": ["r1"] * 3, "completion": ["<think>" + "x" * 40] * 3, "n": [1, 2, 3]}))
+    ['teacher', 'n']
+    """
+    names = []
+    for field, column in zip(table.schema, table.columns):
+        if pa.types.is_nested(field.type):
+            continue
+        if pa.types.is_string(field.type) or pa.types.is_large_string(field.type) or pa.types.is_binary(field.type):
+            lengths = pc.sum(pc.binary_length(column)).as_py() or 0
+            if lengths > DICTIONARY_MAX_BYTES * max(1, len(column) - column.null_count):
+                continue
+        names.append(field.name)
+    return names
+
+
 class StageWriter:
     """Writes one stage directory; reopening it resumes.
 
@@ -267,7 +293,7 @@ class StageWriter:
         name = _SHARD.format(self._next_index())
         path = self.dir / name
         tmp = self.dir / f".{name}.tmp-{os.getpid()}"
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, use_dictionary=dictionary_columns(table))
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)

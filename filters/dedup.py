@@ -159,7 +159,9 @@ class Deduper:
         if mode not in MODES:
             raise ValueError(f"unknown dedup mode {mode!r}; expected one of {MODES}")
         self.mode = mode
-        if bands is None:
+        if mode != "minhash":  # only MinHash has bands (searching the best costs ~40 ms)
+            self.n_bands = self.rows = 0
+        elif bands is None:
             self.n_bands, self.rows = lsh_params(threshold, num_perm)
         else:
             self.n_bands, self.rows = bands, num_perm // bands

@@ -31,7 +31,7 @@ from reasonkit.engine import usable_cores
 
 #: Answers submitted and not yet taken that are kept; older ones are dropped (the filter never asked:
 #: the loop decided otherwise). More than the batches filters/pass1.py lets wait.
-MAX_PENDING = 8
+MAX_PENDING = 256
 #: Helpers started by :func:`start`, by warm-up and arguments, until a Lookahead adopts one.
 _started: dict[tuple, ProcessPoolExecutor] = {}
 

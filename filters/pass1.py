@@ -27,8 +27,9 @@ from reasonkit.filters.trajectory import (TEXT_COLUMNS, TrajectoryFilter, Trajec
                                           TrajectoryVerifyFilter, is_trajectories, with_model_text)
 from reasonkit.schema import validate
 
-#: Batches (rows in memory) that may wait for a prefetching filter while the loop reads on.
-MAX_WAITING = 4
+#: Bytes of batches that may wait for a prefetching filter while the loop reads on (R1 traces of
+#: ~30 KB: two batches of 1,024; short traces: tens, enough to hide the helper's start).
+MAX_WAITING_BYTES = 64 << 20
 
 
 def build_filters(config: FilterConfig, eval_sets, kind: str = "traces", *, lookahead: bool = False) -> list:
@@ -122,7 +123,7 @@ def filter_shards(shards: list[Path], config: FilterConfig, filters, deduper: De
     A filter that can start early (``prefetch``: the language filter, whose helper process judges
     on a second core) is given each batch as soon as the filters before it have run; the batch then
     waits, and the loop goes on with the next ones, until the filter is ``ready`` or
-    :data:`MAX_WAITING` batches wait. The verdicts are the same as judging each batch in one go.
+    :data:`MAX_WAITING_BYTES` wait. The verdicts are the same as judging each batch in one go.
     """
     split = next((i for i, f in enumerate(filters) if hasattr(f, "prefetch")), len(filters))
     before, after = filters[:split], filters[split:]
@@ -144,7 +145,7 @@ def filter_shards(shards: list[Path], config: FilterConfig, filters, deduper: De
             if timings is not None:
                 timings[f.name] = timings.get(f.name, 0.0) + time.perf_counter() - start
         waiting.append(batch)
-        while waiting and (len(waiting) > MAX_WAITING or all(f.ready() for f in early)):
+        while waiting and (sum(b.nbytes for b in waiting) > MAX_WAITING_BYTES or all(f.ready() for f in early)):
             yield judge_batch(waiting.popleft(), after, deduper, timings)
     while waiting:
         yield judge_batch(waiting.popleft(), after, deduper, timings)

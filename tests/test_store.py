@@ -119,3 +119,21 @@ def test_sigkill_mid_shard_keeps_committed_shards_and_right_resume_keys(tmp_path
     w.finish()
     ids = read_stage(out).column("id").to_pylist()
     assert sorted(ids) == sorted(f"p{i}" for i in range(9)) and len(ids) == 9
+
+
+def test_free_text_is_written_without_a_dictionary_and_short_values_with_one(tmp_path):
+    import pyarrow.parquet as pq
+
+    n = 200
+    table = rows(0, n).append_column("teacher", pa.array(["deepseek-r1"] * n)).append_column(
+        "completion", pa.array([f"<think>step {i} " + "let me check this again. " * 8 + "</think>" for i in range(n)])
+    ).append_column("messages", pa.array([[{"role": "user", "content": f"q{i}"}] for i in range(n)]))
+    w = writer(tmp_path)
+    path = w.commit(table)
+    w.finish()
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
+    assert "RLE_DICTIONARY" in encodings["teacher"] and "RLE_DICTIONARY" in encodings["id"]
+    assert "RLE_DICTIONARY" not in encodings["completion"]
+    assert not any("RLE_DICTIONARY" in e for p, e in encodings.items() if p.startswith("messages"))
+    assert read_stage(tmp_path).equals(table)  # the encoding changes nothing read back
