@@ -39,6 +39,11 @@ _started: dict[tuple, ProcessPoolExecutor] = {}
 def _warm(warm_up: str, *args) -> None:
     """The helper's initializer: import ``"module:function"`` and call it."""
     import importlib
+    import signal
+
+    # Ctrl-C reaches the whole process group: the command handles it and stops the helper, which
+    # would otherwise print a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     module, name = warm_up.split(":")
     getattr(importlib.import_module(module), name)(*args)
