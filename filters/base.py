@@ -21,19 +21,22 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable, MutableMapping, Sequence
-from typing import Protocol, runtime_checkable
+from functools import cache
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
-import pyarrow as pa
+# numpy and pyarrow load inside the functions: the language filter's helper process
+# (filters/lookahead.py) imports the filter classes and needs neither (~0.1 s of its start).
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-#: Columns a filter may add to a traces table (the ``verdicts`` table of schema.py).
-VERDICT_TYPES: dict[str, pa.DataType] = {
-    "pred": pa.string(),
-    "correct": pa.bool_(),
-    "lang_ratio": pa.float32(),
-    "keep": pa.bool_(),
-    "drop_reason": pa.string(),
-}
+
+@cache
+def verdict_types() -> dict[str, pa.DataType]:
+    """Columns a filter may add to a traces table (the ``verdicts`` table of schema.py)."""
+    import pyarrow as pa
+
+    return {"pred": pa.string(), "correct": pa.bool_(), "lang_ratio": pa.float32(), "keep": pa.bool_(),
+            "drop_reason": pa.string()}
 
 
 @runtime_checkable
@@ -49,7 +52,10 @@ class Filter(Protocol):
 
 def start_verdicts(batch: pa.Table) -> pa.Table:
     """Add the verdict columns a batch lacks: nulls, and ``keep`` all true."""
-    for name, type_ in VERDICT_TYPES.items():
+    import numpy as np
+    import pyarrow as pa
+
+    for name, type_ in verdict_types().items():
         if name not in batch.column_names:
             if name == "keep":
                 col = pa.array(np.ones(batch.num_rows, dtype=bool))
@@ -61,13 +67,17 @@ def start_verdicts(batch: pa.Table) -> pa.Table:
 
 def alive_rows(batch: pa.Table) -> list[int]:
     """Indices of the rows still kept."""
+    import numpy as np
+
     keep = batch.column("keep").to_numpy(zero_copy_only=False)
     return np.flatnonzero(keep).tolist()
 
 
 def set_column(batch: pa.Table, name: str, values: Sequence, type_: pa.DataType | None = None) -> pa.Table:
     """Replace (or add) column ``name`` with ``values`` (one per row)."""
-    type_ = type_ or VERDICT_TYPES.get(name) or batch.schema.field(name).type
+    import pyarrow as pa
+
+    type_ = type_ or verdict_types().get(name) or batch.schema.field(name).type
     arr = pa.array(values, type=type_)
     if name in batch.column_names:
         i = batch.column_names.index(name)

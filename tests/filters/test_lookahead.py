@@ -245,3 +245,16 @@ def test_a_bad_batch_after_good_ones_commits_the_good_ones_first(tmp_path, two_c
         for f in filters:
             getattr(f, "close", lambda: None)()
     assert sum(seen) == 40  # every batch read before the bad one was judged and handed on
+
+
+def test_the_helper_imports_neither_numpy_nor_pyarrow():
+    # Its start is on the run's critical path (lingua's models load after its imports): the filter
+    # classes' module it imports must not pull numpy or pyarrow (~0.1 s) in at import time.
+    import subprocess
+    import sys
+
+    code = ("import sys, reasonkit.filters.language as l; l._warm_up('en', ('en', 'fr')); "
+            "print(sorted(m for m in ('numpy', 'pyarrow', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
