@@ -41,7 +41,7 @@ from reasonkit.filters.trajectory import is_trajectories
 from reasonkit.filters.trajectory import report as trajectory_report
 from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
 from reasonkit.schema import MESSAGES, TABLES
-from reasonkit.store import StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
+from reasonkit.store import Committer, StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
 
 WORK = ".work"
 REPORT = "report.json"
@@ -186,13 +186,14 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
 def _pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: StageWriter, log: Log,
            timings: dict[str, float]) -> None:
     seen = 0
-    for batch in filter_shards(shards, config, filters, deduper, work_w.done_keys(), timings):
-        start = time.perf_counter()
-        work_w.commit(batch)
-        timings["write work"] = timings.get("write work", 0.0) + time.perf_counter() - start
-        seen += batch.num_rows
-        kept = pc.sum(batch.column("keep")).as_py() or 0
-        log(f"pass 1: {seen} rows filtered ({kept} kept in this batch of {batch.num_rows})")
+    with Committer() as committer:  # a batch is written while the next is judged
+        for batch in filter_shards(shards, config, filters, deduper, work_w.done_keys(), timings):
+            start = time.perf_counter()
+            committer.commit(work_w, batch)
+            timings["write work"] = timings.get("write work", 0.0) + time.perf_counter() - start
+            seen += batch.num_rows
+            kept = pc.sum(batch.column("keep")).as_py() or 0
+            log(f"pass 1: {seen} rows filtered ({kept} kept in this batch of {batch.num_rows})")
     work_w.finish()
 
 
@@ -274,6 +275,12 @@ def sft_rows(kept: pa.Table) -> pa.Table:
 
 def _pass3(work, decisions, key_columns, batch_rows, writers, tally: Tally, log: Log, to_sft=sft_rows) -> None:
     done = [w.done_keys() for w in writers]
+    with Committer() as committer:  # a shard is written while the next is built
+        _split_work(work, decisions, key_columns, batch_rows, writers, done, committer, tally, log, to_sft)
+
+
+def _split_work(work, decisions, key_columns, batch_rows, writers, done, committer: Committer, tally: Tally,
+                log: Log, to_sft) -> None:
     pending: list[list[pa.Table]] = [[], [], []]
     offset = 0
     for path in work:
@@ -290,12 +297,12 @@ def _pass3(work, decisions, key_columns, batch_rows, writers, tally: Tally, log:
                 table = table.filter(pa.array([key not in done[k] for key in keys], pa.bool_()))
             pending[k].append(table)
             if sum(t.num_rows for t in pending[k]) >= batch_rows:
-                writers[k].commit(pa.concat_tables(pending[k]))
+                committer.commit(writers[k], pa.concat_tables(pending[k]))
                 pending[k] = []
         log(f"pass 3: {offset} rows written")
     for k, tables in enumerate(pending):
         if tables:
-            writers[k].commit(pa.concat_tables(tables))
+            committer.commit(writers[k], pa.concat_tables(tables))
 
 
 def _write_json(path: Path, data: dict) -> None:
