@@ -1,11 +1,11 @@
 """A filter's work on the next batch, done by a helper process while this one works on the current batch.
 
 The filter stage's loop runs in one process, on one core. A filter whose answer for a row is a pure
-function of the row (the language filter's ``lang_ratio``) can be asked one batch early: the loop
-hands the next batch to :meth:`Lookahead.submit`, goes on with the current one, and the filter
-:meth:`Lookahead.take`\\ s the answer when its turn comes. On a machine with two cores this takes the
-language filter off the loop's path, and the helper's start-up (lingua loading its models, ~0.4 s)
-overlaps the loop's own.
+function of the row (the language filter's ``lang_ratio``) can be asked early: the loop hands a
+batch to :meth:`Lookahead.submit`, goes on with the next ones, and the filter :meth:`Lookahead.take`\\ s
+the answer when the batch's turn comes (filters/pass1.py). On a machine with two cores this takes
+the language filter off the loop's path, and the helper's start-up (lingua loading its models,
+~1 CPU-second) overlaps the loop's own.
 
 The helper only ever saves time: an answer is used only for the very inputs it was computed from
 (compared by value), and when the helper is missing (one core), dead or failing, :meth:`take`

@@ -28,8 +28,10 @@ from reasonkit.filters.trajectory import (TEXT_COLUMNS, TrajectoryFilter, Trajec
 from reasonkit.schema import validate
 
 #: Bytes of batches that may wait for a prefetching filter while the loop reads on (R1 traces of
-#: ~30 KB: two batches of 1,024; short traces: tens, enough to hide the helper's start).
+#: ~30 KB: two batches of 1,024; short traces: tens, enough to hide the helper's start), and at
+#: most this many batches (fewer than filters/lookahead.py keeps answers for).
 MAX_WAITING_BYTES = 64 << 20
+MAX_WAITING_BATCHES = 128
 
 
 def build_filters(config: FilterConfig, eval_sets, kind: str = "traces", *, lookahead: bool = False) -> list:
@@ -145,7 +147,8 @@ def filter_shards(shards: list[Path], config: FilterConfig, filters, deduper: De
             if timings is not None:
                 timings[f.name] = timings.get(f.name, 0.0) + time.perf_counter() - start
         waiting.append(batch)
-        while waiting and (sum(b.nbytes for b in waiting) > MAX_WAITING_BYTES or all(f.ready() for f in early)):
+        while waiting and (len(waiting) > MAX_WAITING_BATCHES or sum(b.nbytes for b in waiting) > MAX_WAITING_BYTES
+                           or all(f.ready() for f in early)):
             yield judge_batch(waiting.popleft(), after, deduper, timings)
     while waiting:
         yield judge_batch(waiting.popleft(), after, deduper, timings)

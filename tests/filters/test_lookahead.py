@@ -258,3 +258,38 @@ def test_the_helper_imports_neither_numpy_nor_pyarrow():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_batches_wait_for_a_slow_helper_only_up_to_the_cap(tmp_path, monkeypatch):
+    from reasonkit.filters import pass1
+    from reasonkit.filters.base import RowFilter
+
+    class NeverReady(RowFilter):
+        name, reasons = "never_ready", ()
+        prefetched = 0
+
+        def prefetch(self, batch):
+            self.prefetched += 1
+
+        def ready(self):
+            return False
+
+        def judge(self, batch, rows):
+            return [None] * len(rows)
+
+    write_traces(tmp_path / "t", rows(40), shard_rows=40)
+    config = FilterConfig(traces=str(tmp_path / "t"), out="unused", workers=1, batch_rows=2)
+    early = NeverReady()
+    monkeypatch.setattr(pass1, "MAX_WAITING_BATCHES", 3)
+    most = 0
+    for done, _ in enumerate(filter_shards(sorted((tmp_path / "t").glob("part-*.parquet")), config, [early],
+                                           build_deduper(config), set()), start=1):
+        most = max(most, early.prefetched - done + 1)
+    assert early.prefetched == 20 and most == 4  # the yielded batch and 3 waiting
+    monkeypatch.setattr(pass1, "MAX_WAITING_BATCHES", 1000)
+    monkeypatch.setattr(pass1, "MAX_WAITING_BYTES", 1)  # any batch is over a byte: none waits
+    early.prefetched, most = 0, 0
+    for done, _ in enumerate(filter_shards(sorted((tmp_path / "t").glob("part-*.parquet")), config, [early],
+                                           build_deduper(config), set()), start=1):
+        most = max(most, early.prefetched - done + 1)
+    assert most == 1
