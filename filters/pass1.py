@@ -125,7 +125,8 @@ def filter_shards(shards: list[Path], config: FilterConfig, filters, deduper: De
     A filter that can start early (``prefetch``: the language filter, whose helper process judges
     on a second core) is given each batch as soon as the filters before it have run; the batch then
     waits, and the loop goes on with the next ones, until the filter is ``ready`` or
-    :data:`MAX_WAITING_BYTES` wait. The verdicts are the same as judging each batch in one go.
+    :data:`MAX_WAITING_BYTES` (or :data:`MAX_WAITING_BATCHES`) wait. The verdicts are the same as
+    judging each batch in one go.
     """
     split = next((i for i, f in enumerate(filters) if hasattr(f, "prefetch")), len(filters))
     before, after = filters[:split], filters[split:]
