@@ -60,19 +60,24 @@ def launches(monkeypatch):
     return pools
 
 
-def pass1(path, ahead: bool, kill_after: int | None = None):
-    """Pass 1's work tables over ``path`` (and the language filter), with or without the helper."""
+def kill(ahead: Lookahead) -> None:
+    for pid in list(ahead._pool._processes):
+        os.kill(pid, signal.SIGKILL)
+
+
+def pass1(path, ahead: bool, killed: bool = False):
+    """Pass 1's work tables over ``path`` (and the language filter), with or without the helper
+    (``killed``: its process killed before the first batch)."""
     config = FilterConfig(traces=str(path), out="unused", workers=1, batch_rows=BATCH)
     filters = build_filters(config, [], lookahead=ahead)
     language = filters[-1]
+    if killed:
+        kill(language.ahead)
     shards = sorted(path.glob("part-*.parquet"))
     tables = []
     try:
         for table in filter_shards(shards, config, filters, build_deduper(config), set()):
             tables.append(table)
-            if kill_after is not None and len(tables) == kill_after:
-                for pid in list(language.ahead._pool._processes):
-                    os.kill(pid, signal.SIGKILL)
     finally:
         taken = language.ahead.taken
         for f in filters:
@@ -98,9 +103,23 @@ def test_the_helper_gives_the_verdicts_the_filter_gives_alone(tmp_path, two_core
 def test_a_killed_helper_leaves_the_filter_to_judge_alone(tmp_path, two_cores):
     write_traces(tmp_path / "t", rows(), shard_rows=40)
     alone, _, _ = pass1(tmp_path / "t", ahead=False)
-    helped, language, taken = pass1(tmp_path / "t", ahead=True, kill_after=1)
+    helped, language, taken = pass1(tmp_path / "t", ahead=True, killed=True)
     assert verdicts(helped) == verdicts(alone)
-    assert 1 <= taken < 10 and not language.ahead.running
+    assert taken == 0 and not language.ahead.running
+
+
+def test_a_helper_killed_with_work_in_hand_is_no_answer(two_cores):
+    ahead = Lookahead("os:getpid")
+    try:
+        ahead.submit(["fast"], sorted)
+        assert ahead.take(["fast"]) == ["fast"]
+        ahead.submit(30, time.sleep)  # sleeps 30 s: still running when the helper dies
+        kill(ahead)
+        started = time.monotonic()
+        assert ahead.take(30) is None and not ahead.running
+        assert time.monotonic() - started < 20  # the death is seen, not the sleep waited out
+    finally:
+        ahead.close()
 
 
 def test_the_trajectory_language_filter_judges_prose_through_the_helper(tmp_path, two_cores):
