@@ -278,7 +278,7 @@ class LanguageFilter(RowFilter):
 
     def judge(self, batch: pa.Table, rows: list[int]):
         texts = self.texts(batch, rows)
-        ratios = self.ahead.take(texts) if self.ahead.running else None
+        ratios = self.ahead.take(texts)  # None without a helper, or when it failed
         if ratios is None:
             ratios = lang_ratios(texts, self.lang, self.candidates, self.cache)
         reasons = ["language" if r is not None and r < self.min_ratio else None for r in ratios]

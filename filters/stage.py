@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from reasonkit.errors import UserError
 from reasonkit.filters.base import mark
+from reasonkit.filters.committer import Committer
 from reasonkit.filters.config import FilterConfig, language_lookahead
 from reasonkit.filters.decontam import load_eval_sets, parse_spec
 from reasonkit.filters.dedup import Deduper
@@ -41,7 +42,7 @@ from reasonkit.filters.trajectory import is_trajectories
 from reasonkit.filters.trajectory import report as trajectory_report
 from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
 from reasonkit.schema import MESSAGES, TABLES
-from reasonkit.store import Committer, StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
+from reasonkit.store import StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
 
 WORK = ".work"
 REPORT = "report.json"

@@ -137,37 +137,3 @@ def test_free_text_is_written_without_a_dictionary_and_short_values_with_one(tmp
     assert "RLE_DICTIONARY" not in encodings["completion"]
     assert not any("RLE_DICTIONARY" in e for p, e in encodings.items() if p.startswith("messages"))
     assert read_stage(tmp_path).equals(table)  # the encoding changes nothing read back
-
-
-def test_background_commits_keep_their_order_and_raise_the_first_error(tmp_path, monkeypatch):
-    from reasonkit.store import Committer
-
-    w = writer(tmp_path / "ok")
-    with Committer(ahead=1) as c:
-        for start in range(0, 10, 2):
-            c.commit(w, rows(start, start + 2))
-    w.finish()
-    assert read_stage(tmp_path / "ok").column("id").to_pylist() == [f"p{i}" for i in range(10)]
-    assert [s["file"] for s in json.loads((tmp_path / "ok" / MANIFEST).read_text())["shards"]] == [
-        f"part-{i:05d}.parquet" for i in range(5)]
-
-    real = StageWriter.commit
-    calls = []
-
-    def third_fails(self, table):
-        calls.append(table.num_rows)
-        if len(calls) == 3:
-            raise OSError("disk full")
-        return real(self, table)
-
-    monkeypatch.setattr(StageWriter, "commit", third_fails)
-    w = writer(tmp_path / "bad")
-    with pytest.raises(OSError, match="disk full"):
-        with Committer() as c:
-            for start in range(0, 10, 2):
-                c.commit(w, rows(start, start + 2))
-    assert len(shard_paths(tmp_path / "bad", allow_incomplete=True)) == 2  # what came before the error is committed
-    with pytest.raises(KeyError):  # an error of the caller's own is not replaced by a commit's
-        with Committer() as c:
-            c.commit(w, rows(0, 2))
-            raise KeyError("mine")
