@@ -277,33 +277,28 @@ def sft_rows(kept: pa.Table) -> pa.Table:
 def _pass3(work, decisions, key_columns, batch_rows, writers, tally: Tally, log: Log, to_sft=sft_rows) -> None:
     done = [w.done_keys() for w in writers]
     with Committer() as committer:  # a shard is written while the next is built
-        _split_work(work, decisions, key_columns, batch_rows, writers, done, committer, tally, log, to_sft)
-
-
-def _split_work(work, decisions, key_columns, batch_rows, writers, done, committer: Committer, tally: Tally,
-                log: Log, to_sft) -> None:
-    pending: list[list[pa.Table]] = [[], [], []]
-    offset = 0
-    for path in work:
-        batch = pq.read_table(path)
-        n = batch.num_rows
-        batch = mark(batch, range(n), decisions[offset : offset + n]).drop_columns(key_columns)
-        offset += n
-        tally.add(batch)
-        keep = batch.column("keep")
-        kept, rejected = batch.filter(keep), batch.filter(pc.invert(keep))
-        for k, table in enumerate((kept, rejected, to_sft(kept))):
-            if done[k]:
-                keys = zip(table.column("id").to_pylist(), table.column("sample").to_pylist())
-                table = table.filter(pa.array([key not in done[k] for key in keys], pa.bool_()))
-            pending[k].append(table)
-            if sum(t.num_rows for t in pending[k]) >= batch_rows:
-                committer.commit(writers[k], pa.concat_tables(pending[k]))
-                pending[k] = []
-        log(f"pass 3: {offset} rows written")
-    for k, tables in enumerate(pending):
-        if tables:
-            committer.commit(writers[k], pa.concat_tables(tables))
+        pending: list[list[pa.Table]] = [[], [], []]
+        offset = 0
+        for path in work:
+            batch = pq.read_table(path)
+            n = batch.num_rows
+            batch = mark(batch, range(n), decisions[offset : offset + n]).drop_columns(key_columns)
+            offset += n
+            tally.add(batch)
+            keep = batch.column("keep")
+            kept, rejected = batch.filter(keep), batch.filter(pc.invert(keep))
+            for k, table in enumerate((kept, rejected, to_sft(kept))):
+                if done[k]:
+                    keys = zip(table.column("id").to_pylist(), table.column("sample").to_pylist())
+                    table = table.filter(pa.array([key not in done[k] for key in keys], pa.bool_()))
+                pending[k].append(table)
+                if sum(t.num_rows for t in pending[k]) >= batch_rows:
+                    committer.commit(writers[k], pa.concat_tables(pending[k]))
+                    pending[k] = []
+            log(f"pass 3: {offset} rows written")
+        for k, tables in enumerate(pending):
+            if tables:
+                committer.commit(writers[k], pa.concat_tables(tables))
 
 
 def _write_json(path: Path, data: dict) -> None:
