@@ -8,6 +8,8 @@ gradient checkpointing) need these passed through as TRL names them.
 
 >>> is_flash_attention("kernels-community/flash-attn3"), is_flash_attention("flash_attention_2"), is_flash_attention("sdpa")
 (True, True, False)
+>>> resolve_attention("sdpa", cuda=True), resolve_attention("auto", cuda=False)
+('sdpa', 'sdpa')
 """
 
 from __future__ import annotations
@@ -15,6 +17,24 @@ from __future__ import annotations
 #: kernels-community repos that transformers runs as FlashAttention (modeling_flash_attention_utils'
 #: FLASH_ATTN_KERNEL_VERSIONS): flash-attn2/3/4, vllm-flash-attn3, aiter-flash-attn, metal-flash-sdpa.
 _KERNEL_HUB = "kernels-community/"
+
+
+#: ``attn_implementation: auto``: FlashAttention 2 where it can run (a CUDA device and flash-attn importable), else
+#: SDPA. flash-attn is a source build that fails on nodes without a matching CUDA toolkit (scripts/setup-gpu.sh
+#: goes on without it), so a recipe that can do without it asks for ``auto`` rather than ``flash_attention_2``.
+AUTO = "auto"
+
+
+def resolve_attention(attn_implementation: str, *, cuda: bool) -> str:
+    """The attention a run uses: ``auto`` resolved (see :data:`AUTO`), any other name as given.
+
+    Looks for flash-attn without importing it (``find_spec``), so ``--plan`` and validation stay light.
+    """
+    if attn_implementation != AUTO:
+        return attn_implementation
+    import importlib.util
+
+    return "flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") is not None else "sdpa"
 
 
 def is_flash_attention(attn_implementation: str | None) -> bool:
