@@ -47,10 +47,13 @@ DEFAULT_BETA = {"sft": 0.1, "dpo": 0.1, "grpo": 0.0, "rm": 0.0, "prm": 0.0}
 #: 0.2 so a well-formed wrong answer never outscores a correct one, whatever its form.
 DEFAULT_REWARDS = {"accuracy": 1.0, "format": 0.2}
 
+#: Where GRPO's vLLM server is (vllm_mode server; TRL's GRPOConfig fields of the same names): they say where
+#: completions are sampled, not what is trained, so they are not fingerprinted.
+VLLM_SERVER_FIELDS = ("vllm_server_base_url", "vllm_server_host", "vllm_server_port", "vllm_server_timeout")
 #: Keys that do not change what a run computes; a resumed run may differ from its start in these.
 NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit",
                      "dataset_num_proc", "gpu_memory_gb", "use_vllm", "vllm_mode", "vllm_gpu_memory_utilization",
-                     "max_prompt_length", "rollouts_every")
+                     "max_prompt_length", "rollouts_every", *VLLM_SERVER_FIELDS)
 #: GRPO with tools (distill/rl/tools.py): left out of a run's fingerprint when it names no tools, so GRPO runs
 #: started before tools existed still resume.
 TOOL_FIELDS = ("tools", "corpus", "max_turns", "tool_timeout", "search_k")
@@ -133,6 +136,12 @@ class TrainConfig:
     use_vllm: bool | None = None  # None: on when CUDA is there and vllm imports
     vllm_mode: Literal["colocate", "server"] = "colocate"
     vllm_gpu_memory_utilization: float = 0.3
+    # vllm_mode server: the `trl vllm-serve` to sample from, by URL ("http://node1:8000") or by host and port (None:
+    # TRL's defaults, 0.0.0.0:8000), and how long to wait for it to come up (None: TRL's 240 s; a 7B loads in ~1 min)
+    vllm_server_base_url: str | None = None
+    vllm_server_host: str | None = None
+    vllm_server_port: int | None = None
+    vllm_server_timeout: float | None = None
     # commit OUT/rollouts every N steps, at every checkpoint and at the end (None: checkpoints and end only); a
     # step of 512 R1-length completions holds ~16 MB of text, so waiting for a checkpoint would hold gigabytes
     rollouts_every: int | None = 10
@@ -300,6 +309,7 @@ class TrainConfig:
                 raise ValueError(
                     f"num_generations {self.num_generations} must divide the generation batch (batch_size {self.batch_size} x "
                     f"steps_per_generation {self.steps_per_generation or self.grad_accum} x {processes} processes = {batch} "
+        self._check_vllm_server()
                     f"completions): every prompt's group of {self.num_generations} completions must fit in it")
 
     def _check_tools(self) -> None:
@@ -362,6 +372,23 @@ class TrainConfig:
                 data[f.name] = float(data[f.name])
         for key in (*NOT_FINGERPRINTED, *LAUNCH_FIELDS, *BATCH_SPLIT, *(GRPO_FIELDS if self.method != "grpo" else ()),
                     *(SCORER_FIELDS if self.method not in ("rm", "prm") else ())):
+    def _check_vllm_server(self) -> None:
+        """The server settings TRL would ignore or fail on only once training starts."""
+        given = [k for k in VLLM_SERVER_FIELDS if getattr(self, k) is not None]
+        if given and self.vllm_mode != "server":
+            raise ValueError(f"{', '.join(given)} apply with vllm_mode: server, found vllm_mode {self.vllm_mode}")
+        if self.vllm_server_base_url is not None and (self.vllm_server_host is not None or self.vllm_server_port is not None):
+            raise ValueError("vllm_server_base_url or vllm_server_host/vllm_server_port, not both (TRL ignores the host and "
+                             "port when a base URL is given)")
+        url = self.vllm_server_base_url
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError(f"vllm_server_base_url must be an http:// or https:// URL (e.g. http://node1:8000), found {url!r}")
+        port = self.vllm_server_port
+        if port is not None and (isinstance(port, bool) or not 1 <= port <= 65535):
+            raise ValueError(f"vllm_server_port must be a TCP port, 1 to 65535, found {port}")
+        if self.vllm_server_timeout is not None and self.vllm_server_timeout <= 0:
+            raise ValueError(f"vllm_server_timeout must be > 0 seconds, found {self.vllm_server_timeout}")
+
             data.pop(key)
         if data.get("reward_model", 0) is None:  # no rm reward: runs started before it existed still resume
             data.pop("reward_model")

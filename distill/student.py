@@ -115,10 +115,10 @@ def trainer_args(cfg, device: Device, checkpoints: Path, max_length: int) -> dic
 
 
 def count_parameters(model) -> tuple[int, int]:
-    """(trainable, total) parameter counts."""
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    total = sum(p.numel() for p in model.parameters())
-    return trainable, total
+    """(trainable, total) parameter counts. Under DeepSpeed ZeRO-3 a process holds a partition of each
+    weight (``p.numel()`` is 0 or a shard); DeepSpeed keeps the whole size in ``ds_numel``."""
+    sizes = [(getattr(p, "ds_numel", None) or p.numel(), p.requires_grad) for p in model.parameters()]
+    return sum(n for n, trains in sizes if trains), sum(n for n, _ in sizes)
 
 
 def merge_adapter(adapter_dir: Path, out_dir: Path, bf16: bool, method: str = "sft") -> Path:

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
+from reasonkit.distill.config import VLLM_SERVER_FIELDS
 from reasonkit.distill.levers import trl_levers
 
 
@@ -64,6 +65,8 @@ def grpo_arguments(cfg, args: dict, *, longest_prompt: int | None = None) -> GRP
         prompt = cfg.max_prompt_length or longest_prompt
         extra = dict(vllm_mode=cfg.vllm_mode, vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
                      vllm_max_model_length=prompt + cfg.max_completion_length if prompt else None)
+        # where the server is (vllm_mode server): only what the config gives, TRL's defaults for the rest
+        extra.update({k: getattr(cfg, k) for k in VLLM_SERVER_FIELDS if getattr(cfg, k) is not None})
     else:
         # transformers 5 fills what TRL's GenerationConfig leaves None from the model's generation_config, so a
         # student saved with use_cache false would sample without a KV cache (14x slower on the teacher)
