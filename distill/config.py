@@ -292,6 +292,7 @@ class TrainConfig:
             raise ValueError(f"temperature must be > 0 and top_p in (0, 1], found {self.temperature} and {self.top_p}")
         if not 0 < self.vllm_gpu_memory_utilization <= 1:
             raise ValueError(f"vllm_gpu_memory_utilization must be in (0, 1], found {self.vllm_gpu_memory_utilization}")
+        self._check_vllm_server()
         if not self.rewards:
             raise ValueError(f"rewards: name at least one reward ({', '.join(sorted(REWARDS))})")
         self._check_tools()
@@ -309,7 +310,6 @@ class TrainConfig:
                 raise ValueError(
                     f"num_generations {self.num_generations} must divide the generation batch (batch_size {self.batch_size} x "
                     f"steps_per_generation {self.steps_per_generation or self.grad_accum} x {processes} processes = {batch} "
-        self._check_vllm_server()
                     f"completions): every prompt's group of {self.num_generations} completions must fit in it")
 
     def _check_tools(self) -> None:
@@ -337,6 +337,23 @@ class TrainConfig:
     def tool_names(self) -> list[str]:
         """``tools`` as a list: ``" search, python"`` -> ``["search", "python"]``."""
         return [n.strip() for n in (self.tools or "").split(",") if n.strip()]
+
+    def _check_vllm_server(self) -> None:
+        """The server settings TRL would ignore or fail on only once training starts."""
+        given = [k for k in VLLM_SERVER_FIELDS if getattr(self, k) is not None]
+        if given and self.vllm_mode != "server":
+            raise ValueError(f"{', '.join(given)} apply with vllm_mode: server, found vllm_mode {self.vllm_mode}")
+        if self.vllm_server_base_url is not None and (self.vllm_server_host is not None or self.vllm_server_port is not None):
+            raise ValueError("vllm_server_base_url or vllm_server_host/vllm_server_port, not both (TRL ignores the host and "
+                             "port when a base URL is given)")
+        url = self.vllm_server_base_url
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError(f"vllm_server_base_url must be an http:// or https:// URL (e.g. http://node1:8000), found {url!r}")
+        port = self.vllm_server_port
+        if port is not None and (isinstance(port, bool) or not 1 <= port <= 65535):
+            raise ValueError(f"vllm_server_port must be a TCP port, 1 to 65535, found {port}")
+        if self.vllm_server_timeout is not None and self.vllm_server_timeout <= 0:
+            raise ValueError(f"vllm_server_timeout must be > 0 seconds, found {self.vllm_server_timeout}")
 
     def generation_batch_size(self, world_size: int = 1) -> int:
         """Completions sampled at once (TRL's generation_batch_size): per device x processes x steps per generation."""
@@ -372,23 +389,6 @@ class TrainConfig:
                 data[f.name] = float(data[f.name])
         for key in (*NOT_FINGERPRINTED, *LAUNCH_FIELDS, *BATCH_SPLIT, *(GRPO_FIELDS if self.method != "grpo" else ()),
                     *(SCORER_FIELDS if self.method not in ("rm", "prm") else ())):
-    def _check_vllm_server(self) -> None:
-        """The server settings TRL would ignore or fail on only once training starts."""
-        given = [k for k in VLLM_SERVER_FIELDS if getattr(self, k) is not None]
-        if given and self.vllm_mode != "server":
-            raise ValueError(f"{', '.join(given)} apply with vllm_mode: server, found vllm_mode {self.vllm_mode}")
-        if self.vllm_server_base_url is not None and (self.vllm_server_host is not None or self.vllm_server_port is not None):
-            raise ValueError("vllm_server_base_url or vllm_server_host/vllm_server_port, not both (TRL ignores the host and "
-                             "port when a base URL is given)")
-        url = self.vllm_server_base_url
-        if url is not None and not url.startswith(("http://", "https://")):
-            raise ValueError(f"vllm_server_base_url must be an http:// or https:// URL (e.g. http://node1:8000), found {url!r}")
-        port = self.vllm_server_port
-        if port is not None and (isinstance(port, bool) or not 1 <= port <= 65535):
-            raise ValueError(f"vllm_server_port must be a TCP port, 1 to 65535, found {port}")
-        if self.vllm_server_timeout is not None and self.vllm_server_timeout <= 0:
-            raise ValueError(f"vllm_server_timeout must be > 0 seconds, found {self.vllm_server_timeout}")
-
             data.pop(key)
         if data.get("reward_model", 0) is None:  # no rm reward: runs started before it existed still resume
             data.pop("reward_model")
