@@ -180,6 +180,9 @@ class TrainConfig:
     device: Literal["auto", "cpu", "cuda"] = "auto"
     bf16: bool | None = None
     gradient_checkpointing: bool | None = None
+    # sdpa, flash_attention_2 (pip install flash-attn: a source build), a kernels-community/ hub kernel, or auto:
+    # FlashAttention 2 where flash-attn imports on a GPU, SDPA otherwise (levers.resolve_attention; the train report
+    # records the one used), so a recipe runs on a node where flash-attn did not build
     attn_implementation: str = "sdpa"
     threads: int | None = None  # torch CPU threads; 1 is fastest for tiny models on a busy machine
     allow_incomplete: bool = False  # train on an unfinished stage directory
@@ -255,7 +258,7 @@ class TrainConfig:
                              f"{self.num_machines}")
 
     def _check_levers(self) -> None:
-        from reasonkit.distill.levers import is_flash_attention
+        from reasonkit.distill.levers import AUTO, is_flash_attention
 
         if self.dataset_num_proc is not None and self.dataset_num_proc < 1:
             raise ValueError(f"dataset_num_proc must be >= 1 when given, found {self.dataset_num_proc}")
@@ -268,10 +271,11 @@ class TrainConfig:
             if self.method != "sft" or not self.packing:
                 raise ValueError("padding_free applies to --method sft with packing (TRL 1.16 cannot cut unpacked "
                                  "padding-free rows to max_length, and its DPO trainer has padding-free disabled)")
-            if not is_flash_attention(self.attn_implementation):
+            if not is_flash_attention(self.attn_implementation) and self.attn_implementation != AUTO:
                 raise ValueError(f"padding_free needs a FlashAttention attn_implementation (flash_attention_2, "
-                                 f"kernels-community/flash-attn3, ...), found {self.attn_implementation!r}: under it a "
-                                 "flattened batch is one B*L x B*L attention mask")
+                                 f"kernels-community/flash-attn3, ..., or auto: padding-free where it resolves to "
+                                 f"FlashAttention), found {self.attn_implementation!r}: under it a flattened batch is one "
+                                 "B*L x B*L attention mask")
 
     def _check_grpo(self) -> None:
         from reasonkit.filters.rewards import REWARDS

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from trl import SFTConfig, SFTTrainer
 
-from reasonkit.distill.levers import is_flash_attention, trl_levers
+from reasonkit.distill.levers import AUTO, is_flash_attention, resolve_attention, trl_levers
 
 
 @dataclass
@@ -76,8 +76,27 @@ class _SFTTrainer(SFTTrainer):
 
 def sft_arguments(cfg, args: dict) -> SFTConfig:
     """The SFTConfig; train.py builds it before loading the model, since under DeepSpeed ZeRO-3 the
-    training arguments are what makes from_pretrained partition the weights as it loads them."""
-    return SFTConfig(**args, **trl_levers(cfg), assistant_only_loss=True, packing=cfg.packing, packing_strategy="bfd")
+    training arguments are what makes from_pretrained partition the weights as it loads them.
+
+    ``padding_free`` with ``attn_implementation: auto`` holds where auto resolves to FlashAttention; where it resolves
+    to SDPA (no flash-attn, or no GPU) it is turned off with a warning, and packed rows are collated row by row
+    (RowPackedCollator: the module's docstring says why) rather than the run refused: auto asks for whatever runs.
+    """
+    levers = trl_levers(cfg)
+    cuda = not args["use_cpu"]
+    if levers.get("padding_free") and cfg.attn_implementation == AUTO and not _flash(cfg, cuda=cuda):
+        import warnings
+
+        warnings.warn("padding_free is off for this run: attn_implementation auto resolved to sdpa here (flash-attn "
+                      "not importable, or no CUDA GPU), and under SDPA a flattened batch is one B*L x B*L attention mask; "
+                      "packed rows are collated row by row instead", stacklevel=2)
+        levers["padding_free"] = False
+    return SFTConfig(**args, **levers, assistant_only_loss=True, packing=cfg.packing, packing_strategy="bfd")
+
+
+def _flash(cfg, *, cuda: bool) -> bool:
+    """Whether this step's model runs FlashAttention (``auto`` resolved on this device)."""
+    return is_flash_attention(resolve_attention(cfg.attn_implementation, cuda=cuda))
 
 
 def build_sft_trainer(cfg, model, tok, dataset, args: dict | SFTConfig, peft_config, callbacks) -> SFTTrainer:
@@ -90,7 +109,7 @@ def build_sft_trainer(cfg, model, tok, dataset, args: dict | SFTConfig, peft_con
         peft_config=peft_config,
         callbacks=callbacks,
     )
-    if cfg.packing and not is_flash_attention(cfg.attn_implementation):
+    if cfg.packing and not _flash(cfg, cuda=not config.use_cpu):
         trainer.data_collator = RowPackedCollator(pad_token_id=tok.pad_token_id)
         trainer.row_packed_pad_id = tok.pad_token_id
     return trainer

@@ -57,10 +57,12 @@ def load_model(cfg, device: Device):
     from transformers import AutoModelForCausalLM
 
     from reasonkit.distill.data import model_ref
+    from reasonkit.distill.levers import resolve_attention
 
     dtype = torch.bfloat16 if device.bf16 and device.kind == "cuda" else torch.float32
+    attention = resolve_attention(cfg.attn_implementation, cuda=device.kind == "cuda")  # auto: FlashAttention 2 or SDPA
     try:
-        return AutoModelForCausalLM.from_pretrained(model_ref(cfg.student), dtype=dtype, attn_implementation=cfg.attn_implementation)
+        return AutoModelForCausalLM.from_pretrained(model_ref(cfg.student), dtype=dtype, attn_implementation=attention)
     except OSError as e:
         raise UserError(f"{cfg.student}: cannot load the student model ({str(e).splitlines()[0]})") from None
 

@@ -138,6 +138,7 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
 def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, progress: bool, say, extra: dict) -> dict:
     from reasonkit.distill.data import to_dataset
     from reasonkit.distill.records import final_window
+    from reasonkit.distill.levers import resolve_attention
     from reasonkit.distill.report import Monitor, history, peak_memory, plot, summary, write_report
     from reasonkit.distill.student import count_parameters, load_model, lora_config, merge_adapter, resolve_device, trainer_args
 
@@ -227,6 +228,7 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
         "max_length": max_length,
         "learning_rate": cfg.learning_rate,
         "device": device.as_dict(),
+        "attn_implementation": resolve_attention(cfg.attn_implementation, cuda=device.kind == "cuda"),  # auto resolved
         "history": records,
         **extra,
         "config": dataclasses.asdict(cfg),

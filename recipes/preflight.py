@@ -11,6 +11,8 @@ runner.validate; this is what a valid config still needs installed.
 ['accelerate', 'deepspeed']
 >>> [n.module for n in needs_of("eval", {"backend": "vllm", "engine": "ray"})]
 ['vllm', 'ray']
+>>> [[n.module for n in needs_of("train", {"attn_implementation": a})] for a in ("flash_attention_2", "auto")]
+[['flash_attn'], []]
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def needs_of(stage: str, config: Any) -> list[Need]:
         if get("use_liger_kernel"):
             out.append(Need("liger_kernel", "use_liger_kernel"))
         attn = str(get("attn_implementation") or "")
-        if attn == "flash_attention_2":
+        if attn == "flash_attention_2":  # auto needs none: it is SDPA where flash-attn is missing (levers.resolve_attention)
             out.append(Need("flash_attn", f"attn_implementation {attn}"))
         elif attn.startswith("kernels-community/"):
             out.append(Need("kernels", f"attn_implementation {attn}"))

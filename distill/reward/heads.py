@@ -82,15 +82,18 @@ def load_head_model(cfg, device, pad_token_id: int | None, path: str | None = No
     import transformers
 
     from reasonkit.distill.data import model_ref
+    from reasonkit.distill.levers import resolve_attention
 
     name, labels = HEADS[cfg.method][:2]
     transformers.set_seed(getattr(cfg, "seed", 0))  # the new head's random init: the same run draws the same head
-    dtype = torch.bfloat16 if device is not None and device.bf16 and device.kind == "cuda" else torch.float32
+    cuda = device is not None and device.kind == "cuda"
+    dtype = torch.bfloat16 if cuda and device.bf16 else torch.float32
+    attention = resolve_attention(cfg.attn_implementation, cuda=cuda)  # auto: FlashAttention 2 or SDPA
     with _quiet_head_init():
         try:
             return getattr(transformers, name).from_pretrained(
                 path or model_ref(cfg.student), num_labels=labels, pad_token_id=pad_token_id, dtype=dtype,
-                attn_implementation=cfg.attn_implementation)
+                attn_implementation=attention)
         except (OSError, ValueError) as e:
             raise UserError(f"{path or cfg.student}: cannot load the student as {name} ({str(e).splitlines()[0]})") from None
 

@@ -121,9 +121,9 @@ def test_gpu_recipes_use_the_published_settings(tmp_path):
     assert (sft.lr, sft.epochs, sft.max_grad_norm, sft.lr_scheduler, sft.lr_scheduler_kwargs, sft.max_length) == (
         4e-5, 5, 0.2, "cosine_with_min_lr", {"min_lr_rate": 0.1}, 32768)
     assert sft.full and sft.launcher == "accelerate" and sft.batch_size * sft.num_processes * sft.grad_accum == 128
-    # open-r1's config_distill.yaml: 128 traces a step, unpacked, on FlashAttention 2; no Liger (TRL 1.16's SFT
-    # already scores through a fused LM head). Before: 128 packed 32k rows (~4.2M tokens) a step on sdpa.
-    assert not sft.packing and sft.attn_implementation == "flash_attention_2" and not sft.use_liger_kernel
+    # open-r1's config_distill.yaml: 128 traces a step, unpacked, on FlashAttention 2 (auto: where flash-attn built); no
+    # Liger (TRL 1.16's SFT already scores through a fused LM head). Before: 128 packed 32k rows (~4.2M tokens) a step.
+    assert not sft.packing and sft.attn_implementation == "auto" and not sft.use_liger_kernel
     assert not any(p.use_liger_kernel for p in r1.values() if hasattr(p, "use_liger_kernel"))
     assert r1["eval_aime24"].max_tokens == 32768 and r1["eval_aime24"].k == 64
     pairs = {p.step.name: p.config for p in validate(parse_recipe(load_yaml(root / "dpo-verifier-pairs.yaml"),

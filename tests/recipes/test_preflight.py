@@ -28,9 +28,10 @@ def recipe(name, tmp_path, overrides=()):
 
 
 def test_r1_distill_needs_are_listed_with_the_pip_line_before_the_teacher_runs(tmp_path, monkeypatch):
-    """Here neither DeepSpeed nor flash-attn is installed: one error names both, and no step starts."""
+    """Here neither DeepSpeed nor flash-attn is installed: one error names both, and no step starts (flash_attention_2
+    asked for by name: the recipe's own auto needs no flash-attn, tests/distill/test_attention_auto.py)."""
     monkeypatch.setattr(preflight, "installed", lambda name: name not in ("deepspeed", "flash_attn"))
-    r = recipe("r1-distill-qwen-1.5b.yaml", tmp_path)
+    r = recipe("r1-distill-qwen-1.5b.yaml", tmp_path, ["sft.attn_implementation=flash_attention_2"])
     with pytest.raises(UserError) as e:
         run(r)
     message = str(e.value)
