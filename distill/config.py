@@ -66,7 +66,7 @@ GRPO_FIELDS = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsi
 SCORER_FIELDS = ("eval_share", "margin_scale", "center_rewards_coefficient", "step_separator")
 #: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
 #: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
-LAUNCH_FIELDS = ("launcher", "num_processes", "accelerate_config", "num_machines", "machine_rank", "main_process_ip",
+LAUNCH_FIELDS = ("launcher", "num_processes", "accelerate_config", "gpus", "num_machines", "machine_rank", "main_process_ip",
                  "main_process_port")
 #: Fingerprinted as their product with the process count (the global batch): how a batch is split
 #: between devices and accumulation steps changes memory, not the optimizer's steps, so a run that
@@ -197,11 +197,18 @@ class TrainConfig:
     gpu_memory_gb: float | None = None  # the GPU the lint's memory estimate must fit (None: torch.cuda's, when present)
 
     # Several processes (distill/launch.py). "accelerate": training runs as a subprocess under
-    # `accelerate launch` with num_processes processes (None: every visible GPU) and an accelerate
-    # config: a shipped one by name (ddp, fsdp, zero3: recipes/accelerate/) or a YAML path.
-    launcher: Literal["none", "accelerate"] = "none"
+    # `accelerate launch` with num_processes processes (None: every GPU of `gpus`) and an accelerate
+    # config: a shipped one by name (ddp, fsdp, zero3: recipes/accelerate/) or a YAML path. "auto": the same on
+    # a machine with more than one GPU of `gpus` (TRL's SFT, DPO and reward trainers refuse to run in one process
+    # that sees several GPUs: nn.DataParallel), in this process otherwise. "none": one process (on the first GPU of
+    # `gpus`). batch_size x grad_accum x (num_processes, else 1) is the global batch: on another process count the
+    # per-device batch and accumulation are split again to keep it (launch.layout).
+    launcher: Literal["auto", "none", "accelerate"] = "auto"
     num_processes: int | None = None  # every machine's together, as accelerate counts them
     accelerate_config: str | None = None
+    # The GPUs to train on, by index among those this process sees ([0, 1] or "0,1"; the only ones the training
+    # processes see); None: every visible GPU.
+    gpus: list[int] | str | None = None
     # Several machines (accelerate launch on each, distill/launch.py): machine_rank, the main machine's address and
     # port; None: from Slurm's environment (SLURM_NODEID, MASTER_ADDR or the job's first node, MASTER_PORT or 29500)
     num_machines: int = 1
@@ -248,8 +255,14 @@ class TrainConfig:
         elif self.tools or self.corpus:
             raise ValueError(f"tools and corpus apply to --method grpo (SFT reads the tools a trajectory was generated with "
                              f"from its table), found method {self.method}")
-        if self.launcher == "none" and (self.num_processes or self.accelerate_config or self.num_machines != 1):
-            raise ValueError("num_processes, accelerate_config and num_machines apply with launcher: accelerate only")
+        if self.launcher != "accelerate" and (self.num_processes or self.num_machines != 1):
+            raise ValueError("num_processes and num_machines apply with launcher: accelerate only")
+        if self.launcher == "none" and self.accelerate_config:
+            raise ValueError("accelerate_config applies with launcher: accelerate or auto only")
+        gpus = self.gpu_indices  # raises on a malformed list
+        if gpus is not None and self.num_processes and len(gpus) * self.num_machines != self.num_processes:
+            raise ValueError(f"gpus {self.gpus} on each of {self.num_machines} machine(s) is {len(gpus) * self.num_machines} "
+                             f"processes, but num_processes is {self.num_processes}; expected them equal (or leave one unset)")
         if self.num_machines < 1 or (self.machine_rank is not None and not 0 <= self.machine_rank < self.num_machines):
             raise ValueError(f"num_machines must be >= 1 and machine_rank in [0, num_machines), found {self.num_machines} "
                              f"and {self.machine_rank}")
@@ -307,14 +320,13 @@ class TrainConfig:
                 raise ValueError(f"rewards: unknown reward {name!r}; expected one of {', '.join(sorted(REWARDS))}")
             if isinstance(weight, bool) or not isinstance(weight, (int, float)):
                 raise ValueError(f"rewards.{name}: the weight must be a number, found {weight!r}")
-        processes = self.num_processes or 1  # under accelerate without num_processes, train() checks once it knows
-        if self.launcher == "none" or self.num_processes:
-            batch = self.generation_batch_size(processes)
-            if batch % self.num_generations:
-                raise ValueError(
-                    f"num_generations {self.num_generations} must divide the generation batch (batch_size {self.batch_size} x "
-                    f"steps_per_generation {self.steps_per_generation or self.grad_accum} x {processes} processes = {batch} "
-                    f"completions): every prompt's group of {self.num_generations} completions must fit in it")
+        processes = self.num_processes or 1  # the processes the batch counts; launch.layout keeps it on any other count
+        batch = self.generation_batch_size(processes)
+        if batch % self.num_generations:
+            raise ValueError(
+                f"num_generations {self.num_generations} must divide the generation batch (batch_size {self.batch_size} x "
+                f"steps_per_generation {self.steps_per_generation or self.grad_accum} x {processes} processes = {batch} "
+                f"completions): every prompt's group of {self.num_generations} completions must fit in it")
 
     def _check_tools(self) -> None:
         """The tool settings that can be judged without loading anything (the corpus is read by the tool)."""
@@ -336,6 +348,24 @@ class TrainConfig:
             raise ValueError("tools: search needs a corpus (--corpus FILE: JSONL or Parquet with id and contents)")
         if self.corpus and "search" not in names:
             raise ValueError(f"corpus {self.corpus}: only the search tool reads a corpus; add search to --tools")
+
+    @property
+    def gpu_indices(self) -> list[int] | None:
+        """``gpus`` as a list of distinct indices: ``"0, 2"`` -> ``[0, 2]``; None when unset.
+
+        >>> TrainConfig(method="sft", student="m", data="d", out="o", gpus="0,2").gpu_indices
+        [0, 2]
+        """
+        if self.gpus is None:
+            return None
+        items = self.gpus.split(",") if isinstance(self.gpus, str) else list(self.gpus)
+        try:
+            indices = [int(str(i).strip()) for i in items if str(i).strip()]
+        except ValueError:
+            indices = []
+        if not indices or min(indices) < 0 or len(set(indices)) != len(indices):
+            raise ValueError(f"gpus must name distinct GPU indices (0, 1, ...) among the visible ones, found {self.gpus!r}")
+        return indices
 
     @property
     def tool_names(self) -> list[str]:

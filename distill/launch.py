@@ -81,6 +81,184 @@ def barrier(cfg) -> None:
     PartialState(cpu=cfg.device == "cpu" or not torch.cuda.is_available()).wait_for_everyone()
 
 
+# -- where a train step trains -------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where a train step trains: how many processes, on which GPUs, with which split of the global batch."""
+
+    processes: int  # every machine's
+    launch: bool  # started under accelerate launch (False: this process trains)
+    gpus: tuple[int, ...] | None  # indices among this process's visible GPUs the processes see; None: all of them
+    batch_size: int  # per device
+    grad_accum: int
+    visible: int  # the GPUs this machine sees
+
+    def describe(self, cfg) -> str:
+        """``8 processes under accelerate launch on GPUs 0-7, 1 x 2 accumulation a device (global batch 16)``."""
+        if not self.launch:
+            where = "this process" + (" on its one GPU" if self.visible == 1 else "" if self.visible else " (no GPU)")
+        else:
+            where = f"{self.processes} process{'es' if self.processes > 1 else ''} under accelerate launch"
+            shown = self.gpus if self.gpus is not None else tuple(range(self.visible))
+            gpus = f"GPU{'s' if len(shown) > 1 else ''} {_ranges(shown)}" if shown else ""
+            if cfg.num_machines > 1:
+                where += f" ({cfg.num_machines} machines" + (f", {gpus} of each)" if gpus else ")")
+            elif gpus:
+                where += f" on {gpus}"
+        split = f"{self.batch_size} x {self.grad_accum} accumulation a device"
+        return f"{where}, {split} (global batch {self.batch_size * self.grad_accum * self.processes})"
+
+
+def layout(cfg, visible: int) -> Layout:
+    """Where ``cfg`` trains on a machine that sees ``visible`` CUDA GPUs (0: none, or ``device: cpu``).
+
+    - ``accelerate``: ``num_processes`` processes, else one a GPU of ``gpus`` (every visible GPU) on each machine;
+    - ``auto``: the same when ``gpus`` (every visible GPU) holds more than one, else this process: TRL's SFT, DPO and
+      reward trainers refuse one process that sees several GPUs (they would need nn.DataParallel);
+    - ``none``: one process, on the first GPU of ``gpus``; in a process of its own when this one sees other GPUs too.
+
+    The global batch (batch_size x grad_accum x num_processes, else 1) holds on whatever count runs: the per-device
+    batch and accumulation are split again (:func:`split_batch`), using fewer of the GPUs if it must.
+
+    >>> from types import SimpleNamespace as C
+    >>> c = C(launcher="auto", gpus=None, gpu_indices=None, num_processes=None, num_machines=1, batch_size=2, grad_accum=16,
+    ...       steps_per_generation=None, method="sft")
+    >>> layout(c, 8)
+    Layout(processes=8, launch=True, gpus=None, batch_size=2, grad_accum=2, visible=8)
+    >>> layout(c, 1).launch, layout(c, 0).processes
+    (False, 1)
+    """
+    pool = _pool(cfg, visible)
+    machines = cfg.num_machines
+    if cfg.launcher == "accelerate":
+        per_machine = cfg.num_processes // machines if cfg.num_processes else len(pool)
+        if not per_machine:
+            raise UserError("launcher: accelerate found no GPU; set num_processes (CPU processes then train over gloo)")
+        launched_here = True
+    elif cfg.launcher == "auto" and len(pool) > 1:
+        per_machine, launched_here = len(pool), True
+    else:  # one process: here, unless the GPUs it may see must be fewer than this process sees
+        pool = pool[:1]
+        per_machine, launched_here = 1, bool(pool) and (visible > 1 or pool != [0])
+    counted = cfg.num_processes or 1
+    processes, batch, accum = split_batch(cfg, per_machine * machines, counted, machines)
+    used = pool[: processes // machines] if pool else []
+    restricted = tuple(used) if used and used != list(range(visible)) else None
+    return Layout(processes, launched_here, restricted, batch, accum, visible)
+
+
+def _pool(cfg, visible: int) -> list[int]:
+    """The GPUs a step may use: ``gpus`` checked against what this machine sees, else every visible one."""
+    asked = cfg.gpu_indices
+    if asked is None:
+        return list(range(visible))
+    beyond = [i for i in asked if i >= visible]
+    if beyond:
+        seen = f"sees {visible} GPU(s) (0-{visible - 1})" if visible else "sees no CUDA GPU"
+        raise UserError(f"gpus {cfg.gpus}: this machine {seen}; expected indices among the visible GPUs "
+                        f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")
+    return list(asked)
+
+
+def split_batch(cfg, processes: int, counted: int, machines: int = 1) -> tuple[int, int, int]:
+    """(processes, per-device batch, accumulation) with ``batch x processes x accumulation`` = the global batch.
+
+    The global batch is ``batch_size x grad_accum x counted`` (the processes the config's batch counts). The
+    per-device batch only shrinks (it is what must fit a GPU); a count of processes that cannot split the global
+    batch evenly is lowered to the largest that can (a whole number a machine). A GRPO step that sets
+    ``steps_per_generation`` keeps it, so its generation batch holds too: there ``batch x processes`` must stay.
+
+    >>> from types import SimpleNamespace as C
+    >>> split_batch(C(batch_size=2, grad_accum=16, steps_per_generation=None, method="sft"), 8, 1)
+    (8, 2, 2)
+    >>> split_batch(C(batch_size=8, grad_accum=1, steps_per_generation=None, method="dpo"), 8, 1)
+    (8, 1, 1)
+    >>> split_batch(C(batch_size=4, grad_accum=3, steps_per_generation=None, method="sft"), 8, 1)  # 12 over 6 GPUs
+    (6, 2, 1)
+    """
+    total = cfg.batch_size * cfg.grad_accum * counted
+    fixed_generation = cfg.method == "grpo" and cfg.steps_per_generation is not None
+    for p in range(processes, 0, -1):
+        if p % machines:
+            continue
+        for b in range(cfg.batch_size, 0, -1):
+            if total % (b * p):
+                continue
+            if fixed_generation and b * p != cfg.batch_size * counted:
+                continue
+            return p, b, total // (b * p)
+    return counted, cfg.batch_size, cfg.grad_accum  # unreachable: p = counted, b = batch_size always splits
+
+
+def for_layout(cfg, where: Layout):
+    """The config the launched processes train: the launch and the batch split ``where`` says (same global batch)."""
+    return dataclasses.replace(cfg, launcher="accelerate", num_processes=where.processes, batch_size=where.batch_size,
+                               grad_accum=where.grad_accum)
+
+
+def visible_devices(where: Layout, env: dict | None = None) -> str | None:
+    """CUDA_VISIBLE_DEVICES for the launched processes: ``where.gpus`` mapped through this process's own list.
+
+    >>> visible_devices(Layout(2, True, (0, 2), 1, 1, 4), {"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
+    '4,6'
+    >>> visible_devices(Layout(8, True, None, 1, 1, 8), {}) is None
+    True
+    """
+    if where.gpus is None:
+        return None
+    env = os.environ if env is None else env
+    own = [d.strip() for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    names = own if own else [str(i) for i in range(where.visible)]
+    return ",".join(names[i] for i in where.gpus)
+
+
+def visible_gpus(cfg) -> int:
+    """CUDA GPUs this process sees (0 for ``device: cpu``). torch counts them through NVML without starting CUDA,
+    so the launched processes' CUDA_VISIBLE_DEVICES can still be chosen."""
+    if cfg.device == "cpu":
+        return 0
+    import torch
+
+    return torch.cuda.device_count()
+
+
+#: The node a plan made without a visible GPU assumes: 8 GPUs (what the shipped GPU recipes are written for).
+NODE_GPUS = 8
+
+
+def visible_here(env: dict | None = None, smi: str | None = "nvidia-smi") -> int:
+    """CUDA GPUs this machine shows, counted without torch (``--plan`` stays light): CUDA_VISIBLE_DEVICES when set,
+    else the lines of ``nvidia-smi -L``, else 0.
+
+    >>> visible_here({"CUDA_VISIBLE_DEVICES": "2,3"}), visible_here({"CUDA_VISIBLE_DEVICES": ""}), visible_here({}, None)
+    (2, 0, 0)
+    """
+    env = os.environ if env is None else env
+    if "CUDA_VISIBLE_DEVICES" in env:
+        return len([d for d in env["CUDA_VISIBLE_DEVICES"].split(",") if d.strip() and d.strip() != "-1"])
+    import shutil
+
+    if smi is None or shutil.which(smi) is None:
+        return 0
+    try:
+        listing = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
+
+
+def _ranges(indices: tuple[int, ...]) -> str:
+    """``(0, 1, 2, 3, 6)`` -> ``"0-3,6"``."""
+    parts, start = [], None
+    for i, value in enumerate(indices):
+        if start is None:
+            start = value
+        if i + 1 == len(indices) or indices[i + 1] != value + 1:
+            parts.append(str(start) if start == value else f"{start}-{value}")
+            start = None
+    return ",".join(parts)
+
+
 # -- the launching process -----------------------------------------------------------------------
 def config_file(name_or_path: str | None) -> Path | None:
     """A shipped accelerate config by name (``ddp``, ``fsdp``, ``zero3``) or a YAML file by path.
@@ -155,16 +333,17 @@ def first_host(nodelist: str) -> str | None:
     return match.group(1) + (match.group(2) or "")
 
 
-def run_launched(cfg, say) -> dict:
-    """Train ``cfg`` under ``accelerate launch`` in a subprocess; return the report it wrote.
+def run_launched(cfg, say, placed: Layout) -> dict:
+    """Train ``cfg`` under ``accelerate launch`` in a subprocess, as ``placed`` says; return the report it wrote.
 
     On a machine other than the main one (machine rank > 0) the processes it starts train with the others and
     write nothing of OUT but their checkpoint shards; it returns the report when OUT is shared storage."""
     where = machines(cfg)
-    processes = cfg.num_processes or _visible_gpus() * where.count
-    if not processes:
-        raise UserError("launcher: accelerate found no GPU; set num_processes (CPU processes then train over gloo)")
-    accelerate_config = config_file(cfg.accelerate_config)
+    processes = placed.processes
+    # one process (a GPU chosen by `gpus`, or launcher none) needs no distributed config unless it was asked for
+    accelerate_config = config_file(cfg.accelerate_config) if processes > 1 or cfg.launcher == "accelerate" else None
+    devices = visible_devices(placed)
+    cfg = for_layout(cfg, placed)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / (LOG if where.rank == 0 else f"launch-machine{where.rank}.log")  # one log a machine on shared storage
@@ -173,11 +352,13 @@ def run_launched(cfg, say) -> dict:
         settings.write_text(json.dumps(dataclasses.asdict(cfg)))  # the same config: the report records the launch
         cmd = launch_command(processes, accelerate_config, settings, where)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", LAUNCHED: "1"}
+        if devices is not None:
+            env["CUDA_VISIBLE_DEVICES"] = devices
         if cfg.threads:
             env["OMP_NUM_THREADS"] = str(cfg.threads)
-        on = f" on {where.count} machines (this one rank {where.rank}, main {where.address}:{where.port})" if where.count > 1 else ""
-        say(f"training on {processes} processes{on} under accelerate launch"
-            + (f" ({accelerate_config.name})" if accelerate_config else "") + f"; their output: {log}")
+        on = f"; this machine rank {where.rank}, main {where.address}:{where.port}" if where.count > 1 else ""
+        say(f"training on {placed.describe(cfg)}" + (f"; accelerate config {accelerate_config.name}" if accelerate_config else "")
+            + (f"; CUDA_VISIBLE_DEVICES={devices}" if devices is not None else "") + f"{on}; their output: {log}")
         code, error, tail = _follow(cmd, env, log, say)
     if error:
         raise UserError(error)
@@ -253,12 +434,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-
-
-def _visible_gpus() -> int:
-    import torch
-
-    return torch.cuda.device_count()
 
 
 def _free_port() -> int:

@@ -63,8 +63,10 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
         from reasonkit.judges.score.scorer import inspect_model
 
         inspect_model(cfg.reward_model)
-    if cfg.launcher == "accelerate" and not launch.launched():
-        return launch.run_launched(cfg, say)
+    if not launch.launched():  # several GPUs, or other GPUs than this process sees: the processes accelerate starts
+        placed = launch.layout(cfg, launch.visible_gpus(cfg))
+        if placed.launch:
+            return launch.run_launched(cfg, say, placed)
     out = Path(cfg.out)
     from reasonkit.identity import model_identity
 

@@ -175,7 +175,7 @@ def plan(recipe: Recipe, planned: list, state: dict, *, gpu_gb: float | None = N
             written[p.step.name] = _with_positions(size_of(source, p)[0] if source else None,
                                                    getattr(p.config, "max_positions", None))
         if p.step.stage == "train":
-            step.notes += schedule_note(p.config, recipe, p.step)
+            step.notes += schedule_note(train_layout(p.config)[3], recipe, p.step)
         out.append(step)
     return out
 
@@ -242,14 +242,35 @@ def _resources(step: StepPlan, config: Any, size_of) -> None:
                                                    get("gpu_memory_utilization", 0.9), step.gpu, length,
                                                    args.get("kv_cache_dtype"))
     elif step.stage == "train":
-        launcher = get("launcher") if get("launcher") not in (None, "", "none") else None
-        processes = (get("num_processes") or "every visible GPU") if launcher else 1
-        step.gpus = processes if isinstance(processes, int) else 0
-        machines = get("num_machines", 1) or 1
-        where = f" on {machines} machines" if machines > 1 else ""
-        step.layout = f"{processes} training process(es){where} under {launcher}" if launcher else "1 training process"
+        step.gpus, step.layout, step.refusal, config = train_layout(config)
+        if step.refusal:
+            return
         reward = size_of("reward_model")[0] if get("reward_model") else None
         step.memory, step.refusal = _train_memory(config, step.gpu, *size_of("student"), reward=reward)
+
+
+def train_layout(config: Any) -> tuple[int, str, str | None, Any]:
+    """(GPUs, where it trains in words, why it cannot, the config as each process trains it) for a train step:
+    distill/launch.py's own decision on the GPUs this machine shows, or on a node of launch.NODE_GPUS when it shows
+    none (a plan made off the node). The config carries the per-device batch and process count of that decision,
+    so the memory a GPU needs and the schedule are those of the processes that will run."""
+    from reasonkit.distill.launch import NODE_GPUS, for_layout, layout, visible_here
+    from reasonkit.errors import UserError
+
+    cpu = getattr(config, "device", "auto") == "cpu"
+    visible = 0 if cpu else visible_here()
+    try:
+        node = layout(config, visible if visible or cpu else NODE_GPUS)
+        # off the node, what this machine would do too, unless the step names GPUs only the node has
+        placed = node if visible or cpu else None if getattr(config, "gpus", None) is not None else layout(config, 0)
+    except UserError as e:
+        return 0, "unknown", str(e), config
+    laid = for_layout(config, node) if node.launch else config
+    if node is placed:
+        return (placed.processes if visible else 0), placed.describe(config), None, laid
+    here = f"here {placed.describe(config)}; " if placed is not None and not placed.launch else ""
+    nodes = "nodes" if getattr(config, "num_machines", 1) > 1 else "a node"
+    return node.processes, f"{here}on {nodes} of {NODE_GPUS} GPUs: {node.describe(config)}", None, laid
 
 
 def _unknown(name: str) -> str:

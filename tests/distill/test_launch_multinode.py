@@ -96,7 +96,7 @@ def test_two_machines_of_two_gloo_processes_train_together_on_cpu(tiny_model_dir
     tail = second.communicate(timeout=120)[0]
     assert first.returncode == 0, first.stderr[-2000:] + (out / "launch.log").read_text()[-3000:]
     assert second.returncode == 0, tail[-2000:]
-    assert "training on 4 processes on 2 machines (this one rank 0, main 127.0.0.1:" in first.stderr
+    assert "training on 4 processes under accelerate launch (2 machines), 2 x 1 accumulation a device (global batch 8); accelerate config ddp.yaml; this machine rank 0, main 127.0.0.1:" in first.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["device"]["world_size"] == 4 and report["steps"] == 2
     assert json.loads((out / "train_config.json").read_text())["config"]["global_batch_size"] == 8  # 2 x 4 processes
@@ -114,5 +114,6 @@ def test_plan_shows_the_machines_and_shards_over_all_their_processes(tmp_path):
     recipe = parse_recipe(load_yaml(path), str(path), ["sft.num_machines=2", "sft.num_processes=16",
                                                        "sft.accelerate_config=zero3-multinode"], out=str(tmp_path))
     sft = {s.name: s for s in plan(recipe, validate(recipe), {})}["sft"]
-    assert sft.gpus == 16 and sft.layout == "16 training process(es) on 2 machines under accelerate"
+    assert sft.gpus == 16 and sft.layout == ("on nodes of 8 GPUs: 16 processes under accelerate launch (2 machines, GPUs 0-7 "
+                                             "of each), 2 x 8 accumulation a device (global batch 256)")
     assert "(weights 0.2, gradients 0.2, optimizer 1.2," in sft.memory, sft.memory

@@ -92,7 +92,7 @@ def test_two_processes_killed_then_resumed_write_once_from_the_main_process(tiny
 
     done = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, env=env, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:] + (out / "launch.log").read_text()[-3000:]
-    assert "training on 2 processes under accelerate launch (ddp.yaml)" in done.stderr
+    assert "training on 2 processes under accelerate launch, 4 x 1 accumulation a device (global batch 8); accelerate config ddp.yaml" in done.stderr
     assert "resuming from" in done.stderr and done.stderr.count("resuming from") == 1  # the main process speaks for all
     report = json.loads((out / "report.json").read_text())
     assert report["device"]["world_size"] == 2 and report["config"]["launcher"] == "accelerate"

@@ -69,9 +69,11 @@ def test_rlaif_grpo_holds_the_reward_model_in_every_process(tmp_path):
     assert t["activations"] == gb(activations(8 * (1024 + 4096), 3584, 28, 18944, 512))
 
 
-def test_sft_and_dpo_have_no_whole_logits_and_a_pair_is_two_rows(tmp_path):
+def test_sft_and_dpo_have_no_whole_logits_and_a_pair_is_two_rows(tmp_path, monkeypatch):
     """constitutional.yaml: LoRA r=32 on the 7B, 8 rows of 8,192 tokens; DPO's chosen and rejected are two rows in
-    one forward, so 16 rows. Before: SFT and DPO both 82.4 GB with 39.9 GB of logits TRL 1.16 never builds."""
+    one forward, so 16 rows. Before: SFT and DPO both 82.4 GB with 39.9 GB of logits TRL 1.16 never builds.
+    Planned on a machine of one GPU, which holds all 8 rows (on a node of 8 each GPU holds one: test_launch_gpus.py)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     plans = steps("constitutional.yaml", tmp_path)
     sft, dpo = terms(plans["sft"].memory), terms(plans["dpo"].memory)
     # LoRA: the head is frozen, so no fp32 head gradient, only the hidden states' of every token
