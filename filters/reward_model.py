@@ -8,7 +8,9 @@ The completion is read as the filter reads a trace (filters/completions.py: the 
 prefilled ``<think>``) and scored by judges/score/scorer.py's :class:`~reasonkit.judges.score.scorer.Scorer` on
 the assistant turn the prefs and sft tables carry, under the reward model's chat template, exactly as
 ``distill score`` scores a traces row: the number GRPO optimises is the number ``distill score`` writes
-for the same completion (tests/test_score_grpo.py checks it on a real run's rollouts).
+for the same completion (tests/test_score_grpo.py checks it on a real run's rollouts). In a trainer the reward
+model loads in the policy's dtype (bf16 on a GPU, where ``distill score`` loads fp32: the same number to bf16's
+precision), so each of a run's processes holds half the memory fp32 would.
 
 Why not TRL's own reward-model path (``reward_funcs="path"``): it scores the raw completion text as
 the policy wrote it, while the reward model was trained (and ``distill score`` scores) on the
@@ -58,20 +60,29 @@ class ModelReward:
     the path is checked when the object is built, before any training starts.
     """
 
-    def __init__(self, path: str, setup=None, *, batch_size: int = 16, device: str | None = None):
+    def __init__(self, path: str, setup=None, *, batch_size: int = 16, device: str | None = None,
+                 dtype: str = "float32"):
         from reasonkit.judges.score.scorer import inspect_model
 
         self.spec = inspect_model(path)  # not a reward model: one line now, not a traceback at step 1
         self.__name__, self.path, self.setup = NAME, path, setup or RewardSetup()
         self.batch_size, self.device = batch_size, device
+        # the weights' dtype: the policy's once a trainer takes the reward (:meth:`in_dtype_of`), so a GPU run's
+        # reward model is bf16 in every process as its policy is, not fp32 (twice the memory --plan counts)
+        self.dtype = dtype
         self._scorer = None
+
+    def in_dtype_of(self, model) -> ModelReward:
+        """This reward, loading in ``model``'s dtype (the policy's: bf16 on a GPU, fp32 on a CPU)."""
+        self.dtype = str(model.dtype).removeprefix("torch.")
+        return self
 
     @property
     def scorer(self):
         if self._scorer is None:
             from reasonkit.judges.score.scorer import Scorer
 
-            self._scorer = Scorer(self.spec, device=self.device)
+            self._scorer = Scorer(self.spec, device=self.device, dtype=self.dtype)
         return self._scorer
 
     def turns(self, prompts: Sequence, completions: Sequence, completion_ids: Sequence | None = None) -> list[str | None]:

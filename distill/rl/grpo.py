@@ -89,6 +89,7 @@ def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_c
     ``stamp``: the ``teacher`` and ``gen_config`` values its rows carry.
     """
     from reasonkit.distill.rl.tools import tool_functions
+    from reasonkit.filters.reward_model import ModelReward
     from reasonkit.filters.rewards import make_rewards
     from reasonkit.gen.think import opens_think
 
@@ -103,6 +104,8 @@ def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_c
                                   reward_model=cfg.reward_model, trajectory=bool(cfg.tools))
     if weights != list(config.reward_weights):
         raise ValueError(f"reward weights {weights} differ from the config's {config.reward_weights}")
+    # a reward model scores in the policy's dtype: bf16 on a GPU (fp32 would hold twice the memory in every process)
+    funcs = [f.in_dtype_of(model) if isinstance(f, ModelReward) else f for f in funcs]
     trainer = RolloutGRPOTrainer(
         model=model,
         reward_funcs=list(funcs),
