@@ -70,8 +70,7 @@ def step_logs(directory: Path, *, verbose: bool = False, preload: tuple[str, ...
     try:
         yield path
     except BaseException:
-        if path.is_file():
-            echo(f"[fail] {directory.name}: library logs in {path}")
+        announce_failure(directory, echo)
         raise
     finally:
         for key, value in env.items():
@@ -88,6 +87,13 @@ def step_logs(directory: Path, *, verbose: bool = False, preload: tuple[str, ...
                     handler.close()
             logger.handlers, logger.propagate = handlers, propagate
         to_file.close()
+
+
+def announce_failure(directory: Path, echo: Callable[[str], None]) -> None:
+    """The ``[fail]`` line of a step that failed, naming its log where anything was written to it."""
+    path = directory / LOG
+    if path.is_file():
+        echo(f"[fail] {directory.name}: library logs in {path}")
 
 
 class StepLogHandler(logging.FileHandler):

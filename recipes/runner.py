@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from reasonkit.config import from_dict
 from reasonkit.distill.config import LAUNCH_FIELDS
 from reasonkit.engine import ENGINE_FIELDS
 from reasonkit.errors import UserError
+from reasonkit.recipes.isolate import MODEL_STAGES, StepTask, isolating, jsonable, run_in_child
 from reasonkit.recipes.recipe import Recipe, Step, references, resolve, step_dir
 from reasonkit.recipes.stages import STAGES
 from reasonkit.store import fingerprint
@@ -140,8 +142,6 @@ def run(recipe: Recipe, **options) -> dict:
 
 def _run(recipe: Recipe, *, start: str | None = None, only: str | None = None, overwrite: bool = False,
          verbose: bool = False, echo=print) -> dict:
-    from reasonkit.recipes.logs import step_logs
-
     planned = validate(recipe)
     names = [p.step.name for p in planned]
     for flag, name in (("--from", start), ("--only", only)):
@@ -157,7 +157,9 @@ def _run(recipe: Recipe, *, start: str | None = None, only: str | None = None, o
     # and on a GPU machine whether each fits its GPU as --plan estimates it
     to_run = [p for p in chosen if overwrite or not _finished(state, p, recipe)]
     check(recipe, to_run)
-    check_fit(recipe, planned, {p.step.name for p in to_run}, state, gpu_memory_gb())
+    gpu_gb = gpu_memory_gb()
+    check_fit(recipe, planned, {p.step.name for p in to_run}, state, gpu_gb)
+    isolated = isolating(gpu_gb is not None)  # each model step in a process of its own (recipes/isolate.py)
     follower = _follower(chosen, only)
     if follower is not None:  # another machine of a multi-node train step: train with machine 0, record nothing
         previous = state.get(follower.step.name, {})
@@ -165,7 +167,7 @@ def _run(recipe: Recipe, *, start: str | None = None, only: str | None = None, o
         echo(f"[run]  {follower.step.name} ({follower.step.stage}): with machine 0, as machine "
              f"{_rank(follower.config)} of {follower.config.num_machines}")
         config = _with_flags(follower.config, overwrite=overwrite, resume=resume)
-        return {follower.step.name: _jsonable(STAGES["train"].run_function()(config))}
+        return {follower.step.name: jsonable(STAGES["train"].run_function()(config))}
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
     for index, p in enumerate(planned):
@@ -192,20 +194,31 @@ def _run(recipe: Recipe, *, start: str | None = None, only: str | None = None, o
         _save_state(out, state)
         t0 = time.perf_counter()
         preload = ("ray",) if getattr(config, "engine", None) == "ray" else ()
-        with step_logs(Path(step_dir(recipe, name)), verbose=verbose, preload=preload, echo=echo):
-            result = STAGES[p.step.stage].run_function()(config)
+        task = StepTask(name, p.step.stage, STAGES[p.step.stage], config, step_dir(recipe, name), verbose, preload)
+        result, pid = _execute(task, isolated and p.step.stage in MODEL_STAGES, echo)
         seconds = time.perf_counter() - t0
         state[name] = {
             "fingerprint": p.fingerprint,
             "done": True,
             "stage": p.step.stage,
             "seconds": round(seconds, 1),
-            "result": _jsonable(result),
+            "pid": pid,  # the process that ran it: this one, or a child of its own (recipes/isolate.py)
+            "result": jsonable(result),
         }
         _save_state(out, state)
         results[name] = state[name]["result"]
         echo(f"[done] {name} in {seconds:.1f}s")
     return results
+
+
+def _execute(task: StepTask, in_child: bool, echo) -> tuple[Any, int]:
+    """Run one step, in a child process or in this one; returns (what it returned, the pid that ran it)."""
+    if in_child:
+        return run_in_child(task, echo)
+    from reasonkit.recipes.logs import step_logs
+
+    with step_logs(Path(task.directory), verbose=task.verbose, preload=task.preload, echo=echo):
+        return task.spec.run_function()(task.config), os.getpid()
 
 
 def _rank(config) -> int:
@@ -272,18 +285,3 @@ def _as_list(value: Any) -> list:
     if value is None:
         return []
     return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-def _jsonable(value: Any) -> Any:
-    """A small JSON-safe summary of what a stage returned (manifests, reports)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    try:
-        text = json.dumps(value, default=str)
-    except (TypeError, ValueError):
-        return str(value)
-    if len(text) > 20_000:  # keep the state file small: a manifest's shard list is not needed here
-        if isinstance(value, dict):
-            return {k: v for k, v in value.items() if k not in ("shards", "config")}
-        return None
-    return json.loads(text)
