@@ -61,7 +61,7 @@ def fresh_run(where: Path, recipe: dict, isolate_steps: str) -> dict:
     (where / "r.yaml").write_text(yaml.safe_dump(recipe))
     env = {**os.environ, isolate.ENV: isolate_steps}
     out = subprocess.run([sys.executable, "-c", FRESH], cwd=where, env=env, capture_output=True, text=True,
-                         timeout=300)
+                         check=False, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(next(line for line in out.stdout.splitlines() if line.startswith("FRESH "))[len("FRESH "):])
 
@@ -174,18 +174,22 @@ def wait_for(predicate, seconds: float = 60) -> bool:
     return False
 
 
-@pytest.mark.parametrize("end", [signal.SIGINT, signal.SIGKILL])
-def test_stopping_distill_run_stops_its_step_process(tmp_path, end):
-    """Ctrl-C in the parent terminates the child; a killed parent takes it along (PR_SET_PDEATHSIG)."""
+@pytest.mark.parametrize("end, group", [(signal.SIGINT, True), (signal.SIGINT, False), (signal.SIGKILL, False)])
+def test_stopping_distill_run_stops_its_step_process(tmp_path, end, group):
+    """Ctrl-C at the terminal (the whole process group) stops the child; a SIGINT to the parent alone
+    terminates it after its grace; a killed parent takes it along (PR_SET_PDEATHSIG)."""
     env = {**os.environ, isolate.ENV: "always"}
     parent = subprocess.Popen([sys.executable, "-c", HANGING, str(tmp_path / "run")], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     pid_file = tmp_path / "run" / "critic" / "pid"
     try:
         assert wait_for(pid_file.is_file), parent.communicate(timeout=5)
         child = int(pid_file.read_text())
         assert child != parent.pid and alive(child)
-        os.kill(parent.pid, end)  # the parent alone, not its process group
+        if group:  # as the terminal sends Ctrl-C: to every process of the foreground group
+            os.killpg(parent.pid, end)
+        else:
+            os.kill(parent.pid, end)
         parent.wait(timeout=30)
         assert wait_for(lambda: not alive(child), 15), f"step process {child} outlived distill run"
     finally:
