@@ -94,7 +94,7 @@ def run_in_child(task: StepTask, echo: Callable[[str], None] = print) -> tuple[A
         for stream in (sys.stdout, sys.stderr):  # what the parent printed comes before what the child prints
             stream.flush()
         child = subprocess.Popen([sys.executable, "-c", _CHILD, str(talk / "task.pickle"), str(talk / _ANSWER),
-                                  str(os.getpid()), task.name])  # the terminal, environment and cwd are inherited
+                                  str(os.getpid()), task.name])  # the name for ps; terminal, env and cwd inherited
         try:
             code = child.wait()
         except BaseException:  # Ctrl-C (or an error) in the parent: no orphan keeps the GPUs
