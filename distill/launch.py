@@ -404,7 +404,7 @@ def _follow(cmd: list[str], env: dict, log_path: Path, say) -> tuple[int, str | 
         log.write(f"$ {' '.join(cmd)}\n")
         log.flush()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
-                                preexec_fn=_die_with_parent)
+                                preexec_fn=die_with_parent)
         try:
             for line in proc.stdout:
                 log.write(line)
@@ -424,7 +424,7 @@ def _follow(cmd: list[str], env: dict, log_path: Path, say) -> tuple[int, str | 
                 proc.wait()
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the launcher's child: receive SIGTERM if this process dies (Linux), so a killed
     ``distill run`` leaves no orphaned training processes holding the GPUs."""
     try:

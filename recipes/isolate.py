@@ -149,10 +149,10 @@ def child_main(task_file, answer: str, parent: int) -> None:
     """The child: run the step under its log routing and answer ["done", result] or why not."""
     import pickle
 
-    from reasonkit.distill.launch import _die_with_parent
+    from reasonkit.distill.launch import die_with_parent
     from reasonkit.recipes.logs import step_logs
 
-    _die_with_parent()
+    die_with_parent()
     if os.getppid() != parent:  # the parent died before the line above took effect
         os._exit(1)
     task: StepTask = pickle.load(task_file)
