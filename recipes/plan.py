@@ -17,7 +17,11 @@ passes the GPU's memory is refused (exit 2, naming the term that does not fit: :
   stages and the tensor-parallel ranks; vLLM refuses to start when one ``max_model_len`` sequence
   does not fit;
 - a training process holds what distill/lint/memory.py lists, term by term (weights, gradients and optimizer
-  state by sharding, a reference copy, a reward model, activations, TRL's fused LM head, colocated vLLM).
+  state by sharding, a reference copy, a reward model, activations, TRL's fused LM head, colocated vLLM, SDPA's
+  attention mask, ZeRO-3's buckets, the CUDA context and NCCL).
+
+The GPU is a train step's ``gpu_memory_gb``, else ``--gpu-gb``, else this machine's first GPU (nvidia-smi), else
+an H100 80GB at the 79.6 GiB torch.cuda reports for it (:data:`DEFAULT_GPU`); the table's footer says which.
 
 """
 
@@ -65,9 +69,10 @@ PUBLISHED_SHAPES: dict[str, dict] = {
     "Qwen/Qwen2.5-Math-7B": {**_QWEN_7B, **_MATH}, "Qwen/Qwen2.5-7B": {**_QWEN_7B, "max_position_embeddings": 131_072},
     "deepseek-ai/DeepSeek-R1": _R1, "deepseek-ai/DeepSeek-R1-0528": _R1,
 }
-#: The GPU a plan fits when neither ``--gpu-gb`` nor a train step's ``gpu_memory_gb`` says: the 80 GB H100 the
-#: shipped GPU recipes are written for.
-DEFAULT_GPU_GB = 80.0
+#: The GPU a plan fits when neither ``--gpu-gb`` nor a train step's ``gpu_memory_gb`` says and none is visible here:
+#: the 80 GB H100 the shipped GPU recipes are written for, at the memory torch.cuda reports for it (81,559 MiB =
+#: 79.6 GiB: ``total_memory``, of which vLLM takes its gpu_memory_utilization), not the 80 of its name.
+DEFAULT_GPU = ("H100 80GB", 81_559 * 2**20)
 _DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "float8": 1}
 GB = 1e9
 #: A GRPO prompt's tokens when max_prompt_length is not given (the lint measures the real ones; a plan reads no data).
@@ -99,7 +104,8 @@ class StepPlan:
     layout: str = ""  # how the GPUs are used, in words
     memory: str = ""  # the estimate per GPU, in words
     notes: list[str] = field(default_factory=list)
-    gpu: float = DEFAULT_GPU_GB * GB  # the GPU this step must fit, in bytes
+    gpu: float = DEFAULT_GPU[1]  # the GPU this step must fit, in bytes
+    gpu_name: str = DEFAULT_GPU[0]  # which GPU that is, in words (render() says it)
     refusal: str | None = None  # the term that does not fit the GPU, in words (refusals() raises with it)
 
 
@@ -155,6 +161,7 @@ def plan(recipe: Recipe, planned: list, state: dict, *, gpu_gb: float | None = N
     from reasonkit.recipes.schedule import schedule_note
 
     out, written = [], {}
+    here = visible_gpu() if gpu_gb is None else None
 
     def size_of(field_name: str, p) -> tuple[ModelSize | None, str]:
         value, raw = getattr(p.config, field_name, None), str(p.step.config.get(field_name, ""))
@@ -165,8 +172,7 @@ def plan(recipe: Recipe, planned: list, state: dict, *, gpu_gb: float | None = N
 
     for p in planned:
         step = StepPlan(p.step.name, p.step.stage, _action(state, p, recipe))
-        own = getattr(p.config, "gpu_memory_gb", None)
-        step.gpu = (own or gpu_gb or DEFAULT_GPU_GB) * GB
+        step.gpu_name, step.gpu = assumed_gpu(getattr(p.config, "gpu_memory_gb", None), gpu_gb, here)
         _resources(step, p.config, lambda f, p=p: size_of(f, p))
         if p.step.stage == "student":  # a fresh student: its shape is its config
             written[p.step.name] = _fresh_student(p.config)
@@ -178,6 +184,37 @@ def plan(recipe: Recipe, planned: list, state: dict, *, gpu_gb: float | None = N
             step.notes += schedule_note(train_layout(p.config)[3], recipe, p.step)
         out.append(step)
     return out
+
+
+def assumed_gpu(own: float | None, given: float | None, here: tuple[str, float] | None) -> tuple[str, float]:
+    """(the GPU in words, its bytes) a step must fit: its ``gpu_memory_gb``, else ``--gpu-gb``, else this machine's
+    first GPU, else :data:`DEFAULT_GPU`.
+
+    >>> assumed_gpu(None, None, None), assumed_gpu(None, 141, None)[0], assumed_gpu(40, 141, None)[0]
+    (('H100 80GB', 85520809984), '141 GB (--gpu-gb)', '40 GB (gpu_memory_gb)')
+    """
+    if own:
+        return f"{own:g} GB (gpu_memory_gb)", own * GB
+    if given:
+        return f"{given:g} GB (--gpu-gb)", given * GB
+    return here or DEFAULT_GPU
+
+
+def visible_gpu(smi: str = "nvidia-smi") -> tuple[str, float] | None:
+    """This machine's first GPU as nvidia-smi names it, and its memory in bytes (the MiB torch.cuda's total_memory
+    counts), without torch; None where none is visible."""
+    import shutil
+    import subprocess
+
+    if os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1") or shutil.which(smi) is None:
+        return None
+    try:
+        out = subprocess.run([smi, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout
+        name, mib = out.splitlines()[0].rsplit(",", 1)
+        return f"{name.strip()} (this machine's GPU 0)", float(mib) * 2**20
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return None
 
 
 def _with_positions(size: ModelSize | None, positions: int | None) -> ModelSize | None:
@@ -319,9 +356,9 @@ def _engine_memory(size: ModelSize | None, name: str, dtype: str | None, layout:
     weights = size.params * per_weight / gpus
     budget = utilization * gpu
     text = (f"weights {_gb(weights)}/GPU ({_params(size.params)} params x {per_weight:g} B / {gpus}); "
-            f"vLLM takes {utilization:.0%} of each {gpu / GB:.0f} GB GPU ({_gb(budget)}), the rest of it KV cache")
+            f"vLLM takes {utilization:.0%} of each {_gb(gpu)} GPU ({_gb(budget)}), the rest of it KV cache")
     if weights >= budget:
-        return text, (f"weights {_gb(weights)}/GPU do not fit the {_gb(budget)} vLLM may take of a {gpu / GB:.0f} GB GPU "
+        return text, (f"weights {_gb(weights)}/GPU do not fit the {_gb(budget)} vLLM may take of a {_gb(gpu)} GPU "
                       f"(gpu_memory_utilization {utilization:g}); expected at most {_gb(budget)}: more GPUs per engine "
                       f"(tensor_parallel, engine_args.pipeline_parallel_size) or a larger GPU (--gpu-gb)")
     kv = kv_per_token(size.shape, tp, pp, 1 if str(kv_dtype or "").startswith("fp8") else 2)
@@ -352,17 +389,21 @@ def _train_memory(config: Any, gpu: float, size: ModelSize | None, name: str, *,
         sequence = int(config.max_prompt_length or GRPO_PROMPT) + int(config.max_completion_length)
     else:
         sequence = int(config.max_length or 4096)
-    # a GRPO rm reward: the reward model in bf16 in every process (filters/reward_model.py), whole
-    frozen = reward.params * 2 if reward is not None and config.method == "grpo" else 0.0
     # as on a GPU: bf16 and checkpointing unless the config turns them off
     on_gpu = replace_device(config)
+    # a GRPO rm reward: the reward model whole in every process, in the policy's dtype (filters/reward_model.py)
+    frozen = reward.params * (2 if on_gpu.bf16 else 4) if reward is not None and config.method == "grpo" else 0.0
     e, tokens = train_estimate(on_gpu, size.shape, sequence=sequence, gpu=gpu, frozen=frozen)
-    text = f"{e.describe()} at {tokens:,} tokens a micro-step, as on a GPU (bf16, checkpointing)"
+    from reasonkit.distill.levers import resolve_attention
+
+    attention = resolve_attention(on_gpu.attn_implementation, cuda=True)
+    text = (f"{e.describe()} at {tokens:,} tokens a micro-step, as on a GPU ({'bf16' if on_gpu.bf16 else 'fp32'}, "
+            f"checkpointing {'on' if on_gpu.gradient_checkpointing else 'off'}, {attention} attention)")
     if e.vllm:
         text += f"; vLLM colocated: {config.vllm_gpu_memory_utilization:.0%} of the GPU"
     if e.total <= gpu:
         return text, None
-    return text, (f"the estimate {_gb(e.total)} per GPU passes the {gpu / GB:.0f} GB GPU; the largest term: {e.largest()} "
+    return text, (f"the estimate {_gb(e.total)} per GPU passes the {_gb(gpu)} GPU; the largest term: {e.largest()} "
                   f"({e.describe()}); {'; '.join(levers(on_gpu))}")
 
 
@@ -383,6 +424,9 @@ def render(plans: list[StepPlan], missing: list[str] = ()) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:6], widths)) + "  " + r[6] for r in rows]
     peak = max((s.gpus for s in plans), default=0)
     lines.append(f"steps run one at a time: the largest holds {peak} GPU(s)")
+    for name, size in dict.fromkeys((s.gpu_name, s.gpu) for s in plans if s.gpus or s.memory):
+        lines.append(f"memory per GPU fitted to: {name}, {size / 2**30:.1f} GiB = {_gb(size)}"
+                     + (" (no GPU visible here; --gpu-gb for another)" if name == DEFAULT_GPU[0] else ""))
     lines += [f"{s.name}: {note}" for s in plans for note in s.notes]
     if missing:
         lines.append("not installed here (distill run stops before its first step): " + "; ".join(missing))

@@ -17,7 +17,8 @@ model pair is two rows, chosen and rejected, in one forward):
 - reference: TRL's frozen copy of the policy (GRPO with beta > 0, DPO without precomputed reference
   log-probs) when the weights are full; with LoRA the reference is the base with the adapter off (no copy).
   Sharded like the policy under ZeRO-3/FSDP (TRL prepares it with the same plugin);
-- a reward model a GRPO reward loads in every process (bf16, whole): ``frozen``;
+- a reward model a GRPO reward loads in every process (whole, in the policy's dtype: filters/reward_model.py):
+  ``frozen``;
 - activations: with gradient checkpointing each layer keeps its input (L x T x h) and one layer is
   recomputed at a time (T x (6h + 2kv + 4i)); without it every layer keeps T x (6h + 2kv + 4i); in the
   activation dtype. Attention is FlashAttention/SDPA (no T x T scores);
@@ -26,9 +27,13 @@ model pair is two rows, chosen and rejected, in one forward):
   backward accumulates in fp32 the hidden states' gradient (T x h x 4) and, when the head trains, the
   head's (V x h x 4); a reward model's score head has no vocabulary logits; ``whole`` (T x V x 4 bytes,
   fp32) is what a plain causal-LM loss would build;
-- vLLM colocated with GRPO (TRL's vllm_mode colocate): ``vllm_gpu_memory_utilization`` of the GPU.
+- vLLM colocated with GRPO (TRL's vllm_mode colocate): ``vllm_gpu_memory_utilization`` of the GPU's
+  total memory (vLLM's own arithmetic: the fraction of torch.cuda's ``total_memory``);
+- attention: FlashAttention needs no mask; SDPA builds one on a padded batch (:func:`sdpa_mask_bytes`);
+- what the process holds besides tensors (:data:`CUDA_CONTEXT`, :data:`NCCL`) and ZeRO-3's communication
+  buckets (:func:`zero3_buffers`).
 
-CUDA context, allocator fragmentation and temporaries come on top, so a plan near the limit will not fit.
+Allocator fragmentation and temporaries come on top, so a plan near the limit will not fit.
 
 >>> shape = {"vocab_size": 151936, "hidden_size": 1536, "num_hidden_layers": 28, "intermediate_size": 8960,
 ...          "num_attention_heads": 12, "num_key_value_heads": 2, "tie_word_embeddings": True, "model_type": "qwen2"}
@@ -50,7 +55,23 @@ _LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 TILE_TOKENS, TILE_VOCAB = 4096, 32768
 #: (weights, gradients, optimizer) bytes per trained parameter by sharding (module docstring).
 FULL_BYTES = {"none": None, "zero3": (2, 2, 12), "fsdp": (4, 4, 8)}
-TERMS = ("weights", "gradients", "optimizer", "reference", "reward_model", "activations", "logits", "vllm")
+TERMS = ("weights", "gradients", "optimizer", "reference", "reward_model", "activations", "logits", "vllm",
+         "attention_mask", "zero3_buffers", "cuda_context", "nccl")
+#: What a training process holds on its GPU besides tensors: the CUDA context (driver state, the kernels of the
+#: libraries it loads, cuBLAS workspaces). pytorch/pytorch#34323 measured 781 MB at CUDA's first use; torch loads
+#: kernels lazily since CUDA 11.7 (CUDA_MODULE_LOADING=LAZY, its default), ~0.5 GB on an H100 with TRL's stack.
+CUDA_CONTEXT = 0.5 * GB
+#: NCCL, when several processes train together: send/receive buffers per peer and channel (NCCL_BUFFSIZE 4 MiB
+#: for the Simple protocol, plus LL and LL128's) over up to 32 channels on NVLink, NVLink SHARP buffers on an
+#: NVSwitch node, for each process group torch and DeepSpeed create: ~1 GB a process, 1.5 GB with the context.
+NCCL = 1.0 * GB
+#: DeepSpeed 0.19.8's ZeRO-3 defaults (deepspeed/runtime/zero/config.py), in elements: the gradient reduce bucket
+#: and the prefetch bucket. accelerate builds the DeepSpeed config from recipes/accelerate/zero3.yaml's few keys
+#: (utils/dataclasses.py: stage, offload, 16-bit save) and writes no bucket size, so the "auto" values that
+#: transformers' HfDeepSpeedConfig and accelerate fill from the hidden size (reduce hidden^2, prefetch
+#: 0.9 x hidden^2, persistence 10 x hidden: 12.8M, 11.6M and 35,840 for Qwen2.5-7B, 26 MB of buckets) never
+#: apply: they fill only keys a JSON config sets to "auto". So the defaults hold (:func:`zero3_buffers`).
+ZERO3_REDUCE_BUCKET, ZERO3_PREFETCH_BUCKET = 500_000_000, 50_000_000
 
 
 @dataclass(frozen=True)
@@ -65,6 +86,10 @@ class Estimate:
     reference: float = 0.0
     reward_model: float = 0.0
     vllm: float = 0.0
+    attention_mask: float = 0.0
+    zero3_buffers: float = 0.0
+    cuda_context: float = 0.0
+    nccl: float = 0.0
 
     @property
     def total(self) -> float:
@@ -110,12 +135,15 @@ def lora_count(shape: dict, rank: int, targets: str = "all-linear") -> int:
 
 def estimate(shape: dict, *, tokens: int, bf16: bool, full: bool, checkpointing: bool, lora_r: int = 16,
              targets: str = "all-linear", logits: str = "fused", sharding: str = "none", shards: int = 1,
-             reference: bool = False, frozen: float = 0.0, vllm: float = 0.0) -> Estimate:
+             reference: bool = False, frozen: float = 0.0, vllm: float = 0.0,
+             overheads: dict | None = None) -> Estimate:
     """Bytes per device for one micro-step of ``tokens`` tokens (see the module docstring).
 
     ``logits``: "fused" (TRL's tiled LM head), "whole" (T x V fp32) or "none" (a score head);
     ``sharding``: "none", "zero3" or "fsdp" over ``shards`` processes; ``reference``: a frozen copy of
-    the policy; ``frozen``: bytes of another model every process holds; ``vllm``: bytes vLLM takes.
+    the policy; ``frozen``: bytes of another model every process holds; ``vllm``: bytes vLLM takes;
+    ``overheads``: the terms :func:`train_estimate` adds for a run's setup (attention_mask, zero3_buffers,
+    cuda_context, nccl), bytes each.
     """
     vocab, h, layers, inter, _, kv, _ = _dims(shape)
     width = 2 if bf16 else 4
@@ -140,7 +168,60 @@ def estimate(shape: dict, *, tokens: int, bf16: bool, full: bool, checkpointing:
     else:
         head = 0
     return Estimate(params, trainable, weights / split, grads / split, optimizer / split, activations, head,
-                    reference=ref / split, reward_model=frozen, vllm=vllm)
+                    reference=ref / split, reward_model=frozen, vllm=vllm, **(overheads or {}))
+
+
+def sdpa_mask_bytes(rows: int, sequence: int, *, width: int, layers: int, checkpointing: bool) -> float:
+    """The attention mask of a padded micro-step under SDPA: transformers' ``masking_utils.sdpa_mask`` leaves a
+    causal mask to SDPA's ``is_causal`` when nothing is padded, else materialises a boolean rows x 1 x T x T mask
+    (1 byte an element) for the whole forward; torch's ``scaled_dot_product_attention`` turns a boolean mask into an
+    additive one in the activation dtype (``convert_boolean_attn_mask``) for its memory-efficient kernel, whose
+    backward keeps it: one layer's at a time with checkpointing, every layer's without.
+
+    >>> round(sdpa_mask_bytes(4, 9216, width=2, layers=28, checkpointing=True) / 1e9, 2)  # r1-zero-qwen-7b's GRPO
+    1.02
+    """
+    return rows * sequence * sequence * (1 + width * (1 if checkpointing else layers))
+
+
+def zero3_buffers(shape: dict, width: int) -> float:
+    """ZeRO-3's communication buffers in a process, at DeepSpeed's defaults (:data:`ZERO3_REDUCE_BUCKET`): the
+    reduce bucket (stage3.py allocates it whole, in the gradients' dtype), the prefetch bucket, and the module
+    being computed gathered whole, the largest being the embedding or LM head (V x h) or one decoder layer;
+    parameters under stage3_param_persistence_threshold (1e5: norms, biases) stay whole and weigh nothing here.
+
+    >>> from reasonkit.recipes.plan import PUBLISHED_SHAPES
+    >>> # Qwen2.5-7B in bf16: (5e8 + 5e7 + 152,064 x 3,584 = 545.0M) x 2 bytes = 1.0 + 0.1 + 1.09 GB
+    >>> round(zero3_buffers(PUBLISHED_SHAPES["Qwen/Qwen2.5-7B"], 2) / 1e9, 2)
+    2.19
+    """
+    vocab, h, layers, *_ = _dims(shape)
+    layer = (parameter_count(shape) - vocab * h * (1 if shape.get("tie_word_embeddings", True) else 2)) / layers
+    return (ZERO3_REDUCE_BUCKET + ZERO3_PREFETCH_BUCKET + max(vocab * h, layer)) * width
+
+
+def processes_of(cfg) -> int:
+    """Training processes, every machine's: ``num_processes`` under accelerate (a plan's layout sets it), else 1."""
+    return (cfg.num_processes or 1) if getattr(cfg, "launcher", "none") == "accelerate" else 1
+
+
+def overheads(cfg, shape: dict, *, rows: int, sequence: int, cuda: bool = True) -> dict:
+    """The terms a run's setup adds on a GPU (bytes): the SDPA mask where the attention it resolves to is SDPA
+    (``auto``: FlashAttention 2 where flash-attn imports here, levers.resolve_attention) and the batch is padded
+    (padding_free: flattened, no mask), ZeRO-3's buffers, the CUDA context, and NCCL when processes talk."""
+    from reasonkit.distill.levers import resolve_attention
+
+    width = 2 if cfg.bf16 is not False else 4
+    checkpointing = cfg.gradient_checkpointing is not False
+    attention = resolve_attention(cfg.attn_implementation, cuda=cuda)
+    padded = not getattr(cfg, "padding_free", False)
+    mask = 0.0
+    if attention == "sdpa" and padded:
+        mask = sdpa_mask_bytes(rows, sequence, width=width, layers=shape["num_hidden_layers"], checkpointing=checkpointing)
+    return {"attention_mask": mask,
+            "zero3_buffers": zero3_buffers(shape, width) if _sharded_kind(cfg) == "zero3" else 0.0,
+            "cuda_context": CUDA_CONTEXT if cuda else 0.0,
+            "nccl": NCCL if cuda and processes_of(cfg) > 1 else 0.0}
 
 
 def sharding_of(cfg) -> tuple[str, int]:
@@ -167,7 +248,8 @@ def train_estimate(cfg, shape: dict, *, sequence: int, gpu: float | None = None,
     e = estimate(shape, tokens=tokens, bf16=cfg.bf16 is not False, full=cfg.full,
                  checkpointing=cfg.gradient_checkpointing is not False, lora_r=cfg.lora_r, targets=cfg.target_modules,
                  logits="none" if method in ("rm", "prm") else "fused", sharding=sharding, shards=shards,
-                 reference=reference, frozen=frozen, vllm=colocated)
+                 reference=reference, frozen=frozen, vllm=colocated,
+                 overheads=overheads(cfg, shape, rows=rows, sequence=sequence, cuda=cfg.device != "cpu"))
     return e, tokens
 
 
