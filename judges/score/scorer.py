@@ -27,6 +27,7 @@ batch), one forward a batch.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,6 +120,23 @@ def inspect_model(path: str) -> ModelSpec:
     raise UserError(f"{p / 'config.json'}: architectures {archs} with {labels} labels; {_EXPECTED}")
 
 
+@contextmanager
+def whole_weights():
+    """Load a model whole even inside a DeepSpeed ZeRO-3 run. With ZeRO-3 on (accelerate's zero3 config sets
+    zero3_init_flag, which registers transformers' DeepSpeed config for the whole process) ``from_pretrained``
+    partitions every weight over the processes (deepspeed.zero.Init), leaving each an empty shard; the scorer
+    runs its model outside any DeepSpeed engine (GRPO's rm reward: every process scores its own completions),
+    so it must hold the weights whole."""
+    from transformers.integrations import deepspeed
+
+    registered = deepspeed._hf_deepspeed_config_weak_ref  # what is_deepspeed_zero3_enabled() reads
+    deepspeed._hf_deepspeed_config_weak_ref = None
+    try:
+        yield
+    finally:
+        deepspeed._hf_deepspeed_config_weak_ref = registered
+
+
 @dataclass(frozen=True)
 class Encoded:
     ids: tuple[int, ...]
@@ -139,13 +157,15 @@ class Scorer:
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         cls = AutoModelForSequenceClassification if spec.kind == "rm" else AutoModelForTokenClassification
         torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
-        model = cls.from_pretrained(spec.base, dtype=torch_dtype, num_labels=1 if spec.kind == "rm" else 2)
+        with whole_weights():
+            model = cls.from_pretrained(spec.base, dtype=torch_dtype, num_labels=1 if spec.kind == "rm" else 2)
         tokenizer_dir = spec.adapter if spec.adapter and (Path(spec.adapter) / "tokenizer_config.json").is_file() else spec.base
         self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
         if spec.adapter:
             from peft import PeftModel
 
-            model = PeftModel.from_pretrained(model, spec.adapter)
+            with whole_weights():
+                model = PeftModel.from_pretrained(model, spec.adapter)
         text_config = model.config.get_text_config()
         if text_config.pad_token_id is None:  # as RewardTrainer does: the pooling needs to know padding
             text_config.pad_token_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None \

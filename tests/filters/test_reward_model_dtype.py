@@ -36,3 +36,22 @@ def test_a_reward_built_alone_keeps_the_scorers_fp32(tmp_path):
     """`distill score` and a reward outside a trainer: fp32 as before."""
     reward = ModelReward(build_reward_model(tmp_path / "rm"))
     assert reward.scorer.model.dtype == torch.float32
+
+
+def test_the_reward_model_loads_whole_inside_a_zero3_run(tmp_path, monkeypatch):
+    """rlaif-constitutional's GRPO runs under ZeRO-3 with zero3_init_flag, which registers transformers' DeepSpeed
+    config in every process: from_pretrained would then partition the reward model (deepspeed.zero.Init; here, with
+    no DeepSpeed installed, that import raises), and the scorer runs it outside any engine. It loads whole."""
+    from transformers.integrations import deepspeed
+
+    class Zero3:
+        def is_zero3(self):
+            return True
+
+    reward = ModelReward(build_reward_model(tmp_path / "rm"))
+    registered = Zero3()
+    monkeypatch.setattr(deepspeed, "_hf_deepspeed_config_weak_ref", lambda: registered)
+    assert deepspeed.is_deepspeed_zero3_enabled()
+    scorer = reward.scorer
+    assert all(p.numel() > 0 for p in scorer.model.parameters())
+    assert deepspeed.is_deepspeed_zero3_enabled(), "the run's own ZeRO-3 config is left as it was"
