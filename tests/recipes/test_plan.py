@@ -31,7 +31,7 @@ def test_every_shipped_recipe_has_a_plan(path, tmp_path, teacher_dir):
             assert s.gpus == 0, s
     table = render(list(steps.values()))
     assert table.splitlines()[0].startswith("step") and any("the largest holds" in line for line in table.splitlines())
-    assert refusals(list(steps.values())) == [], "every shipped recipe fits an 80 GB GPU as written"
+    assert refusals(list(steps.values())) == [], "every shipped recipe fits an H100 80GB (79.6 GiB) as written"
 
 
 def test_the_r1_teacher_spans_two_nodes_and_fits(tmp_path):
