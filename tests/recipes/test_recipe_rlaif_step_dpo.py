@@ -73,5 +73,7 @@ def test_plan_sizes_the_reward_model_without_vocabulary_logits_and_a_pair_as_two
     recipe, c = configs("rlaif-constitutional.yaml", tmp_path)
     planned = {s.name: s for s in plan(recipe, validate(recipe), load_state(Path(recipe.out)))}
     rm = c["rm"]
-    tokens = rm.batch_size * rm.max_length * 2
+    # planned as on a node of 8 GPUs: the rm step's 8 pairs a step go one to a GPU (distill/launch.py's layout)
+    assert planned["rm"].gpus == 8 and "8 processes under accelerate launch on GPUs 0-7, 1 x 1" in planned["rm"].layout
+    tokens = (rm.batch_size // 8) * rm.max_length * 2
     assert f"at {tokens:,} tokens a micro-step" in planned["rm"].memory and "logits 0.0" in planned["rm"].memory
