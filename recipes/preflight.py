@@ -57,7 +57,7 @@ def needs_of(stage: str, config: Any) -> list[Need]:
         if get("use_liger_kernel"):
             out.append(Need("liger_kernel", "use_liger_kernel"))
         attn = str(get("attn_implementation") or "")
-        if attn == "flash_attention_2":  # auto needs none: it is SDPA where flash-attn is missing (levers.resolve_attention)
+        if attn == "flash_attention_2":  # auto needs none: SDPA where flash-attn is missing (levers.resolve_attention)
             out.append(Need("flash_attn", f"attn_implementation {attn}"))
         elif attn.startswith("kernels-community/"):
             out.append(Need("kernels", f"attn_implementation {attn}"))
@@ -140,7 +140,16 @@ def check_fit(recipe, planned: list, names: set[str], state: dict, gpu_gb: float
 
 
 def gpu_memory_gb() -> float | None:
-    """The first CUDA GPU's memory in GB, None without one (torch imported only here)."""
+    """The first CUDA GPU's memory in GB, None without one.
+
+    Asked of nvidia-smi, not torch: ``torch.cuda.get_device_properties`` initialises CUDA in ``distill run``'s own
+    process, which then holds a context on GPU 0 for the whole recipe while every model step runs in a child
+    (recipes/isolate.py) that wants that GPU empty. torch answers only where nvidia-smi is missing."""
+    from reasonkit.recipes.plan import visible_gpu
+
+    found = visible_gpu()
+    if found is not None:
+        return found[1] / 1e9
     if not gpu_here():
         return None
     import torch

@@ -161,3 +161,22 @@ def test_cli_validate_refuses_off_policy_pairs_exit_2(teacher_dir):
     result = CliRunner().invoke(cli, ["validate", str(ROOT / "dpo-verifier-pairs.yaml"), "--set", f"samples.teacher={teacher_dir}"])
     assert result.exit_code == 2 and "the pairs are off-policy" in result.stderr and "Traceback" not in result.output
     assert CliRunner().invoke(cli, ["validate", str(ROOT / "dpo-verifier-pairs.yaml")]).exit_code == 0
+
+
+def test_the_gpu_memory_is_asked_of_nvidia_smi_so_distill_run_holds_no_cuda_context(tmp_path, monkeypatch):
+    """Before, gpu_memory_gb() asked torch.cuda.get_device_properties, which starts CUDA in `distill run`'s own process:
+    a context on GPU 0 held for the whole recipe while each model step runs in a child that wants the GPU empty."""
+    import torch
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'NVIDIA H100 80GB HBM3, 81559'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+    def no_cuda(*_a, **_k):
+        raise AssertionError("CUDA started in the parent")
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", no_cuda)
+    monkeypatch.setattr(torch.cuda, "is_available", no_cuda)
+    assert round(preflight.gpu_memory_gb(), 2) == 85.52  # 81,559 MiB, an H100's total_memory
