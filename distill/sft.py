@@ -88,8 +88,8 @@ def sft_arguments(cfg, args: dict) -> SFTConfig:
         import warnings
 
         warnings.warn("padding_free is off for this run: attn_implementation auto resolved to sdpa here (flash-attn "
-                      "not importable, or no CUDA GPU), and under SDPA a flattened batch is one B*L x B*L attention mask; "
-                      "packed rows are collated row by row instead", stacklevel=2)
+                      "not importable, or no CUDA GPU), and under SDPA a flattened batch is one B*L x B*L attention "
+                      "mask; packed rows are collated row by row instead", stacklevel=2)
         levers["padding_free"] = False
     return SFTConfig(**args, **levers, assistant_only_loss=True, packing=cfg.packing, packing_strategy="bfd")
 

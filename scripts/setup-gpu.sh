@@ -19,8 +19,8 @@
 #   FLASH_ATTN=0 bash scripts/setup-gpu.sh # without trying flash-attn
 #   MAX_JOBS=8 bash scripts/setup-gpu.sh   # flash-attn compiles with 8 jobs when no prebuilt wheel matches
 #   # a driver older than 580: the CUDA 12.9 builds of torch 2.13.0 and vLLM 0.31.0 (needs a 525+ driver)
-#   TORCH_INDEX=https://download.pytorch.org/whl/cu129 VLLM_WHEEL=vllm-0.31.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl \
-#     bash scripts/setup-gpu.sh
+#   TORCH_INDEX=https://download.pytorch.org/whl/cu129 \
+#     VLLM_WHEEL=vllm-0.31.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl bash scripts/setup-gpu.sh
 #   SKIP_DRIVER_CHECK=1 bash scripts/setup-gpu.sh  # where the driver works but nvidia-smi is not on PATH
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,9 +42,9 @@ driver_check() {
   if [ -n "$TORCH_INDEX" ]; then
     need=$CUDA12_DRIVER what="torch from $TORCH_INDEX (a CUDA 12 index)"
     if [ -z "$VLLM_WHEEL" ]; then
-      echo "setup: TORCH_INDEX is set but VLLM_WHEEL is not: PyPI's vLLM 0.31.0 is a CUDA 13 build and would not load" \
-        "with a CUDA 12 torch; set VLLM_WHEEL to the vLLM 0.31.0 wheel built for that CUDA (its GitHub release," \
-        "vllm-0.31.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl)" >&2
+      echo "setup: TORCH_INDEX is set but VLLM_WHEEL is not: PyPI's vLLM 0.31.0 is a CUDA 13 build and would" \
+        "not load with a CUDA 12 torch; set VLLM_WHEEL to the vLLM 0.31.0 wheel built for that CUDA (its GitHub" \
+        "release, vllm-0.31.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl)" >&2
       return 1
     fi
   fi
@@ -63,10 +63,10 @@ driver_check() {
   fi
   local major=${BASH_REMATCH[1]}
   if [ "$major" -lt "$need" ]; then
-    echo "setup: NVIDIA driver $version is older than $need: $what, which need driver $need or newer (on this one torch" \
-      "would see no GPU). Either install a driver of the $need series or newer and rerun, or, on a driver of" \
-      "$CUDA12_DRIVER or newer, use the CUDA 12.9 builds of the same pair (torch 2.13.0 from PyTorch's cu129 index," \
-      "vLLM 0.31.0's +cu129 wheel from its GitHub release):" \
+    echo "setup: NVIDIA driver $version is older than $need: $what, which need driver $need or newer (on this" \
+      "one torch would see no GPU). Either install a driver of the $need series or newer and rerun, or, on a" \
+      "driver of $CUDA12_DRIVER or newer, use the CUDA 12.9 builds of the same pair (torch 2.13.0 from PyTorch's" \
+      "cu129 index, vLLM 0.31.0's +cu129 wheel from its GitHub release):" \
       "TORCH_INDEX=https://download.pytorch.org/whl/cu129 VLLM_WHEEL=<path or URL of" \
       "vllm-0.31.0+cu129-cp38-abi3-manylinux_2_28_x86_64.whl> bash scripts/setup-gpu.sh. Nothing was installed." >&2
     return 1
@@ -80,7 +80,8 @@ if [ "${1:-}" = --check-driver ]; then
 fi
 driver_check
 
-want=$(cat pyproject.toml constraints-gpu.txt scripts/setup-gpu.sh | sha256sum | cut -c1-16)-$FLASH_ATTN-$TORCH_INDEX-$VLLM_WHEEL
+want=$(cat pyproject.toml constraints-gpu.txt scripts/setup-gpu.sh | sha256sum | cut -c1-16)
+want="$want-$FLASH_ATTN-$TORCH_INDEX-$VLLM_WHEEL"
 
 check() {  # $1: 1 when flash-attn was installed
   local modules="vllm, deepspeed, trl, reasonkit"
@@ -93,7 +94,8 @@ print('setup: ok: torch', torch.__version__, '| vllm', vllm.__version__, '| trl'
 }
 
 # the stamp: its first line what was set up, its second whether flash-attn was installed
-if [ -f "$stamp" ] && [ "$(head -1 "$stamp")" = "$want" ] && check "$(sed -n 's/^flash_attn=//p' "$stamp")" 2>/dev/null; then
+if [ -f "$stamp" ] && [ "$(head -1 "$stamp")" = "$want" ] \
+    && check "$(sed -n 's/^flash_attn=//p' "$stamp")" 2>/dev/null; then
   exit 0
 fi
 

@@ -1,7 +1,8 @@
 """``attn_implementation: auto`` (issue 35 item 5): FlashAttention 2 where flash-attn imports on a GPU, SDPA otherwise,
 for the student and the reward heads alike, recorded in the train report; padding_free under auto is turned off (with a
 warning) where auto resolves to SDPA. Before, "auto" reached from_pretrained as it was, the config refused it with
-padding_free, and the shipped recipes named flash_attention_2, which a node where flash-attn did not build cannot run."""
+padding_free, and the shipped recipes named flash_attention_2, which a node where flash-attn did not build cannot
+run."""
 
 import importlib.util
 from pathlib import Path
@@ -26,14 +27,14 @@ RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 def flash_attn_importable(monkeypatch, present: bool) -> None:
     """find_spec("flash_attn") answers as on a node where flash-attn built (or did not); nothing is imported."""
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: (real("json") if present else None) if name == "flash_attn" else real(name, *a))
+    spec = real("json") if present else None  # any spec stands for flash-attn's
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: spec if name == "flash_attn" else real(name, *a))
 
 
 def captured_from_pretrained(monkeypatch, cls) -> dict:
     """The keyword arguments ``cls.from_pretrained`` is called with (no weights load)."""
     seen = {}
-    monkeypatch.setattr(cls, "from_pretrained", classmethod(lambda _cls, ref, **kw: seen.update(kw, ref=ref) or "model"))
+    monkeypatch.setattr(cls, "from_pretrained", classmethod(lambda _c, ref, **kw: seen.update(kw, ref=ref) or "model"))
     return seen
 
 
@@ -46,18 +47,20 @@ def test_the_student_and_a_reward_head_load_with_auto_resolved(monkeypatch, pres
     student = captured_from_pretrained(monkeypatch, transformers.AutoModelForCausalLM)
     load_model(TrainConfig(method="sft", student="m", data="d", out="o", attn_implementation="auto"), device)
     head = captured_from_pretrained(monkeypatch, transformers.AutoModelForSequenceClassification)
-    heads.load_head_model(TrainConfig(method="rm", student="m", data="d", out="o", attn_implementation="auto"), device, 0)
+    rm = TrainConfig(method="rm", student="m", data="d", out="o", attn_implementation="auto")
+    heads.load_head_model(rm, device, 0)
     assert (student["attn_implementation"], head["attn_implementation"]) == (expected, expected)
     load_model(TrainConfig(method="sft", student="m", data="d", out="o", attn_implementation="flash_attention_2"), CPU)
     assert student["attn_implementation"] == "flash_attention_2", "a name other than auto is passed as given"
 
 
 def test_padding_free_under_auto_holds_with_flash_attention_and_is_turned_off_under_sdpa(monkeypatch, tmp_path):
-    c = TrainConfig(method="sft", student="m", data="d", out="o", packing=True, padding_free=True, attn_implementation="auto")
-    with pytest.warns(UserWarning, match="padding_free is off for this run: attn_implementation auto resolved to sdpa"):
+    c = TrainConfig(method="sft", student="m", data="d", out="o", packing=True, padding_free=True,
+                    attn_implementation="auto")
+    with pytest.warns(UserWarning, match="padding_free is off for this run: .* auto resolved to sdpa"):
         assert sft_arguments(c, trainer_args(c, CPU, tmp_path, 512)).padding_free is False
     flash_attn_importable(monkeypatch, True)
-    gpu = Device(kind="cuda", bf16=False, gradient_checkpointing=False, threads=1, world_size=1)  # bf16 needs a real GPU
+    gpu = Device(kind="cuda", bf16=False, gradient_checkpointing=False, threads=1, world_size=1)  # bf16: a real GPU
     assert sft_arguments(c, trainer_args(c, gpu, tmp_path, 512)).padding_free is True
     with pytest.raises(ValueError, match="padding_free needs a FlashAttention attn_implementation .* found 'sdpa'"):
         TrainConfig(method="sft", student="m", data="d", out="o", packing=True, padding_free=True)
@@ -69,15 +72,16 @@ def test_a_packed_auto_run_trains_on_sdpa_row_by_row_and_the_report_says_so(tiny
     from reasonkit.distill.data import load_tokenizer, to_dataset
     from reasonkit.distill.train import train
 
-    c = TrainConfig(method="sft", student=tiny_model_dir, data="d", out="o", full=True, packing=True, padding_free=True,
-                    attn_implementation="auto")
+    c = TrainConfig(method="sft", student=tiny_model_dir, data="d", out="o", full=True, packing=True,
+                    padding_free=True, attn_implementation="auto")
     with pytest.warns(UserWarning, match="padding_free is off"):
         trainer = build_sft_trainer(c, AutoModelForCausalLM.from_pretrained(tiny_model_dir), load_tokenizer(c),
                                     to_dataset(sft_table(8), "sft"), trainer_args(c, CPU, tmp_path, 256), None, [])
     assert isinstance(trainer.data_collator, RowPackedCollator)
     data = write_stage(tmp_path / "sft", "sft", sft_table(8))
-    report = train(TrainConfig(method="sft", student=tiny_model_dir, data=str(data), out=str(tmp_path / "out"), max_steps=1,
-                               batch_size=4, warmup=0, threads=1, device="cpu", attn_implementation="auto"))
+    report = train(TrainConfig(method="sft", student=tiny_model_dir, data=str(data), out=str(tmp_path / "out"),
+                               max_steps=1, batch_size=4, warmup=0, threads=1, device="cpu",
+                               attn_implementation="auto"))
     assert report["attn_implementation"] == "sdpa" and report["config"]["attn_implementation"] == "auto"
 
 
@@ -93,5 +97,5 @@ def test_the_shipped_gpu_recipes_train_without_flash_attn_installed(name, tmp_pa
 
 
 def test_no_shipped_recipe_names_flash_attention_2():
-    named = [p.name for p in sorted(RECIPES.glob("*.yaml")) if "attn_implementation: flash_attention_2" in p.read_text()]
+    named = [r.name for r in RECIPES.glob("*.yaml") if "attn_implementation: flash_attention_2" in r.read_text()]
     assert not named, f"{named}: use attn_implementation auto (flash-attn is a source build that may be absent)"
