@@ -12,9 +12,10 @@ backend) -> rm (a reward model, for score to load) -> score of eval's generation
 On the GPU machine (Python 3.12 with torch, transformers, peft and accelerate, no network) the script first makes
 sure of what the steps import beyond those (NEEDED below: found with ``--imports FILE``, where every step appends the
 distributions it imported, in a venv holding only torch, transformers, peft and accelerate): whatever is missing is
-installed from the wheels in bench/gpu_wheels (``pip install --no-index --no-deps``), and what is neither there nor in
-the folder stops the run at once, listed with the command that fetches it. The wheels are prepared beforehand on a
-machine with the project's .venv and PyPI (bench/gpu_wheels/ is ignored by git):
+installed from the wheels in bench/gpu_wheels (``pip install --no-index --no-deps --target`` its site-packages
+folder, put on the steps' path: the machine's Python is not changed), and what is neither there nor in the folder
+stops the run at once, listed with the command that fetches it. The wheels are prepared beforehand on a machine with
+the project's .venv and PyPI (bench/gpu_wheels/ is ignored by git):
 
     .venv/bin/python -m pip download --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 \
         --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --no-deps -d bench/gpu_wheels \
@@ -167,14 +168,26 @@ def missing() -> list[str]:
     return [dist for module, dist in NEEDED.items() if importlib.util.find_spec(module) is None]
 
 
+def site_of(wheels: Path) -> Path:
+    """Where the missing wheels are installed: a folder of their own on the path, so the machine's own Python
+    (perhaps one pip may not change, PEP 668) is left as it is. Named site-packages because dill (datasets'
+    fingerprints) pickles by reference only classes of modules under a path so named or under sys.prefix: from any
+    other folder pyarrow's MonthDayNano fails to pickle."""
+    return wheels / "site-packages"
+
+
 def install_missing(wheels: Path = WHEELS) -> str | None:
     """Install what is missing from ``wheels`` (offline, no dependency resolution: the list is complete); None when
     everything imports afterwards, else what is still missing and the command that fetches it."""
+    site = site_of(wheels)
+    if str(site) not in sys.path:
+        sys.path.insert(0, str(site))  # what an earlier run installed counts as there
     absent = missing()
     have = {w.name.split("-")[0].lower().replace("_", "-"): w for w in wheels.glob("*.whl")} if wheels.is_dir() else {}
     found = [str(have[d]) for d in absent if d in have]
     if found:
-        subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "-q", *found], check=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "-q", "--target", str(site),
+                        *found], check=True)
         import importlib
 
         importlib.invalidate_caches()
@@ -186,16 +199,19 @@ def install_missing(wheels: Path = WHEELS) -> str | None:
             f"manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --no-deps -d bench/gpu_wheels {' '.join(absent)}")
 
 
-def importable_env() -> dict:
-    """The children's environment: reasonkit importable from this checkout even where it is not installed."""
+def importable_env(wheels: Path) -> dict:
+    """The children's environment: the wheels' folder on the path, and reasonkit importable from this checkout even
+    where it is not installed."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    paths = [str(site_of(wheels))] if site_of(wheels).is_dir() else []
     try:
         import reasonkit  # noqa: F401
     except ImportError:
         shim = Path(tempfile.mkdtemp(prefix="reasonkit-path-"))
         (shim / "reasonkit").symlink_to(ROOT)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(shim), env.get("PYTHONPATH")]))
+        paths.insert(0, str(shim))
         sys.path.insert(0, str(shim))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*paths, env.get("PYTHONPATH")]))
     return env
 
 
@@ -228,13 +244,14 @@ def main(argv=None) -> int:
         child(args.child, work, args.device, args.tiny, args.imports)
         return 0
     if args.missing:
+        sys.path.insert(0, str(site_of(Path(args.wheels))))
         print(f"gpu-smoke: missing here: {', '.join(missing()) or 'nothing'}")
         return 0
     problem = install_missing(Path(args.wheels))
     if problem:
         print(f"gpu-smoke: {problem}")
         return 2
-    env = importable_env()
+    env = importable_env(Path(args.wheels))
     if args.device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU run stays off any GPU
     else:
