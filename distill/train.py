@@ -143,6 +143,7 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     from reasonkit.distill.levers import resolve_attention
     from reasonkit.distill.report import Monitor, history, peak_memory, plot, summary, write_report
     from reasonkit.distill.student import count_parameters, load_model, lora_config, merge_adapter, resolve_device, trainer_args
+    from reasonkit.hardware import machine, versions
 
     device = resolve_device(cfg)
     monitor = Monitor(cfg.method, progress)
@@ -230,11 +231,12 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
         "max_length": max_length,
         "learning_rate": cfg.learning_rate,
         "device": device.as_dict(),
+        "hardware": machine(gpu=device.kind == "cuda"),  # CPU model and kernels, threads, GPU and driver
         "attn_implementation": resolve_attention(cfg.attn_implementation, cuda=device.kind == "cuda"),  # auto resolved
         "history": records,
         **extra,
         "config": dataclasses.asdict(cfg),
-        "versions": _versions(),
+        "versions": versions(),
         "report": str(out / "report.json"),
     }
     png = plot(out, records, cfg.method, f"{cfg.method} {Path(cfg.student).name} on {Path(cfg.data).name}")
@@ -376,14 +378,3 @@ def _drop_printer(trainer) -> None:
 
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
-
-
-def _versions() -> dict:
-    import peft
-    import torch
-    import transformers
-    import trl
-
-    from reasonkit import __version__
-
-    return {"reasonkit": __version__, "torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__, "peft": peft.__version__}

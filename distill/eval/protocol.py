@@ -6,7 +6,10 @@ only comparable to another made the same way:
 - ``dtype`` and ``max_model_len`` as the engine used them (``auto`` is not an answer);
 - ``model_revision`` / ``dataset_revision``: the Hub commit SHA a Hub id resolved to (the Hub when
   online, the local cache's ``refs/main`` under ``HF_HUB_OFFLINE=1``), None for a local path;
-- ``hardware``: the GPU name and how many GPUs generated (``cpu`` and 0 without CUDA);
+- ``hardware``: the GPU name and how many GPUs generated (``cpu`` and 0 without CUDA), and the machine as
+  reasonkit/hardware.py describes it: CPU model, the instruction set torch's kernels used, thread count,
+  the float-changing variables set, the GPU's driver;
+- ``versions``: torch, transformers, TRL, vLLM (where installed) and reasonkit;
 - ``batch_invariant``: whether a sample depends only on its own seed, not on which requests shared
   its batch (vLLM's ``VLLM_BATCH_INVARIANT=1`` on a GPU); without it, replica count, batch size and
   GPU model may change the samples in the last bits, and so the numbers slightly;
@@ -22,7 +25,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 
 #: Protocol fields that say where the samples were made, not what was asked: two summaries that
@@ -38,6 +40,7 @@ def protocol(config, identities: dict, adapter_mode: str | None, gen_manifest: d
     directory's weights and tokenizer, ``hub:ID@SHA`` for a Hub id, ``api:NAME`` for a served name.
     """
     from reasonkit import __version__
+    from reasonkit.hardware import versions
 
     info = gen_manifest.get("backend_info") or {}
     max_model_len = info.get("max_model_len") or config.max_model_len
@@ -84,6 +87,7 @@ def protocol(config, identities: dict, adapter_mode: str | None, gen_manifest: d
         # only where tools ran: a summary from before tools existed still pairs with one that used none
         **({"tools": _tools(config)} if getattr(config, "tools", None) else {}),
         "reasonkit_version": __version__,
+        "versions": versions(),
         "extra": config.extra,
     }
 
@@ -148,7 +152,8 @@ def _visible_gpus() -> int:
 
 
 def hardware(config, replicas: int) -> dict:
-    """The accelerator the samples were generated on: GPU name and count, or ``cpu`` and 0."""
+    """The machine the samples were generated on (reasonkit/hardware.py) with the GPU count, ``gpu`` being
+    ``cpu`` and the count 0 without CUDA; for a server or a Ray cluster, where they ran."""
     if config.backend == "openai":
         return {"gpu": None, "gpu_count": None, "where": f"the server at {config.base_url}"}
     if config.engine == "ray":
@@ -157,9 +162,11 @@ def hardware(config, replicas: int) -> dict:
                 "where": f"ray: {config.replicas} replica(s), {per} GPU(s) each where the cluster has GPUs"}
     import torch
 
+    from reasonkit.hardware import machine
+
     if not torch.cuda.is_available():
-        return {"gpu": "cpu", "gpu_count": 0, "cpu": _cpu_model()}
-    return {"gpu": torch.cuda.get_device_name(0), "gpu_count": replicas * _gpus_per_replica(config)}
+        return {**machine(gpu=False), "gpu": "cpu", "gpu_count": 0}
+    return {**machine(gpu=True), "gpu_count": replicas * _gpus_per_replica(config)}
 
 
 def _gpus_per_replica(config) -> int:
@@ -167,18 +174,6 @@ def _gpus_per_replica(config) -> int:
     from reasonkit.gen.engine_args import replica_world_size
 
     return replica_world_size(config.tensor_parallel, config.engine_args) if config.backend == "vllm" else 1
-
-
-def _cpu_model() -> str | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or None
 
 
 def batch_invariance(backend: str) -> dict:

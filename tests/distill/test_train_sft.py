@@ -81,5 +81,10 @@ def test_packing_trains_on_full_rows(tiny_model_dir, tmp_path):
     tokens = [r["tokens"] for r in report["history"]]
     per_step = [b - a for a, b in zip([0.0, *tokens], tokens)]
     assert report["steps"] == 3
+    # the report names what its floats depended on (issue 36 item 3): torch's kernels and threads, the libraries
+    hw, versions = report["hardware"], report["versions"]
+    assert hw["cpu_capability"] == torch.backends.cpu.get_cpu_capability() and hw["cpu"]
+    assert hw["threads"] == 1 and hw["gpu"] is None  # the config's threads=1, on CPU
+    assert versions["torch"] == torch.__version__ and versions["trl"] and versions["peft"]
     # Two packed rows of up to 512 real tokens each: more than two examples' worth, never more than the rows hold.
     assert all(2 * 200 < n <= 2 * 512 for n in per_step), per_step

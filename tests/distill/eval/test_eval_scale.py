@@ -125,6 +125,12 @@ def test_the_protocol_records_resolved_values(offline_hub, test_set, tmp_path, m
     assert p["dtype"] == "float32" and p["dtype_requested"] == "auto"
     assert p["max_model_len"] == 1024  # the teacher's max_position_embeddings, resolved by the backend
     assert p["hardware"]["gpu"] == "cpu" and p["hardware"]["gpu_count"] == 0
+    # what the floats depended on (issue 36 item 3): the CPU, the kernels torch chose, threads, libraries
+    import torch
+
+    assert p["hardware"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability() and p["hardware"]["cpu"]
+    assert p["hardware"]["threads"] == torch.get_num_threads() and isinstance(p["hardware"]["float_env"], dict)
+    assert p["versions"]["torch"] == torch.__version__ and p["versions"]["trl"] and p["versions"]["transformers"]
     assert p["batch_invariant"] is False and p["data_parallel"] == 1
     # a dataset named with its split is the Hub repo at the revision its cache's refs/main names
     assert hub_revision_of("org/aime", "dataset") == hub_revision_of("org/aime:default:train", "dataset") == SHA
