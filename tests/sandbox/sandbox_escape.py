@@ -1,12 +1,12 @@
 """An escape attempt and what must come of it, shared by the in-process matrix (every mode this machine
-can take) and the non-root run (tests/test_sandbox_nonroot.py runs this file as a script as uid 65534).
+can take) and the non-root run (tests/sandbox/test_sandbox_nonroot.py runs this file as a script as uid 65534).
 
 ``plant(dir)`` writes, outside ``/tmp``: a 0600 secret (a token file's place), a 0644 file holding a
 test's expected output (the Parquet's neighbour), a victim file. ``ESCAPE`` is the model's program:
 it tries every way to read, write, delete, list, unmount, mount, trace, link; it prints one JSON
 object of outcomes. ``verdicts(outcomes, planted)`` lists every way the sandbox failed (empty: held).
 
-    python tests/sandbox_escape.py PLANT_DIR   # plants, runs ESCAPE in the default mode, prints the failures
+    python tests/sandbox/sandbox_escape.py PLANT_DIR   # plants, runs ESCAPE in the default mode, prints the failures
 """
 
 import json
@@ -82,7 +82,8 @@ def failures(outcomes: dict, planted: dict) -> list[str]:
                  "list_planted_dir", "list_home", "list_project", "symlink_secret", "hardlink_secret"):
         if not outcomes.get(name, "").startswith("err:"):
             bad.append(f"{name}: {outcomes.get(name)}")
-    for name in ("umount_tmp", "mount_tmpfs", "chroot", "unshare_user", "setns", "ptrace_attach_1", "ptrace_attach_child"):
+    for name in ("umount_tmp", "mount_tmpfs", "chroot", "unshare_user", "setns", "ptrace_attach_1",
+                 "ptrace_attach_child"):
         if outcomes.get(name) == "ok":
             bad.append(f"{name} succeeded")
     for cap in ("CapEff", "CapPrm", "CapBnd", "CapInh", "CapAmb"):
@@ -118,5 +119,6 @@ if __name__ == "__main__":
     planted = plant(Path(sys.argv[1]))
     result = run_escape(planted)
     outcomes = json.loads(result.stdout) if result.ok else {"run": result.stderr[-500:]}
-    print(json.dumps({"failures": failures(outcomes, planted) if result.ok else [f"did not run: {result.stderr[-300:]}"],
+    found = failures(outcomes, planted) if result.ok else [f"did not run: {result.stderr[-300:]}"]
+    print(json.dumps({"failures": found,
                       "isolation": list(result.isolation), "uid": os.getuid(), "fork_bomb": fork_bomb_limit()}))

@@ -29,7 +29,7 @@ def _usable(mode: str) -> bool:
 
 # Every namespace mode this machine can take: as root "root", "userns" (forced) and "bwrap" where
 # bubblewrap is installed (.ci/run installs it), so the non-root user's modes are tested here too
-# (tests/test_sandbox_nonroot.py runs them as a real non-root uid).
+# (tests/sandbox/test_sandbox_nonroot.py runs them as a real non-root uid).
 NAMESPACE_MODES = [m for m in ("root", "userns", "bwrap") if _usable(m)] or [
     pytest.param("none", marks=pytest.mark.skip(reason="no namespaces on this machine"))]
 
@@ -117,7 +117,7 @@ def test_fork_bomb_hits_the_process_limit_and_leaves_nothing(mode):
     if mode == "userns" and os.geteuid() == 0:
         # The kernel never applies RLIMIT_NPROC to the host's root user (INIT_USER), whatever namespace
         # it is in: forced here, the bomb would fill the machine until the wall clock. A real non-root
-        # caller's bomb stops at the limit: tests/test_sandbox_nonroot.py.
+        # caller's bomb stops at the limit: tests/sandbox/test_sandbox_nonroot.py.
         pytest.skip("userns forced as root: RLIMIT_NPROC does not bind the host's root (tested as non-root)")
     marker = f"forkbomb{secrets.token_hex(4)}"
     started = time.monotonic()
@@ -256,7 +256,8 @@ def test_userns_mode_where_the_kernel_allows_it():
         pytest.skip("root without unshare")
     if os.system("unshare --user --map-root-user true 2>/dev/null") != 0:
         pytest.skip("no unprivileged user namespaces here")
-    r = run("import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\nexcept OSError:\n    print('offline')", mode="userns")
+    r = run("import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\nexcept OSError:\n"
+            "    print('offline')", mode="userns")
     assert r.ok and r.stdout == "offline\n" and "userns" in r.isolation
 
 

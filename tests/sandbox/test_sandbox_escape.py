@@ -2,7 +2,7 @@
 test's expected output, a committed shard) cannot be read, written beside, deleted or listed; no
 mount can be undone or made; no capability is held; links lead nowhere. In every namespace mode this
 machine can take (root, and userns forced as root: a cluster user's mode); as a real non-root user
-in tests/test_sandbox_nonroot.py."""
+in tests/sandbox/test_sandbox_nonroot.py."""
 
 import json
 import tempfile
@@ -45,7 +45,8 @@ def test_the_checks_tell_a_broken_boundary(planted):
         f"read_secret: ok:{secret}", "a planted secret or expected output reached the program's output"]
     assert failures({**held, "CapEff": "000001ffffffffff", "umount_tmp": "ok"}, planted) == [
         "umount_tmp succeeded", "CapEff 000001ffffffffff"]
-    assert failures({**held, "mounts": ["/", planted["home"]]}, planted) == [f"mount point {planted['home']} is in the view"]
+    assert failures({**held, "mounts": ["/", planted["home"]]}, planted) == [
+        f"mount point {planted['home']} is in the view"]
 
 
 def test_a_files_entry_cannot_name_a_host_path():

@@ -1,53 +1,27 @@
 """The sandbox as a real non-root user (uid 65534) runs it: mode ``userns``, the mode of nearly every
-cluster user. The escape of tests/sandbox_escape.py must fail there too, and a fork bomb must stop at
-the process limit (the kernel exempts only the host's root from RLIMIT_NPROC).
+cluster user. The escape of tests/sandbox/sandbox_escape.py must fail there too, and a fork bomb must stop
+at the process limit (the kernel exempts only the host's root from RLIMIT_NPROC).
 
-The test runs as root (CI's user) and makes the non-root caller with ``setpriv``. This machine's
-interpreter lives under /root (0700), which uid 65534 may not enter: the test gives it a mount namespace
-where /root is an empty tmpfs with only the interpreter's tree bound back, as a user's own install
-would be reachable to them."""
+The test runs as root (CI's user) and makes the non-root caller with ``setpriv`` (as_nobody.py: the
+interpreter, venv and checkout stay reachable to that user, as a user's own install is, from any clone)."""
 
 import json
 import os
-import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from as_nobody import NOBODY, reach_plan, run_as_nobody
+
+import reasonkit
 
 HERE = Path(__file__).resolve().parent
-NOBODY = 65534
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("unshare"),
     reason="needs root (to make the non-root caller) and util-linux's setpriv and unshare")
-
-
-def hidden_root_only_ancestor(path: str) -> str | None:
-    current = "/"
-    for part in Path(path).parts[1:-1]:
-        current = os.path.join(current, part)
-        if os.stat(current).st_mode & 0o001 == 0:
-            return current
-    return None
-
-
-def run_as_nobody(args: list[str], **env: str) -> subprocess.CompletedProcess:
-    """``args`` as uid/gid 65534, in a mount namespace where the interpreter is reachable."""
-    base = os.path.realpath(sys.base_prefix)
-    hidden = hidden_root_only_ancestor(base)
-    uncover = ""
-    if hidden:  # keep the interpreter reachable: cover the 0700 ancestor, bind the install back
-        uncover = (f'stage=$(mktemp -d /var/tmp/rk-stage-XXXXXX); mount --bind "{base}" "$stage"; '
-                   f'mount -t tmpfs -o mode=0755 tmpfs "{hidden}"; mkdir -p "{base}"; mount --move "$stage" "{base}"; ')
-    command = (f"{uncover}exec setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups --inh-caps=-all "
-               + " ".join(shlex.quote(a) for a in args))
-    env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "TMPDIR": "/tmp", "HF_HUB_OFFLINE": "1", **env}
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", command],
-                          capture_output=True, text=True, timeout=120, env=env)
 
 
 @pytest.mark.parametrize("mode", ["auto", pytest.param("bwrap", marks=pytest.mark.skipif(
@@ -63,3 +37,39 @@ def test_as_a_non_root_user_nothing_of_the_host_is_reachable(mode):
     assert ("bwrap" in report["isolation"]) == (mode == "bwrap")
     assert report["failures"] == []
     assert report["fork_bomb"] == "processes"
+
+
+PROBE = """import json, os, sys
+import reasonkit
+top, clone = sys.argv[1], sys.argv[2]
+print(json.dumps({"uid": os.getuid(), "package": reasonkit.__file__, "top": sorted(os.listdir(top)),
+                  "clone": sorted(os.listdir(clone)), "secret": sorted(os.listdir(os.path.join(clone, "secret")))}))
+"""
+
+
+def test_a_clone_under_a_directory_only_root_may_enter_stays_reachable_to_the_user():
+    # A clone under `mktemp -d` (0700) with a 0700 folder inside it: the trees the command names are
+    # bound back at their own paths (the script's folder, the clone); nothing else of the hidden ones.
+    top = Path(tempfile.mkdtemp(prefix="reasonkit-0700-"))
+    clone, secret = top / "rk", top / "rk" / "secret"
+    staged = set(Path("/var/tmp").glob("rk-reach-*"))
+    try:
+        for folder in (top / "other-clone", clone / "venv", secret / "tests"):
+            folder.mkdir(parents=True)
+        for path, mode in ((clone, 0o755), (clone / "venv", 0o755), (secret, 0o700), (secret / "tests", 0o755)):
+            path.chmod(mode)
+        (clone / "README.md").write_text("x")
+        (secret / "key.txt").write_text("x")
+        script = secret / "tests" / "probe.py"
+        script.write_text(PROBE)
+        script.chmod(0o644)
+        covers, binds = reach_plan([str(clone), str(clone / "venv"), str(secret / "tests"), "/usr"])
+        assert (covers, binds) == ([str(top), str(secret)], [str(clone), str(secret / "tests")])
+        done = run_as_nobody([sys.executable, str(script), str(top), str(clone)])
+        assert done.returncode == 0, done.stderr[-2000:]
+        seen = json.loads(done.stdout)
+    finally:
+        shutil.rmtree(top)
+    assert seen == {"uid": NOBODY, "package": reasonkit.__file__,  # the code under test, not another install's
+                    "top": ["rk"], "clone": ["README.md", "secret", "venv"], "secret": ["tests"]}
+    assert set(Path("/var/tmp").glob("rk-reach-*")) <= staged  # its staging folders are gone

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from as_nobody import NOBODY, run_as_nobody
 from click.testing import CliRunner
 from test_filter_code_stage import rows
 
@@ -93,16 +94,15 @@ def test_sandbox_option_sets_the_mode_for_the_command_only(monkeypatch):
 def test_sandbox_none_opts_in_warns_and_is_recorded(tmp_path):
     # A non-root user on a machine without namespaces (no unshare on PATH): --sandbox none runs the
     # programs as that user; the run says so everywhere it is read later.
-    from test_sandbox_nonroot import NOBODY, run_as_nobody
-
     work = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="reasonkit-none-"))
     try:
         write_traces(work / "traces", rows(), shard_rows=4)
         for path in [work, *work.rglob("*")]:
             os.chown(path, NOBODY, NOBODY)
-        script = (f"import os, sys; os.environ['PATH'] = '/nonexistent'; sys.argv = ['distill', 'filter', '{work}/traces', "
-                  f"'--out', '{work}/out', '--verifier', 'code', '--lang', 'none', '--dedup', 'none', '--sandbox', 'none', "
-                  "'--verify-timeout', '1'];\nfrom reasonkit.cli import main; main()")
+        script = (f"import os, sys; os.environ['PATH'] = '/nonexistent'; sys.argv = ['distill', 'filter', "
+                  f"'{work}/traces', '--out', '{work}/out', '--verifier', 'code', '--lang', 'none', "
+                  "'--dedup', 'none', '--sandbox', 'none', '--verify-timeout', '1'];\n"
+                  "from reasonkit.cli import main; main()")
         done = run_as_nobody([sys.executable, "-c", script])
         assert done.returncode == 0, done.stderr[-2000:]
         assert "warning: --sandbox none" in done.stderr
