@@ -7,6 +7,7 @@ killed and resumed is whole: the checkpoint carries the history of the steps bef
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from reasonkit.distill.dpo_movement import movement_line
+from reasonkit.ticker import Ticker, is_terminal
 
 #: TRL's log keys -> the report's names.
 _STEP_KEYS = {
@@ -58,19 +60,25 @@ _STEP_KEYS = {
 
 
 class Monitor(TrainerCallback):
-    """Times the run, counts its tokens, and draws a rich progress bar with loss and tokens/s."""
+    """Times the run, counts its tokens, and shows its progress with loss and tokens/s: a rich bar on a
+    terminal when ``progress`` (the process that speaks for the run), plain lines (reasonkit/ticker.py) from
+    the main process when stderr is not a terminal, whatever ``progress`` says: a step inside ``distill run``
+    or a launched process is as long, and its log as silent without them."""
 
     def __init__(self, method: str, progress: bool):
         self.method, self.show = method, progress
         self.started = self.tokens = self.cpu_s = 0.0
         self.start_step = 0
-        self._bar = self._task = None
+        self._bar = self._task = self._ticker = None
+        self._stats = ""
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.started = time.perf_counter()
         self.cpu_s = -time.process_time()
         self.start_step = state.global_step
-        if self.show:
+        if state.is_world_process_zero and not is_terminal(sys.stderr):
+            self._ticker = Ticker(self.method, state.max_steps, "steps", done=state.global_step, write=_plain_writer())
+        elif self.show:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -91,20 +99,20 @@ class Monitor(TrainerCallback):
         if "loss" not in logs:
             return
         self.tokens = float(logs.get("num_tokens", logs.get("num_input_tokens_seen", self.tokens)))
+        self._stats = stats_text(logs, self.tokens_per_s)
         if self._bar is not None:
-            stats = f"loss {float(logs['loss']):.4f}  {self.tokens_per_s:,.0f} tok/s"
-            accuracy = logs.get("rewards/accuracies", logs.get("accuracy"))  # DPO's, the reward model's
-            if accuracy is not None:
-                stats += f"  acc {float(accuracy):.2f}"
-            if logs.get("reward") is not None:  # GRPO
-                stats += f"  reward {float(logs['reward']):.3f}"
-            self._bar.update(self._task, completed=state.global_step, stats=stats)
+            self._bar.update(self._task, completed=state.global_step, stats=self._stats)
+        if self._ticker is not None:
+            self._ticker.update(state.global_step, figures=self._stats)
 
     def on_train_end(self, args, state, control, **kwargs):
         self.cpu_s += time.process_time()  # CPU seconds of the training loop: immune to other processes' load
         if self._bar is not None:
             self._bar.update(self._task, completed=state.global_step)
             self._bar.stop()
+        if self._ticker is not None:
+            self._ticker.done = state.global_step
+            self._ticker.close()
 
     @property
     def elapsed(self) -> float:
@@ -113,6 +121,31 @@ class Monitor(TrainerCallback):
     @property
     def tokens_per_s(self) -> float:
         return self.tokens / self.elapsed if self.elapsed > 0 else 0.0
+
+
+def stats_text(logs: dict, tokens_per_s: float) -> str:
+    """What a progress line shows of a logged step: loss and tokens/s, DPO's and the reward model's pair
+    accuracy, GRPO's mean reward.
+
+    >>> stats_text({"loss": 0.41234, "rewards/accuracies": 0.75}, 1234.5)
+    'loss 0.4123, 1,234 tok/s, acc 0.75'
+    """
+    stats = f"loss {float(logs['loss']):.4f}, {tokens_per_s:,.0f} tok/s"
+    accuracy = logs.get("rewards/accuracies", logs.get("accuracy"))  # DPO's, the reward model's
+    if accuracy is not None:
+        stats += f", acc {float(accuracy):.2f}"
+    if logs.get("reward") is not None:  # GRPO
+        stats += f", reward {float(logs['reward']):.3f}"
+    return stats
+
+
+def _plain_writer():
+    """How a plain line reaches the user: printed to stderr; from a process ``distill train`` launched
+    (distill/launch.py), marked, since only marked lines of its output pass on to the user's stderr."""
+    from reasonkit.distill.launch import LAUNCHED, MARK
+
+    prefix = MARK if os.environ.get(LAUNCHED) == "1" else ""
+    return lambda line: print(prefix + line, file=sys.stderr, flush=True)
 
 
 def history(log_history: list[dict]) -> list[dict]:

@@ -113,7 +113,7 @@ def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_la
         from reasonkit.filters.report import render
         from reasonkit.filters.stage import run_filter
 
-        report = run_filter(config, log=log)
+        report = run_filter(config, log=log, progress=not quiet)
     finally:
         stop_started()
     from rich.console import Console

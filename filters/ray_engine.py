@@ -76,17 +76,19 @@ def plan_units(shards: list[Path], done: set[tuple]) -> tuple[list[dict], dict[i
     return units, expected
 
 
-def pass1_on_ray(shards: list[Path], config, work_w, log, *, kind: str = "traces", make_filters=None) -> None:
+def pass1_on_ray(shards: list[Path], config, work_w, log, *, kind: str = "traces", make_filters=None,
+                 ticker=None) -> None:
     """Pass 1 over every input shard on Ray, committing to ``work_w`` as the local pass would.
-    ``kind``: the input table's (traces, trajectories: build_filters); ``make_filters`` replaces build_filters (tests)."""
+    ``kind``: the input table's (traces, trajectories: build_filters); ``make_filters`` replaces build_filters (tests);
+    ``ticker``: the stage's plain progress lines (reasonkit/ticker.py), advanced per committed shard."""
     connect(config.ray_address)
     units, expected = plan_units(shards, work_w.done_keys())
     log(f"ray: {len(units)} of {len(shards)} input shards to filter on "
         f"{config.replicas} replica{'s' if config.replicas > 1 else ''}")
-    seen = 0
+    seen = kept_all = 0
 
     def commit(shard: int, rows: pa.Table) -> None:
-        nonlocal seen
+        nonlocal seen, kept_all
         batches = rows.column(_BATCH)
         rows = rows.drop_columns([_BATCH])
         for k in pc.unique(batches).to_pylist():
@@ -94,6 +96,9 @@ def pass1_on_ray(shards: list[Path], config, work_w, log, *, kind: str = "traces
         seen += rows.num_rows
         kept = pc.sum(rows.column("keep")).as_py() or 0
         log(f"pass 1: {seen} rows filtered ({kept} kept in shard {Path(shards[shard]).name})")
+        kept_all += kept
+        if ticker is not None:
+            ticker.update(advance=rows.num_rows, figures=f"{kept_all:,} kept")
 
     run_shards(units, expected, FilterReplica, {"config": config, "make_filters": make_filters, "kind": kind},
                replicas=config.replicas, num_cpus=config.workers or 1, ordered=True, on_shard=commit)

@@ -43,6 +43,7 @@ from reasonkit.filters.trajectory import report as trajectory_report
 from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
 from reasonkit.schema import MESSAGES, TABLES
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
+from reasonkit.ticker import Ticker, plain_ticker
 
 WORK = ".work"
 REPORT = "report.json"
@@ -111,8 +112,9 @@ def funnel_order(config: FilterConfig, filters: list, deduper: Deduper) -> list[
     return order
 
 
-def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
-    """Run the filter stage; returns the report (also in ``OUT/report.json``)."""
+def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool = True) -> dict:
+    """Run the filter stage; returns the report (also in ``OUT/report.json``). ``progress``: plain progress
+    lines of pass 1 on stderr when it is not a terminal (reasonkit/ticker.py; ``--quiet`` turns them off)."""
     log = log or (lambda message: None)
     started = time.time()
     sandbox_mode = None
@@ -149,16 +151,7 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
         log(f"{out}: already complete; nothing to do")
         return json.loads((out / REPORT).read_text())
     work_w = writer(out / WORK, None, stage="filter-work")
-    try:
-        if not work_w.manifest["complete"] and config.engine == "ray":
-            from reasonkit.filters.ray_engine import pass1_on_ray
-
-            pass1_on_ray(shards, config, work_w, log, kind=kind)
-        elif not work_w.manifest["complete"]:
-            _pass1(shards, config, filters, deduper, work_w, log, timings)
-    finally:
-        for f in filters:
-            getattr(f, "close", lambda: None)()
+    _run_pass1(shards, config, filters, deduper, work_w, log, timings, kind=kind, progress=progress)
     work = [out / WORK / s["file"] for s in work_w.manifest["shards"]]
     step = time.perf_counter()
     decisions = _pass2(work, config, deduper, log)
@@ -184,9 +177,29 @@ def run_filter(config: FilterConfig, *, log: Log | None = None) -> dict:
     return report
 
 
+def _run_pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: StageWriter, log: Log,
+               timings: dict[str, float], *, kind: str, progress: bool) -> None:
+    """Pass 1 here or on Ray, unless an earlier run finished it; the filters closed after it either way."""
+    ticker = None
+    if progress and not work_w.manifest["complete"]:  # pass 1 is the long one: the plain lines count its rows
+        ticker = plain_ticker("filter", load_manifest(config.traces).get("rows"), "rows", done=work_w.manifest["rows"])
+    try:
+        if not work_w.manifest["complete"] and config.engine == "ray":
+            from reasonkit.filters.ray_engine import pass1_on_ray
+
+            pass1_on_ray(shards, config, work_w, log, kind=kind, ticker=ticker)
+        elif not work_w.manifest["complete"]:
+            _pass1(shards, config, filters, deduper, work_w, log, timings, ticker)
+    finally:
+        for f in filters:
+            getattr(f, "close", lambda: None)()
+        if ticker is not None:
+            ticker.close()
+
+
 def _pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: StageWriter, log: Log,
-           timings: dict[str, float]) -> None:
-    seen = 0
+           timings: dict[str, float], ticker: Ticker | None = None) -> None:
+    seen = kept_all = 0
     with Committer() as committer:  # a batch is written while the next is judged
         for batch in filter_shards(shards, config, filters, deduper, work_w.done_keys(), timings):
             start = time.perf_counter()
@@ -195,6 +208,9 @@ def _pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: Stag
             seen += batch.num_rows
             kept = pc.sum(batch.column("keep")).as_py() or 0
             log(f"pass 1: {seen} rows filtered ({kept} kept in this batch of {batch.num_rows})")
+            kept_all += kept
+            if ticker is not None:
+                ticker.update(advance=batch.num_rows, figures=f"{kept_all:,} kept")
     work_w.finish()
 
 

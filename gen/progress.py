@@ -1,14 +1,16 @@
 """Progress and accounting of a generate run: a rich bar while it runs, one summary line after.
 
-The bar counts prompts (the unit of resume), and shows samples and completion tokens/s; it
-draws only on a terminal (rich turns itself off when stderr is a file or a pipe), while the
-summary line is always printed, so a log of a batch job still says what the run did.
+The bar counts prompts (the unit of resume), and shows samples and completion tokens/s. It draws
+on a terminal; where stderr is a file or a pipe (a batch job's log) the same figures go out as plain
+lines at a steady interval instead (reasonkit/ticker.py), and the summary line is always printed.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+
+from reasonkit.ticker import Ticker, is_terminal
 
 
 def fmt_count(x: float) -> str:
@@ -40,9 +42,11 @@ class Progress:
         self.prompts = self.samples = self.tokens = 0
         self.start = time.perf_counter()
         self.setup_s = 0.0
-        self._bar = None
+        self._bar = self._ticker = None
         stream = stream or sys.stderr
-        if enabled and total > done:
+        if enabled and total > done and not is_terminal(stream):
+            self._ticker = Ticker("generate", total, "prompts", done=done, stream=stream)
+        elif enabled and total > done:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
             from rich.progress import Progress as Bar
@@ -61,6 +65,8 @@ class Progress:
         """Start the clock now (after the backend is loaded): tokens/s measures generation alone."""
         self.setup_s = time.perf_counter() - self.start
         self.start = time.perf_counter()
+        if self._ticker is not None:
+            self._ticker.restart()
 
     def update(self, *, prompts: int = 0, samples: int = 0, tokens: int = 0) -> None:
         self.prompts += prompts
@@ -69,6 +75,11 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, advance=prompts, samples=fmt_count(self.samples),
                              speed=fmt_count(self.tokens_per_s))
+        if self._ticker is not None:
+            self._ticker.update(self.done_before + self.prompts, figures=self._figures)
+
+    def _figures(self) -> str:
+        return f"{fmt_count(self.samples)} samples, {fmt_count(self.tokens_per_s)} tok/s"
 
     @property
     def elapsed(self) -> float:
@@ -82,6 +93,8 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+        if self._ticker is not None:
+            self._ticker.close(figures=self._figures)
 
 
 def summary_line(totals: dict, *, run_tokens: int, run_s: float, setup_s: float = 0.0) -> str:

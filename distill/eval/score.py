@@ -48,9 +48,8 @@ def verify_samples(traces: pa.Table, config, out_dir: Path, *, score_truncated: 
 
     ``score_truncated`` (default: the config's, else False) extracts an answer from truncated samples too.
     """
-    from reasonkit.distill.eval.vote import verifier_same, vote_groups
-    from reasonkit.filters.math.verify import Verifier
     from reasonkit.store import StageWriter, fingerprint_path
+    from reasonkit.ticker import plain_ticker
 
     if score_truncated is None:
         score_truncated = bool(getattr(config, "score_truncated", False))
@@ -59,24 +58,18 @@ def verify_samples(traces: pa.Table, config, out_dir: Path, *, score_truncated: 
     for i in sorted(range(len(ids)), key=lambda i: (ids[i], numbers[i])):
         by_problem[ids[i]].append(i)
     rows_of = list(by_problem.values())
+    # one plain line as verification starts and one as it ends, where stderr is not a terminal (reasonkit/ticker.py):
+    # the verifier checks every sample in one call, and the code verifier's programs can run for minutes
+    ticker = plain_ticker("verify", len(ids), "samples")
     if config.verifier == "code":  # programs run against the tests; the vote is on their outputs
         from reasonkit.distill.eval.code import verify_programs
 
         preds, checked, reasons, grouped = verify_programs(traces, config, rows_of, score_truncated=score_truncated)
     else:
-        tools = bool(getattr(config, "tools", None))
-        preds, reasons = extract_preds(traces, score_truncated=score_truncated, trajectories=tools)
-        golds = traces.column("answer").to_pylist()
-        verifier = Verifier(config.verifier, timeout=config.verify_timeout)
-        if tools:  # golds that are words (names, titles) match as text, as the filter matches them
-            from reasonkit.filters.trajectory import TextAwareVerifier
-
-            verifier = TextAwareVerifier(verifier)
-        try:
-            checked = verifier.check(list(zip(preds, golds)))
-            grouped = vote_groups([[preds[i] for i in rows] for rows in rows_of], verifier_same(verifier))
-        finally:
-            verifier.close()
+        preds, checked, reasons, grouped = _verify_answers(traces, config, rows_of, score_truncated=score_truncated)
+    if ticker is not None:
+        ticker.done = len(ids)
+        ticker.close(figures=f"{sum(c is True for c, _ in checked):,} correct")
     vote_group: list[int | None] = [None] * len(ids)
     for rows, groups in zip(rows_of, grouped):
         for i, g in zip(rows, groups):
@@ -99,6 +92,28 @@ def verify_samples(traces: pa.Table, config, out_dir: Path, *, score_truncated: 
     writer.commit(table)
     writer.finish()
     return table
+
+
+def _verify_answers(traces: pa.Table, config, rows_of: list[list[int]], *, score_truncated: bool):
+    """The answer verifiers' (math, int, exact) ``(preds, [(correct, reason)], reasons, vote groups per
+    problem)``, the shapes of distill/eval/code.py's verify_programs."""
+    from reasonkit.distill.eval.vote import verifier_same, vote_groups
+    from reasonkit.filters.math.verify import Verifier
+
+    tools = bool(getattr(config, "tools", None))
+    preds, reasons = extract_preds(traces, score_truncated=score_truncated, trajectories=tools)
+    golds = traces.column("answer").to_pylist()
+    verifier = Verifier(config.verifier, timeout=config.verify_timeout)
+    if tools:  # golds that are words (names, titles) match as text, as the filter matches them
+        from reasonkit.filters.trajectory import TextAwareVerifier
+
+        verifier = TextAwareVerifier(verifier)
+    try:
+        checked = verifier.check(list(zip(preds, golds)))
+        grouped = vote_groups([[preds[i] for i in rows] for rows in rows_of], verifier_same(verifier))
+    finally:
+        verifier.close()
+    return preds, checked, reasons, grouped
 
 
 CONTEXT = "context"  # the finish reason of a sample that could not fit the context (gen/tools/loop.py)

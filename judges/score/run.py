@@ -87,6 +87,7 @@ def run_score(cfg: ScoreConfig, *, scorer=None) -> dict:
     from reasonkit.judges import stage
     from reasonkit.judges.score.scorer import Scorer, inspect_model, turn_of
     from reasonkit.store import StageWriter, fingerprint_path
+    from reasonkit.ticker import plain_ticker
 
     spec = inspect_model(cfg.model)  # a bad model path fails before anything is read or written
     table, _ = read_input(cfg)
@@ -100,7 +101,9 @@ def run_score(cfg: ScoreConfig, *, scorer=None) -> dict:
     if todo:
         scorer = scorer or Scorer(spec, dtype=cfg.dtype, device=cfg.device, max_length=cfg.max_length)
     started = time.perf_counter()  # rows per second of scoring, the model's loading apart
-    if todo:
+    # plain lines where stderr is no terminal (reasonkit/ticker.py); each shard's line below stays for a terminal
+    ticker = plain_ticker("score", table.num_rows, "rows", done=writer.manifest["rows"]) if todo else None
+    try:
         for rows in todo:
             rows = [i for i in rows if keys[i] not in done]
             part = table.take(pa.array(rows, pa.int64()))
@@ -113,7 +116,13 @@ def run_score(cfg: ScoreConfig, *, scorer=None) -> dict:
                 part = part.append_column("step_rewards", pa.array([s for _, s in results], pa.list_(pa.float32())))
             writer.commit(part)
             scored += len(rows)
-            stage.say(f"score: {scored} rows scored ({writer.manifest['rows']}/{table.num_rows} committed)")
+            if ticker is None:
+                stage.say(f"score: {scored} rows scored ({writer.manifest['rows']}/{table.num_rows} committed)")
+            else:
+                ticker.update(writer.manifest["rows"], figures=f"{scored:,} scored this run")
+    finally:
+        if ticker is not None:
+            ticker.close()
     seconds = time.perf_counter() - started
     report = {"stage": "score", "model": cfg.model, "kind": spec.kind, "rows_in": table.num_rows,
               "rows": writer.manifest["rows"], "scored_this_run": scored,
