@@ -44,6 +44,9 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "recipes" / "accelerate"
 #: Lines the launched main process prints for the launching process to pass on (the rest of the
 #: processes' output, library logs included, goes to OUT/launch.log only).
 MARK = "[reasonkit] "
+#: The main process's plain progress lines (reasonkit/ticker.py): to the launching process's stderr, always, even
+#: where its caller passes no ``say`` (a train step inside ``distill run``), so a job's log shows training move.
+PROGRESS_MARK = "[reasonkit progress] "
 LOG = "launch.log"
 #: Set in the launched processes' environment: they train in place (``accelerate launch`` with one
 #: process sets no LOCAL_RANK).
@@ -411,7 +414,9 @@ def _follow(cmd: list[str], env: dict, log_path: Path, say) -> tuple[int, str | 
                 log.flush()
                 if line.strip():
                     tail = line.strip()[-300:]
-                if line.startswith(MARK):
+                if line.startswith(PROGRESS_MARK):
+                    print(line[len(PROGRESS_MARK):], end="", file=sys.stderr, flush=True)
+                elif line.startswith(MARK):
                     message = line[len(MARK):].rstrip("\n")
                     if message.startswith("error: "):
                         error = error or message[len("error: "):]

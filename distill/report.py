@@ -142,9 +142,9 @@ def stats_text(logs: dict, tokens_per_s: float) -> str:
 def _plain_writer():
     """How a plain line reaches the user: printed to stderr; from a process ``distill train`` launched
     (distill/launch.py), marked, since only marked lines of its output pass on to the user's stderr."""
-    from reasonkit.distill.launch import LAUNCHED, MARK
+    from reasonkit.distill.launch import LAUNCHED, PROGRESS_MARK
 
-    prefix = MARK if os.environ.get(LAUNCHED) == "1" else ""
+    prefix = PROGRESS_MARK if os.environ.get(LAUNCHED) == "1" else ""
     return lambda line: print(prefix + line, file=sys.stderr, flush=True)
 
 

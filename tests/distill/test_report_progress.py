@@ -3,12 +3,14 @@ total, steps/s, loss and tokens/s and time left, from the main process alone, ma
 distill/launch.py started it (issue 36, item 4: an SFT step ran 11 minutes without a line in its log)."""
 
 import doctest
+import os
+import sys
 
 from transformers import TrainerState
 
 from reasonkit.distill import report
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.launch import LAUNCHED, MARK
+from reasonkit.distill.launch import LAUNCHED, MARK, PROGRESS_MARK, _follow
 from reasonkit.distill.report import Monitor
 from reasonkit.recipes.tasks.train_sets import write_sft
 from reasonkit.ticker import EVERY_ENV
@@ -43,7 +45,17 @@ def test_other_ranks_stay_silent_and_a_launched_main_process_marks_its_lines(mon
     monkeypatch.setenv(LAUNCHED, "1")  # distill/launch.py passes on the marked lines of its processes' output
     run_monitor()
     lines = capsys.readouterr().err.splitlines()
-    assert lines and all(line.startswith(MARK + "[sft] ") for line in lines)
+    assert lines and all(line.startswith(PROGRESS_MARK + "[sft] ") for line in lines)
+
+
+def test_the_launcher_passes_progress_lines_on_even_with_nothing_to_say_to(tmp_path, capfd):
+    """A train step inside ``distill run`` launches its processes with a ``say`` that drops what it is told."""
+    child = f"print({PROGRESS_MARK + '[sft] 2/3 steps (66%)'!r}); print({MARK + 'note: a note'!r})"
+    said = []
+    code, error, _ = _follow([sys.executable, "-c", child], dict(os.environ), tmp_path / "launch.log", said.append)
+    assert code == 0 and error is None and said == ["note: a note"]
+    assert capfd.readouterr().err == "[sft] 2/3 steps (66%)\n"
+    assert PROGRESS_MARK + "[sft] 2/3 steps (66%)" in (tmp_path / "launch.log").read_text()  # the log keeps all
 
 
 def test_a_train_step_in_a_log_prints_its_progress(tiny_model_dir, tmp_path, monkeypatch, capfd):
@@ -57,7 +69,8 @@ def test_a_train_step_in_a_log_prints_its_progress(tiny_model_dir, tmp_path, mon
     train(cfg)
     lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("[sft]")]
     assert lines[0] == "[sft] 0/3 steps (0%), starting"
-    assert any(line.startswith("[sft] 2/3 steps (66%), ") and ", loss " in line and " tok/s, ~" in line for line in lines)
+    second = [line for line in lines if line.startswith("[sft] 2/3 steps (66%), ")]
+    assert second and ", loss " in second[0] and " tok/s, ~" in second[0]
     assert lines[-1].startswith("[sft] done: 3/3 steps (100%), ")
 
 

@@ -1,5 +1,5 @@
-"""`distill run` on a GPU machine runs each model step in a child process (recipes/isolate.py); with the run's stderr in
-a file (a Slurm job's output), the child's step prints its plain progress lines into that file, as in-process
+"""`distill run` on a GPU machine runs each model step in a child process (recipes/isolate.py); with the run's stderr
+in a file (a Slurm job's output), the child's step prints its plain progress lines into that file, as in-process
 (issue 36, item 4). Forced here with REASONKIT_ISOLATE_STEPS=always on the CPU."""
 
 import os
