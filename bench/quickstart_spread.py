@@ -3,7 +3,7 @@
     python bench/quickstart_spread.py                                  # the whole quickstart, 3 seeds x 2 ISAs
     python bench/quickstart_spread.py --base runs/quickstart --only sft,eval_student_sft --seeds 0,1,2
     python bench/quickstart_spread.py --base runs/quickstart --from sft --isa avx2,avx512 --set sft.epochs=12
-    python bench/quickstart_spread.py --aggregate runs/quickstart_spread/runs.json   # the table again
+    python bench/quickstart_spread.py --aggregate runs/a/runs.json runs/b/runs.json   # one table of both
 
 Each run is ``distill run RECIPE --out DIR --set STEP.seed=SEED ...`` in a process of its own, with the
 environment of its instruction-set setting (``--isa``):
@@ -179,7 +179,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--from", dest="start", metavar="STEP", help="run STEP and every step after it")
     parser.add_argument("--only", type=lambda text: text.split(","), help="run only these steps (comma-separated)")
     parser.add_argument("--set", action="append", default=[], metavar="STEP.KEY=VALUE", help="passed to distill run")
-    parser.add_argument("--aggregate", metavar="JSON", help="print the table of a runs.json; run nothing")
+    parser.add_argument("--aggregate", metavar="JSON", nargs="+", help="print the runs.json files' table; run nothing")
     args = parser.parse_args(argv)
     if (args.start or args.only) and not args.base:
         parser.error("--from and --only need --base: a finished run whose earlier steps they reuse")
@@ -192,7 +192,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     if args.aggregate:
-        print(table(json.loads(Path(args.aggregate).read_text())["runs"]))
+        print(table([run for path in args.aggregate for run in json.loads(Path(path).read_text())["runs"]]))
         return
     steps = recipe_steps(Path(args.recipe))
     Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -77,8 +77,9 @@ def test_a_run_is_read_from_its_eval_summaries_and_train_report(tmp_path):
 
 def test_the_command_line_prints_a_written_table_and_refuses_what_it_cannot_do(tmp_path):
     written = tmp_path / "runs.json"
-    written.write_text(json.dumps({"runs": [fake_run("avx2", 0, 0.9), fake_run("avx2", 1, 0.8)]}))
-    shown = subprocess.run([sys.executable, str(SCRIPT), "--aggregate", str(written)],
+    written.write_text(json.dumps({"runs": [fake_run("avx2", 0, 0.9)]}))
+    (tmp_path / "more.json").write_text(json.dumps({"runs": [fake_run("avx2", 1, 0.8)]}))
+    shown = subprocess.run([sys.executable, str(SCRIPT), "--aggregate", str(written), str(tmp_path / "more.json")],
                            capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
     assert "| eval_student_sft | 0.850 | 0.800-0.900 (0.100) | 2 |" in shown.stdout
