@@ -97,21 +97,21 @@ def commands(recipe: Path, out: Path, steps: list[dict], sets: list[str], start:
     return [distill + (["--from", start, "--overwrite"] if start else []) + flags]
 
 
-def read_run(out: Path, eval_steps: list[str]) -> dict:
+def read_run(out: Path, eval_steps: list[str], train_steps: list[str]) -> dict:
     """A finished run's figures (pass@1 of each eval step that has a summary) and the machine its reports
-    recorded (a train step's report.json where one ran: the kernels training used; else an eval's)."""
+    recorded: a train step's report.json where one ran (the kernels training used), else an eval's. Only the
+    steps named: a run copied from a base also holds the base's reports, made on the base's settings."""
     figures, hardware = {}, None
+    for step in train_steps:
+        report = out / step / "report.json"
+        if report.is_file() and hardware is None:
+            hardware = json.loads(report.read_text()).get("hardware")
     for step in eval_steps:
         summary = out / step / "summary.json"
         if summary.is_file():
             found = json.loads(summary.read_text())
             figures[step] = found["pass@1"]
             hardware = hardware or found.get("protocol", {}).get("hardware")
-    for report in sorted(out.glob("*/report.json")):
-        found = json.loads(report.read_text())
-        if found.get("hardware"):
-            hardware = found["hardware"]
-            break
     return {"figures": figures, "hardware": hardware}
 
 
@@ -130,10 +130,10 @@ def one_run(args, steps: list[dict], setting: str, seed: int) -> dict:
         done = subprocess.run(line, env=run_env(setting), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         if done.returncode:
             raise SystemExit(f"{' '.join(line)} failed ({done.returncode}): see {log.name}")
-    evals = [step["name"] for step in running if step["stage"] == "eval"]
+    names = {stage: [step["name"] for step in running if step["stage"] == stage] for stage in ("eval", "train")}
     record = {"setting": setting, "seed": seed, "env": ISA_ENV[setting], "out": str(out), "sets": sets,
               "wall_s": round(time.monotonic() - started, 1)}
-    return record | read_run(out, evals)
+    return record | read_run(out, names["eval"], names["train"])
 
 
 def aggregate(runs: list[dict]) -> dict:

@@ -66,13 +66,15 @@ def test_each_setting_sets_its_own_variables_and_drops_the_callers():
 def test_a_run_is_read_from_its_eval_summaries_and_train_report(tmp_path):
     module = spread()
     (tmp_path / "eval_student_sft").mkdir()
-    (tmp_path / "sft").mkdir()
     summary = {"pass@1": 0.8417, "protocol": {"hardware": {"cpu": "x", "cpu_capability": "AVX512"}}}
     (tmp_path / "eval_student_sft" / "summary.json").write_text(json.dumps(summary))
-    (tmp_path / "sft" / "report.json").write_text(json.dumps({"hardware": {"cpu": "x", "cpu_capability": "AVX2"}}))
-    found = module.read_run(tmp_path, ["eval_student_sft", "eval_student_grpo"])
+    for step, capability in (("dpo", "AVX512"), ("sft", "AVX2")):  # dpo: the base run's, copied, not rerun
+        (tmp_path / step).mkdir(exist_ok=True)
+        (tmp_path / step / "report.json").write_text(json.dumps({"hardware": {"cpu_capability": capability}}))
+    found = module.read_run(tmp_path, ["eval_student_sft", "eval_student_grpo"], ["sft"])
     assert found["figures"] == {"eval_student_sft": 0.8417}
-    assert found["hardware"]["cpu_capability"] == "AVX2"  # what training used, ahead of the eval's
+    assert found["hardware"]["cpu_capability"] == "AVX2"  # what this run's training used, ahead of the eval's
+    assert module.read_run(tmp_path, ["eval_student_sft"], [])["hardware"]["cpu_capability"] == "AVX512"
 
 
 def test_the_command_line_prints_a_written_table_and_refuses_what_it_cannot_do(tmp_path):
