@@ -18,8 +18,8 @@ torch reads ``ATEN_CPU_CAPABILITY`` at import, so each setting needs a process o
 (the teacher's generation and every eval) has no such switch: it loads its AVX-512 or AVX2 build by the CPU's
 flags, so an eval here always samples with this CPU's vLLM kernels; the settings change training.
 
-The seed (``--seeds``) is set on every step that samples or trains (stages generate, train, eval) among
-those that run; the synthetic problem sets keep theirs (they are the task, not the noise). ``--base RUN``
+The seed (``--seeds``) is set on every step that initialises, samples or trains (stages student, generate,
+train, eval) among those that run; the synthetic problem sets keep theirs (they are the task, not the noise). ``--base RUN``
 copies a finished run into each run's directory first, so that ``--from STEP`` (STEP and every step after
 it) or ``--only STEP,STEP`` (just those, in order) reuse its teacher traces instead of generating them again;
 the steps that run are always redone (``--overwrite``), also where the seed is the base's own.
@@ -53,8 +53,8 @@ ISA_ENV = {
 }
 ISA_VARS = sorted({name for env in ISA_ENV.values() for name in env})
 
-#: Stages whose steps draw random numbers (sampling, initialisation order, data order): the ones seeded.
-SEEDED_STAGES = ("generate", "train", "eval")
+#: Stages whose steps draw random numbers (a fresh student's weights, sampling, data order): the ones seeded.
+SEEDED_STAGES = ("student", "generate", "train", "eval")
 
 
 def run_env(setting: str, base: dict | None = None) -> dict:

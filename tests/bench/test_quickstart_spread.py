@@ -51,6 +51,7 @@ def test_only_the_steps_that_run_are_seeded_and_redone():
     assert from_sft[0]["name"] == "sft" and "train_problems" not in module.seed_overrides(from_sft, 1)
     assert "student_samples.seed=1" in module.seed_overrides(from_sft, 1)  # it samples: seeded too
     everything = module.seed_overrides(steps, 1)
+    assert "student.seed=1" in everything and "traces.seed=1" in everything  # a fresh student's weights too
     assert not any(item.split(".")[0].endswith("_problems") for item in everything)  # the task stays fixed
 
 
