@@ -19,8 +19,8 @@ torch reads ``ATEN_CPU_CAPABILITY`` at import, so each setting needs a process o
 flags, so an eval here always samples with this CPU's vLLM kernels; the settings change training.
 
 The seed (``--seeds``) is set on every step that initialises, samples or trains (stages student, generate,
-train, eval) among those that run; the synthetic problem sets keep theirs (they are the task, not the noise). ``--base RUN``
-copies a finished run into each run's directory first, so that ``--from STEP`` (STEP and every step after
+train, eval) among those that run; the synthetic problem sets keep theirs (they are the task, not the noise).
+``--base RUN`` copies a finished run into each run's directory first, so that ``--from STEP`` (STEP and every step after
 it) or ``--only STEP,STEP`` (just those, in order) reuse its teacher traces instead of generating them again;
 the steps that run are always redone (``--overwrite``), also where the seed is the base's own.
 
