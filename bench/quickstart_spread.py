@@ -20,8 +20,8 @@ flags, so an eval here always samples with this CPU's vLLM kernels; the settings
 
 The seed (``--seeds``) is set on every step that initialises, samples or trains (stages student, generate,
 train, eval) among those that run; the synthetic problem sets keep theirs (they are the task, not the noise).
-``--base RUN`` copies a finished run into each run's directory first, so that ``--from STEP`` (STEP and every step after
-it) or ``--only STEP,STEP`` (just those, in order) reuse its teacher traces instead of generating them again;
+``--base RUN`` copies a finished run into each run's directory first, so that ``--from STEP`` (STEP and every
+step after it) or ``--only STEP,STEP`` (just those, in order) reuse its teacher traces instead of generating them;
 the steps that run are always redone (``--overwrite``), also where the seed is the base's own.
 
 The figures are each eval step's pass@1 (``OUT/STEP/summary.json``: the numbers report.md's eval table and
