@@ -51,18 +51,7 @@ DEFAULT_MAX_LENGTH = 4096
 def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None] | None = None) -> dict:
     """Run the training ``cfg`` describes and return its report (also written to OUT/report.json)."""
     say = log or (lambda _msg: None)
-    from reasonkit.distill.rl.vllm_support import require_vllm
-
-    require_vllm(cfg)  # here, not in TrainConfig: a recipe for a GPU machine validates on any machine
-    sandbox_mode = None
-    if cfg.method == "grpo" and ("code" in cfg.rewards or "python" in (cfg.tools or "").split(",")):
-        from reasonkit.sandbox.stage import require_sandbox  # before the data is read or OUT written
-
-        sandbox_mode = require_sandbox("distill train --method grpo" + (" --reward code" if "code" in cfg.rewards else " --tools python"))
-    if cfg.method == "grpo" and cfg.reward_model:  # --reward rm=PATH that is no reward model: one line, nothing written
-        from reasonkit.judges.score.scorer import inspect_model
-
-        inspect_model(cfg.reward_model)
+    sandbox_mode = _check_before_any_work(cfg)
     if not launch.launched():  # several GPUs, or other GPUs than this process sees: the processes accelerate starts
         placed = launch.layout(cfg, launch.visible_gpus(cfg))
         if placed.launch:
@@ -253,6 +242,24 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     for line in summary(report):
         say(line)
     return report
+
+
+def _check_before_any_work(cfg: TrainConfig) -> str | None:
+    """What this machine must offer the run, checked before the data is read or OUT written; returns the sandbox
+    mode a GRPO run with code rewards or the python tool will use (None: it runs no program)."""
+    from reasonkit.distill.rl.vllm_support import require_vllm
+
+    require_vllm(cfg)  # here, not in TrainConfig: a recipe for a GPU machine validates on any machine
+    sandbox_mode = None
+    if cfg.method == "grpo" and ("code" in cfg.rewards or "python" in (cfg.tools or "").split(",")):
+        from reasonkit.sandbox.stage import require_sandbox
+
+        sandbox_mode = require_sandbox("distill train --method grpo" + (" --reward code" if "code" in cfg.rewards else " --tools python"))
+    if cfg.method == "grpo" and cfg.reward_model:  # --reward rm=PATH that is no reward model: one line, nothing written
+        from reasonkit.judges.score.scorer import inspect_model
+
+        inspect_model(cfg.reward_model)
+    return sandbox_mode
 
 
 # -- the output directory ------------------------------------------------------------------------
