@@ -101,14 +101,24 @@ def _cpuinfo_field(field: str) -> str | None:
 
 def _nvidia_smi() -> tuple[str, str] | None:
     """(name, driver version) of the first GPU this process sees (CUDA_VISIBLE_DEVICES' first entry)."""
-    if shutil.which("nvidia-smi") is None:
+    found = first_gpu("name", "driver_version")
+    return (found[0], found[1]) if found else None
+
+
+def first_gpu(*fields: str) -> list[str] | None:
+    """nvidia-smi's ``--query-gpu`` fields of the first GPU this process sees (CUDA_VISIBLE_DEVICES' first entry),
+    asked without torch, so nothing starts CUDA; None without nvidia-smi or a GPU.
+
+    >>> first_gpu("name") if shutil.which("nvidia-smi") is None else None
+    """
+    if shutil.which("nvidia-smi") is None or os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
         return None
     first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     which = ["-i", first] if first.isdigit() or first.startswith("GPU-") else []
     try:
-        out = subprocess.run(["nvidia-smi", *which, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+        out = subprocess.run(["nvidia-smi", *which, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=10).stdout
-        name, driver = out.splitlines()[0].rsplit(",", 1)
-        return name.strip(), driver.strip()
-    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        values = [v.strip() for v in out.splitlines()[0].rsplit(",", len(fields) - 1)]  # a name may hold a comma
+    except (OSError, subprocess.SubprocessError, IndexError):
         return None
+    return values if len(values) == len(fields) else None

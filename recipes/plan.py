@@ -200,20 +200,15 @@ def assumed_gpu(own: float | None, given: float | None, here: tuple[str, float] 
     return here or DEFAULT_GPU
 
 
-def visible_gpu(smi: str = "nvidia-smi") -> tuple[str, float] | None:
+def visible_gpu() -> tuple[str, float] | None:
     """This machine's first GPU as nvidia-smi names it, and its memory in bytes (the MiB torch.cuda's total_memory
     counts), without torch; None where none is visible."""
-    import shutil
-    import subprocess
+    from reasonkit.hardware import first_gpu
 
-    if os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1") or shutil.which(smi) is None:
-        return None
+    found = first_gpu("name", "memory.total")
     try:
-        out = subprocess.run([smi, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=10).stdout
-        name, mib = out.splitlines()[0].rsplit(",", 1)
-        return f"{name.strip()} (this machine's GPU 0)", float(mib) * 2**20
-    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return (f"{found[0]} (this machine's GPU 0)", float(found[1]) * 2**20) if found else None
+    except ValueError:
         return None
 
 
