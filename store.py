@@ -1,6 +1,7 @@
 """Stage directories: sharded Parquet committed atomically, a manifest, resume keys.
 
-A stage writes ``OUT/part-00000.parquet ...`` and ``OUT/_manifest.json``. Each shard is written
+A stage writes ``OUT/part-00000.parquet ...``, ``OUT/_manifest.json`` and ``OUT/README.md``, the dataset
+card that tells ``datasets.load_dataset(OUT)`` which files are which table (stage_card.py). Each shard is written
 to a hidden temp name, fsync'd, then renamed into place, and only then listed in the manifest
 (itself replaced atomically). So a crash at any instant leaves either a committed shard or a temp
 file that no reader ever opens. Reopening the directory with the same fingerprints yields the keys
@@ -35,6 +36,7 @@ import pyarrow.parquet as pq
 from reasonkit import __version__
 from reasonkit.errors import UserError
 from reasonkit.schema import validate
+from reasonkit.stage_card import CARD, Table, is_ours, layout_of, render
 
 MANIFEST = "_manifest.json"
 _SHARD = "part-{:05d}.parquet"
@@ -322,8 +324,14 @@ class StageWriter:
         return max(used, default=-1) + 1
 
     def _save_manifest(self) -> None:
+        """The manifest, then the cards it changes: this directory's, and its parent's where this table is
+        one of the parent's (a filter's ``sft/``, an eval's ``samples/``), so no card lags a commit."""
         self.manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         _write_atomic(self.dir / MANIFEST, json.dumps(self.manifest, indent=2).encode())
+        write_card(self.dir, manifest=self.manifest)
+        parent = self.dir.parent
+        if self.kind is not None and ((parent / MANIFEST).is_file() or is_ours(parent)):
+            write_card(parent)
 
     def _clear(self) -> None:
         for path in list(self.dir.glob("part-*.parquet")) + list(self.dir.glob(".part-*")):
@@ -339,6 +347,94 @@ class StageWriter:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+# -- the dataset card (stage_card.py renders it) -------------------------------------------------------
+def sub_stages(directory: str | os.PathLike) -> list[Path]:
+    """The sub-stage folders of a stage directory (``rejected/``, ``sft/``, ``record/`` ...), by name:
+    visible folders holding a manifest. The card and `distill push` name a sub-stage's config after it."""
+    d = Path(directory)
+    return sorted(p for p in d.iterdir()
+                  if p.is_dir() and not p.name.startswith((".", "_")) and (p / MANIFEST).is_file())
+
+
+def card_tables(directory: str | os.PathLike, *, manifest: dict | None = None,
+                layout: Sequence[str] | None = None) -> list[Table]:
+    """The tables of a directory, the main one first, as its card names them.
+
+    A stage directory: its own table (config ``default``), then each sub-stage with a table kind (a work
+    record without one, like the judges' ``record/``, holds no table of the contract). A directory that
+    holds stages but no table of its own (an eval's, a GRPO run's): the tables its stage declared in
+    ``layout``, sub-stage folders or files (``problems.parquet``), listed whether written yet or not.
+    Manifests are read as they are, not checked shard by shard: this runs at every commit.
+    """
+    d = Path(directory)
+    if layout is not None:
+        return [_declared_table(d, entry) for entry in layout]
+    own = manifest if manifest is not None else _raw_manifest(d) or {}
+    tables = [_stage_table("default", "", own)]
+    for sub in sub_stages(d):
+        m = _raw_manifest(sub)
+        if m is not None and m.get("kind") is not None and sub.name != "default":
+            tables.append(_stage_table(sub.name, f"{sub.name}/", m))
+    return tables
+
+
+def write_card(directory: str | os.PathLike, *, manifest: dict | None = None, layout: Sequence[str] | None = None,
+               stage: str | None = None) -> None:
+    """Write (or rewrite) the card of ``directory``: a stage directory's from its manifests; a directory
+    of stages from the ``layout`` its stage declares (later calls may omit it: the card keeps it). A README.md
+    that reasonkit did not write is left as it is, and so is a stage's scratch folder (``.work/``)."""
+    d = Path(directory)
+    if not d.is_dir() or d.name.startswith(".") or ((d / CARD).exists() and not is_ours(d)):
+        return
+    if manifest is None and (d / MANIFEST).is_file():
+        manifest = _raw_manifest(d)
+        if manifest is None:  # damaged: its readers say so; a card would only guess
+            return
+    if manifest is not None:
+        stage, layout = manifest.get("stage"), None
+    elif layout is None:
+        found = layout_of(d)
+        if found is None:
+            return
+        stage, layout = stage or found[0], found[1]
+    tables = card_tables(d, manifest=manifest, layout=layout)
+    where = str(d) if d.name else str(d.resolve())  # as the stage was given it (the user's --out)
+    text = render(where, tables, stage=stage, layout=list(layout) if layout else None)
+    # Replaced whole (a reader never sees half a card) but not fsync'd: it is derived from the manifests and
+    # rewritten at the next commit or resume, and two more fsyncs a commit doubled a small shard's commit time.
+    tmp = d / f".{CARD}.tmp-{os.getpid()}"
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, d / CARD)
+
+
+def _raw_manifest(directory: Path) -> dict | None:
+    try:
+        found = json.loads((directory / MANIFEST).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    # its shape only: load_manifest checks every shard, too slow for each commit of a large stage
+    return found if isinstance(found, dict) and isinstance(found.get("shards"), list) else None
+
+
+def _stage_table(name: str, prefix: str, m: dict) -> Table:
+    return Table(name, f"{prefix}part-*.parquet", m.get("kind"), int(m.get("rows") or 0), len(m.get("shards") or []),
+                 bool(m.get("complete")), tokens=int(m.get("tokens") or 0))
+
+
+def _declared_table(d: Path, entry: str) -> Table:
+    """One table of a directory of stages: a sub-stage folder, or one Parquet file its stage writes whole."""
+    if entry.endswith(".parquet"):
+        try:
+            rows = pq.ParquetFile(d / entry).metadata.num_rows
+        except (OSError, pa.ArrowException):  # not there yet (or torn mid-write: its stage rewrites it)
+            rows = None
+        return Table(Path(entry).stem, entry, None, rows, int(rows is not None), rows is not None)
+    m = _raw_manifest(d / entry)
+    if m is None:
+        return Table(entry, f"{entry}/part-*.parquet", None, None, 0, False)
+    return _stage_table(entry, f"{entry}/", m)
 
 
 def _paths(value) -> str | list[str] | None:

@@ -9,7 +9,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from reasonkit import __version__
+from reasonkit import __version__, stage_card
 from reasonkit.hub.provenance import (
     Config, Link, decontamination, flatten, funnel, public_path, sampling, teacher_counts, teacher_identities, versions,
 )
@@ -58,20 +58,22 @@ def metadata(configs: list[Config], *, split: str, license: str, chain: list[Lin
     meta["task_categories"] = ["text-generation"]
     meta["tags"] = tags
     meta["size_categories"] = [size_category(configs[0].rows)]
-    meta["configs"] = [
-        {
-            "config_name": c.name,
-            "data_files": [{"split": split, "path": f"{folder_of(c.name)}/{split}-*.parquet"}],
-            **({"default": True} if c.name == "default" else {}),
-        }
-        for c in configs
-    ]
+    meta["configs"] = stage_card.configs(repo_tables(configs, split), split)
     return meta
 
 
 def folder_of(config: str) -> str:
     """The repository folder of a config (the layout `datasets.push_to_hub` uses)."""
     return "data" if config == "default" else config
+
+
+def repo_tables(configs: list[Config], split: str) -> list[stage_card.Table]:
+    """The published configs as the stage card lists them, with the repository's paths: the local card's
+    config names (``default``, then the sub-stages by name) and its table section, so the pushed card is
+    the stage card with provenance added, one card."""
+    return [stage_card.Table(c.name, f"{folder_of(c.name)}/{split}-*.parquet", c.manifest.get("kind"), c.rows,
+                             len(c.shards), True, tokens=int(c.manifest.get("tokens") or 0))
+            for c in configs]
 
 
 def render(
@@ -99,21 +101,11 @@ def render(
         "",
         "## Configs",
         "",
-        "| config | table | rows | shards | completion tokens |",
-        "|---|---|---:|---:|---:|",
     ]
-    for c in configs:
-        m = c.manifest
-        tokens = int(m.get("tokens") or 0)
-        out.append(f"| `{c.name}` | {m.get('kind') or '-'} | {c.rows:,} | {len(c.shards)} | {f'{tokens:,}' if tokens else '-'} |")
+    out += stage_card.tables_section(repo, repo_tables(configs, split), split=split)
     if skipped:
         out += ["", "Not published: " + ", ".join(f"`{name}` ({why})" for name, why in skipped.items()) + "."]
-    out += ["", "```python", "from datasets import load_dataset", ""]
-    for c in configs:
-        var = "ds" if c.name == "default" else c.name.replace("-", "_").replace(".", "_")
-        arg = "" if c.name == "default" else f', "{c.name}"'
-        out.append(f'{var} = load_dataset("{repo}"{arg}, split="{split}")')
-    out += ["```", "", "## Provenance", ""]
+    out += ["", "## Provenance", ""]
     out += _teachers_section(teacher_counts(configs, chain), teacher_identities(chain))
     out += _sampling_section(chain)
     out += _funnel_section(chain)

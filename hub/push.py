@@ -2,7 +2,9 @@
 
 The repository holds the stage's Parquet shards byte for byte (copied under new names, never
 rewritten), one dataset config per table, a ``README.md`` card (YAML metadata, then provenance:
-see :mod:`reasonkit.hub.card`) and ``provenance.json``, its machine-readable twin::
+see :mod:`reasonkit.hub.card`) and ``provenance.json``, its machine-readable twin. The card is the stage
+directory's own (stage_card.py: the same config names and table section, with the repository's paths) with
+the provenance added: one card, the local ``README.md`` itself is not uploaded::
 
     README.md
     provenance.json
@@ -128,14 +130,12 @@ def _collect(stage_dir: Path, split: str) -> tuple[list, dict[str, str]]:
     """
     from reasonkit.hub import card as hub_card
     from reasonkit.hub import provenance as hub_provenance
-    from reasonkit.store import MANIFEST, load_manifest
+    from reasonkit.store import load_manifest, sub_stages
 
     if not stage_dir.is_dir():
         raise UserError(f"{stage_dir}: no such directory")
-    tables = [("default", stage_dir)] + [
-        (p.name, p) for p in sorted(stage_dir.iterdir())
-        if p.is_dir() and not p.name.startswith((".", "_")) and (p / MANIFEST).is_file()
-    ]
+    # the stage directory's own card names its configs the same way (store.card_tables)
+    tables = [("default", stage_dir)] + [(p.name, p) for p in sub_stages(stage_dir)]
     configs, skipped = [], {}
     for name, path in tables:
         manifest = load_manifest(path)

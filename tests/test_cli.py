@@ -67,3 +67,42 @@ def test_inspect_shows_a_store_directory(tmp_path):
     info = json.loads(runner.invoke(cli, ["inspect", str(tmp_path), "--json"]).output)
     assert info["complete"] and info["rows"] == 2 and info["sample_row"] == {"id": "a", "completion_tokens": 5}
     assert info["schema"] == {"id": "string", "completion_tokens": "int32"}
+
+
+def test_inspect_shows_each_config_with_the_line_that_loads_it(tmp_path):
+    """Issue 37: the configs a directory offers, each with one line of Python that loads it (run here as
+    printed); a directory from before the card says so, and --write-card gives it one."""
+    import datasets
+
+    from reasonkit.filters.synthetic import trace, write_traces
+
+    out = write_traces(tmp_path / "traces", [trace(f"p{i}") for i in range(3)], shard_rows=2)
+    sft = StageWriter(out / "sft", stage="filter", kind="sft", config={}, keys=("id",))
+    sft.commit(pa.table({"id": ["p0"], "messages": [[{"role": "user", "content": "q"}]]}))
+    sft.finish()
+    info = json.loads(CliRunner().invoke(cli, ["inspect", str(out), "--json"]).output)
+    assert info["card"] == "written"
+    assert [(c["config"], c["table"], c["rows"]) for c in info["configs"]] == [("default", "traces", 3),
+                                                                               ("sft", "sft", 1)]
+    text = CliRunner().invoke(cli, ["inspect", str(out)]).output
+    for config in info["configs"]:
+        assert config["load"] in text.replace("\n", "")
+        cached = {"load_dataset": lambda *a, **k: datasets.load_dataset(*a, **k, cache_dir=str(tmp_path / "hf"))}
+        ds = eval(config["load"], cached)  # the line as printed
+        assert ds.num_rows == config["rows"]
+
+    (out / "README.md").unlink()  # as a directory written before the card
+    result = CliRunner().invoke(cli, ["inspect", str(out)])
+    assert "dataset card: missing" in result.output and "--write-card" in result.output
+    assert CliRunner().invoke(cli, ["inspect", str(out), "--write-card"]).exit_code == 0
+    assert "dataset card: written" in CliRunner().invoke(cli, ["inspect", str(out)]).output
+    assert datasets.load_dataset(str(out), split="train", cache_dir=str(tmp_path / "hf2")).num_rows == 3
+    # a directory of stages (an eval's): its configs, the first what load_dataset(DIR) reads
+    (tmp_path / "eval").mkdir()
+    from reasonkit.store import write_card
+
+    write_card(tmp_path / "eval", layout=["problems.parquet", "samples"], stage="eval")
+    info = json.loads(CliRunner().invoke(cli, ["inspect", str(tmp_path / "eval"), "--json"]).output)
+    assert [(c["config"], c["rows"], c["load"]) for c in info["configs"]] == [
+        ("problems", None, f'load_dataset("{tmp_path / "eval"}", split="train")'),
+        ("samples", None, f'load_dataset("{tmp_path / "eval"}", "samples", split="train")')]

@@ -11,6 +11,7 @@ Output directory::
     OUT/problems.parquet   per problem: correct count, majority answer, mean tokens
     OUT/summary.json   metrics + protocol (+ timing, kept apart so reruns compare equal)
     OUT/summary.md, OUT/pass_at_k.png
+    OUT/README.md      the dataset card: load_dataset(OUT) reads problems; "samples", "generations" the others
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from reasonkit.errors import UserError
 from reasonkit.gen.engine_args import EngineArgs, output_engine_args
 
 R1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+#: The tables of an eval directory, as its card lists them (the first is what load_dataset(OUT) reads).
+CARD_TABLES = ("problems.parquet", "samples", "generations")
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     from reasonkit.distill.eval.score import score, verify_samples
     from reasonkit.gen.stage import GenerateConfig, generate
     from reasonkit.readers import ColumnMap, read_prompts
-    from reasonkit.store import fingerprint_path, read_stage
+    from reasonkit.store import fingerprint_path, read_stage, write_card
 
     if config.adapter is not None and not (Path(config.adapter) / "adapter_config.json").is_file():
         raise UserError(f"--adapter {config.adapter}: not a peft adapter directory (no adapter_config.json)")
@@ -143,6 +146,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     context = check_fit(config, prompts, toolbox)  # a first prompt that cannot fit: refused here, before OUT
     out.mkdir(parents=True, exist_ok=True)
     identities = _check_same_eval(config, out)  # before a merge or a sample: refuse other weights first
+    write_card(out, layout=CARD_TABLES, stage="eval")  # says "incomplete" until problems.parquet is written
     model, adapter_mode = resolve_model(config, out)
     replicas = resolve_data_parallel(config)
     gen_config = GenerateConfig(
@@ -184,6 +188,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
         summary["sandbox"] = sandbox_mode
     summary["timing"] = {"total_s": round(time.perf_counter() - started, 2), "generate_s": round(gen_seconds, 2)}
     _write_problems(problems, out / "problems.parquet")
+    write_card(out)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     write_markdown(summary, out / "summary.md", title=config.label or out.name)
     write_plot([(config.label or out.name, summary)], out / "pass_at_k.png")

@@ -173,6 +173,9 @@ def open_rollouts(cfg, out: Path, checkpoint: Path | None, extra: dict, say):
     """OUT/rollouts, opened to append; a resumed run first drops the rows of the steps it retrains."""
     log = RolloutLog(out / DIRNAME, names=list(cfg.rewards), run={"fingerprint": extra["fingerprint"]},
                      input_fingerprint=extra["data_fingerprint"], data=cfg.data, tools=bool(cfg.tools))
+    from reasonkit.store import write_card
+
+    write_card(out, layout=[DIRNAME], stage="grpo")  # load_dataset(OUT) reads the rollouts; each commit updates it
     step = int(checkpoint.name.split("-")[1]) if checkpoint else 0
     dropped = log.drop_after(step)
     if dropped:

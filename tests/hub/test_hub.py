@@ -114,6 +114,22 @@ def test_card_metadata_and_provenance(stages, tmp_path, monkeypatch):
     assert prov["configs"]["rejected"]["files"] == ["rejected/train-00000-of-00001.parquet"]
 
 
+def test_the_pushed_card_is_the_stage_card_with_provenance(stages, tmp_path, monkeypatch):
+    """Issue 37: one card, not two. The stage directory's own README.md (written at each commit) is not
+    uploaded; the repository's card has its configs, by the same names, and its table section, then provenance."""
+    monkeypatch.chdir(tmp_path)
+    local = _card_meta((stages / "README.md").read_text())
+    push(stages, "org/x", dry_run=tmp_path / "preview")
+    files = _files(tmp_path / "preview")
+    assert [f for f in files if f.endswith(".md")] == ["README.md"]
+    card = files["README.md"].decode()
+    assert [c["config_name"] for c in _card_meta(card)["configs"]] == [c["config_name"] for c in local["configs"]]
+    body = card.split("---\n", 2)[2]
+    assert "| config | table | rows | shards | completion tokens | complete |" in body
+    assert '`load_dataset("org/x", split="train")`' in body and '`load_dataset("org/x", "sft", split="train")`' in body
+    assert body.index("## Configs") < body.index("## Provenance") and "reasonkit stage card" not in body
+
+
 def test_unreachable_input_is_said_not_guessed(stages, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs" / "traces").rename(tmp_path / "archived-traces")  # gone from where it was recorded
