@@ -10,6 +10,7 @@ runs the real `distill eval`.
 """
 
 import glob
+import itertools
 import os
 import shutil
 import subprocess
@@ -242,22 +243,27 @@ def test_a_directory_from_before_the_card_is_read_by_the_stages(run, tmp_path):
     assert not (old / "verified" / "README.md").exists()  # reading writes nothing
 
 
-def test_a_card_changes_no_reasonkit_read(run):
+def test_a_card_changes_no_reasonkit_read(run, tmp_path):
     """With the card there, reasonkit still reads a stage directory by its manifest (never through datasets)."""
     table, name = read_table(run / "verified")
     assert name == str(run / "verified") and table.equals(read_stage(run / "verified"))
+    _writer(tmp_path / "unfinished", "generate", "traces").commit(traces_table([trace("a")]))
+    assert (tmp_path / "unfinished" / "README.md").is_file()
     with pytest.raises(UserError, match="incomplete"):
-        _writer(run.parent / "unfinished", "generate", "traces").commit(traces_table([trace("a")]))
-        read_table(run.parent / "unfinished")
+        read_table(tmp_path / "unfinished")
 
 
 # -- the card follows every commit ---------------------------------------------------------------------
 
 
+_LOADS = itertools.count()
+
+
 def _load(directory: Path, tmp_path: Path, name: str | None = None):
+    """`load_dataset(DIR[, name], split="train")`, each call with a cache of its own (the card changes between)."""
     import datasets
 
-    return datasets.load_dataset(str(directory), name, split="train", cache_dir=str(tmp_path / f"hf{id(object())}"))
+    return datasets.load_dataset(str(directory), name, split="train", cache_dir=str(tmp_path / f"hf{next(_LOADS)}"))
 
 
 def test_an_incomplete_directory_says_so_and_a_resume_completes_its_card(tmp_path):
