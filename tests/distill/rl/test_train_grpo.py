@@ -69,6 +69,10 @@ def test_rollouts_are_traces_whose_rewards_the_filter_confirms(run, tmp_path):
     report, out, _ = run
     rollouts = read_stage(out / "rollouts")
     assert rollouts.num_rows == STEPS * BATCH
+    import datasets  # the run directory's card (issue 37): load_dataset(OUT) reads its rollouts, nothing else
+
+    ds = datasets.load_dataset(str(out), split="train", cache_dir=str(tmp_path / "hf"))
+    assert ds.num_rows == rollouts.num_rows and ds["id"] == rollouts.column("id").to_pylist()
     rows = rollouts.to_pylist()
     assert sorted({r["step"] for r in rows}) == list(range(1, STEPS + 1))
     assert len({(r["id"], r["sample"]) for r in rows}) == len(rows)  # the traces key, unique
