@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("reasonkit.recipes.command:validate", "Check a recipe YAML without loading any model."),
     "quickstart": ("reasonkit.recipes.command:quickstart", "The whole loop on this CPU with the embedded teacher."),
     "inspect": ("reasonkit.inspect_stage:inspect", "Show a stage directory: manifest, schema, counts, a sample row."),
+    "view": ("reasonkit.view.command:view", "One offline HTML page of a stage directory or a run: funnel, rows, evals."),
     "make-teacher": ("reasonkit.recipes.teachers.command:make_teacher_command", "Train the embedded tiny teacher from scratch."),
 }
 
