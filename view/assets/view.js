@@ -95,7 +95,7 @@
     d.addEventListener("toggle", () => { if (d.open && !filled) { filled = true; d.append(textBlock(think, "think-text")); } });
     return d;
   }
-  function assistantText(text) { const p = splitThink(text); return [thinkBlock(p.think), textBlock(p.rest)]; }
+  function assistantText(text) { const p = splitThink(text); return [thinkBlock(p.think), p.think !== null && !p.rest ? null : textBlock(p.rest)]; }
   function messagesBlock(messages) {
     const out = [];
     for (const m of messages || []) {
