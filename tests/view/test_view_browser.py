@@ -76,6 +76,14 @@ def click(driver, css: str, text: str | None = None):
     return found[0]
 
 
+def load(driver, page: Path, view: str = "") -> str:
+    """Open ``page`` from disk at ``view`` (an address fragment) and wait for it; returns its file:// URL."""
+    url = page.as_uri()
+    driver.get(url + view)
+    ready(driver)
+    return url
+
+
 def navigate(driver, css: str, text: str | None = None) -> None:
     """Click something that changes the view, and wait for the new one (not the one before it)."""
     driver.execute_script("document.body.removeAttribute('data-ready')")
@@ -114,10 +122,14 @@ def quiet_and_alone(driver, page_url: str) -> None:
     assert others == [], others
 
 
+def done(driver, page_url: str, screenshot: Path) -> None:
+    """The view for a person to look at, then the checks every view passes."""
+    driver.save_screenshot(str(screenshot))
+    quiet_and_alone(driver, page_url)
+
+
 def test_a_drop_reason_leads_to_its_rows_and_a_think_block_unfolds(browser, run_page, shots):
-    url = run_page.as_uri()
-    browser.get(url)
-    ready(browser)
+    url = load(browser, run_page)
     browser.save_screenshot(str(shots / "1-overview.png"))
     navigate(browser, "a.reason-link", "wrong")  # in the funnel
     assert f"of {WRONG_SAMPLES + 1} matching" in visible_text(browser)
@@ -132,28 +144,22 @@ def test_a_drop_reason_leads_to_its_rows_and_a_think_block_unfolds(browser, run_
     assert "extracted answer\n5" in body.text and "gold answer\n4" in body.text and "drop reason\nwrong" in body.text
     summary = click(browser, ".card details.think > summary")
     assert "attempt 0: 2 + 2 = 5" in summary.find_element("xpath", "..").text
-    browser.save_screenshot(str(shots / "2-wrong-rows-of-one-prompt.png"))
-    quiet_and_alone(browser, url)
+    done(browser, url, shots / "2-wrong-rows-of-one-prompt.png")
 
 
 def test_a_pair_side_by_side(browser, run_page, shots):
-    url = run_page.as_uri()
-    browser.get(url)
-    ready(browser)
+    url = load(browser, run_page)
     navigate(browser, "nav a[data-section=pairs]")
     open_card(browser)
     sides = browser.find_elements("css selector", ".card .side > div h4")
     assert [s.text for s in sides] == ["chosen (score 1)", "rejected (score 0)"]
-    browser.save_screenshot(str(shots / "3-pair.png"))
-    quiet_and_alone(browser, url)
+    done(browser, url, shots / "3-pair.png")
 
 
 def test_an_eval_problem_and_two_evals_side_by_side(browser, run_page, shots):
     from selenium.webdriver.support.ui import Select
 
-    url = run_page.as_uri()
-    browser.get(url)
-    ready(browser)
+    url = load(browser, run_page)
     navigate(browser, "nav a[data-section=eval_base]")
     browser.execute_script("document.body.removeAttribute('data-ready')")
     Select(browser.find_element("css selector", "select[data-filter=b]")).select_by_value("eval_tuned")
@@ -165,14 +171,11 @@ def test_an_eval_problem_and_two_evals_side_by_side(browser, run_page, shots):
     columns = problem.find_elements("css selector", ".side > div")
     assert [len(c.find_elements("css selector", ".card")) for c in columns] == [4, 4]
     assert columns[1].text.count("correct") == 2  # eval_tuned got two of its four samples of e00 right
-    browser.save_screenshot(str(shots / "4-eval-problem.png"))
-    quiet_and_alone(browser, url)
+    done(browser, url, shots / "4-eval-problem.png")
 
 
 def test_rollouts_by_step_and_a_tool_call(browser, run_page, shots):
-    url = run_page.as_uri()
-    browser.get(url + "#s=grpo&step=2")
-    ready(browser)
+    url = load(browser, run_page, "#s=grpo&step=2")
     assert "rows 1-8 of 8 matching" in visible_text(browser) and "step 2 - prompt rl-0" in visible_text(browser)
     browser.save_screenshot(str(shots / "5-grpo-step-2.png"))
     navigate(browser, "nav a[data-section=agent_traces]")
@@ -181,8 +184,7 @@ def test_rollouts_by_step_and_a_tool_call(browser, run_page, shots):
     browser.save_screenshot(str(shots / "6-trajectory.png"))
     navigate(browser, "nav a[data-section='']")
     assert browser.find_elements("css selector", ".md img")  # the report's plot, inlined
-    browser.save_screenshot(str(shots / "7-report.png"))
-    quiet_and_alone(browser, url)
+    done(browser, url, shots / "7-report.png")
 
 
 def test_model_text_stays_text_in_the_browser(browser, tmp_path, shots):
@@ -190,9 +192,7 @@ def test_model_text_stays_text_in_the_browser(browser, tmp_path, shots):
 
     hostile = write_hostile(tmp_path / "hostile")
     assert CliRunner().invoke(view, [str(hostile)]).exit_code == 0
-    url = (hostile / "view.html").as_uri()
-    browser.get(url)
-    ready(browser)
+    url = load(browser, hostile / "view.html")
     for head in browser.find_elements("css selector", ".card .head"):
         browser.execute_script("arguments[0].click()", head)
     for summary in browser.find_elements("css selector", "details.think > summary"):
@@ -210,8 +210,7 @@ def test_model_text_stays_text_in_the_browser(browser, tmp_path, shots):
             assert payload in shown, payload
     longest = browser.execute_script("return Math.max(...[...document.querySelectorAll('.text')].map(e => e.textContent.length))")
     assert longest == BIG_LINE
-    browser.save_screenshot(str(shots / "8-hostile-text.png"))
-    quiet_and_alone(browser, url)
+    done(browser, url, shots / "8-hostile-text.png")
 
 
 def test_the_served_page_reads_rows_on_demand(browser, run_page, shots):
