@@ -35,7 +35,7 @@ class Options:
 @dataclass
 class Collected:
     data: dict  # the page's JSON
-    sources: dict[str, list[Path]] = field(default_factory=dict)  # a table's key -> the stage directories it reads
+    sources: dict = field(default_factory=dict)  # a table's key -> its shards.Shards, where --serve reads its rows
 
 
 def collect(path: str | Path, options: Options) -> Collected:

@@ -60,6 +60,12 @@ def group_keys(table: pa.Table) -> list:
 
 def sample(table: pa.Table, *, rows: int, per_reason: int, seed: int = 0) -> tuple[pa.Table, dict]:
     """Up to ``rows`` rows of ``table`` (every drop reason represented) and the note saying what was drawn."""
+    chosen, note = choose(table, rows=rows, per_reason=per_reason, seed=seed)
+    return (table if chosen is None else table.take(pa.array(chosen, pa.int64()))), note
+
+
+def choose(table: pa.Table, *, rows: int, per_reason: int, seed: int = 0) -> tuple[list[int] | None, dict]:
+    """The positions :func:`sample` takes (None: every row), from the columns ``id``, ``drop_reason``, ``step``."""
     n = table.num_rows
     reasons = table.column("drop_reason").to_pylist() if "drop_reason" in table.column_names else [None] * n
     totals: dict[str, int] = {}
@@ -67,7 +73,7 @@ def sample(table: pa.Table, *, rows: int, per_reason: int, seed: int = 0) -> tup
         if r is not None:
             totals[r] = totals.get(r, 0) + 1
     if n <= rows:
-        return table, _note(n, n, totals, {r: c for r, c in totals.items()})
+        return None, _note(n, n, totals, {r: c for r, c in totals.items()})
     groups: dict[object, list[int]] = {}
     for i, key in enumerate(group_keys(table)):
         groups.setdefault((reasons[i], key), []).append(i)
@@ -92,7 +98,7 @@ def sample(table: pa.Table, *, rows: int, per_reason: int, seed: int = 0) -> tup
             shown[reason] += len(members[:budget])
         budget -= len(members)
     chosen.sort()
-    return table.take(pa.array(chosen, pa.int64())), _note(n, len(chosen), totals, shown)
+    return chosen, _note(n, len(chosen), totals, shown)
 
 
 def _note(total: int, shown: int, totals: dict[str, int], shown_by_reason: dict[str, int]) -> dict:

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from reasonkit.view import rows as R
 from reasonkit.view.collect import VIEWS, Collected, Options, images, read_json
+from reasonkit.view.shards import Shards
 
 #: Training figures shown as they are in report.json (the rest of it is on disk for whoever wants it).
 _TRAIN_FIGURES = ("method", "student", "data", "rows", "steps", "epochs", "loss_first", "loss_final", "tokens_per_s",
@@ -28,7 +29,9 @@ _PROTOCOL = ("model", "adapter", "backend", "backend_version", "dtype", "k", "te
 
 def stage(d: Path, name: str, options: Options, out: Collected, *, shown_elsewhere: str | None = None) -> dict | None:
     """A stage directory: its table (a filter's kept and dropped rows as one), its funnel, its config."""
-    table, manifest = R.read_table(d)
+    from reasonkit.store import load_manifest
+
+    manifest = load_manifest(d)
     _remember_gen_config(manifest, out)
     kind = manifest.get("kind")
     section = {"name": name, "type": "stage", "stage": manifest.get("stage"), "kind": kind,
@@ -38,32 +41,28 @@ def stage(d: Path, name: str, options: Options, out: Collected, *, shown_elsewhe
         section["shown_in"] = shown_elsewhere  # the filter that read them: its table holds them with verdicts
         return section
     dirs = [d]
-    rejected = d / "rejected"
-    if (rejected / "_manifest.json").is_file():  # a filter: the kept rows and the dropped ones, one table
-        dropped, _ = R.read_table(rejected)
-        if dropped.num_rows:
-            table = pa.concat_tables([t for t in (table, dropped) if t.num_columns], promote_options="default")
-        dirs.append(rejected)
-        section["rows"] = table.num_rows
+    if (d / "rejected" / "_manifest.json").is_file():  # a filter: the kept rows and the dropped ones, one table
+        dirs.append(d / "rejected")
+        section["rows"] += load_manifest(d / "rejected").get("rows", 0)
     report = read_json(d / "report.json") or {}
     if "funnel" in report:
         section["funnel"] = {k: report.get(k) for k in ("rows_in", "rows_out", "funnel", "per_source", "verified")}
     if manifest.get("stage") == "critique" and (d / "record" / "_manifest.json").is_file():
-        record, _ = R.read_table(d / "record")
-        section["critique"] = add_table(out, f"{name}/record", record, "critique", options, [d / "record"])
-    view = _view(table, kind)
+        record = Shards.of([d / "record"])
+        section["critique"] = add_shards(out, f"{name}/record", record, "critique", options)
+    shards = Shards.of(dirs)
+    view = _view(shards.names(), kind)
     if view:
-        section["table"] = add_table(out, name, table, view, options, dirs)
+        section["table"] = add_shards(out, name, shards, view, options)
     return section
 
 
-def _view(table: pa.Table, kind: str | None) -> str | None:
+def _view(names: list[str], kind: str | None) -> str | None:
     if kind in VIEWS:
         return VIEWS[kind]
-    names = set(table.column_names)
-    if {"init_response", "revision_response"} <= names:
+    if {"init_response", "revision_response"} <= set(names):
         return "critique"
-    return "rows" if table.num_columns else None
+    return "rows" if names else None
 
 
 def evaluation(d: Path, name: str, options: Options, out: Collected) -> dict:
@@ -84,7 +83,7 @@ def evaluation(d: Path, name: str, options: Options, out: Collected) -> dict:
     if generations is not None and generations.num_rows:
         if samples is not None:  # each text with its verdict
             generations = with_verdicts(generations, samples)
-        section["table"] = add_table(out, name, generations, "trace", options, [], embed_always=True)
+        section["table"] = add_table(out, name, generations, "trace", options)
     return section
 
 
@@ -134,36 +133,53 @@ def training(d: Path, name: str, options: Options, out: Collected) -> dict:
                "plots": images(d, ["loss.png", "rewards.png"]), "table": None, "steps": None}
     rollouts = d / "rollouts"
     if (rollouts / "_manifest.json").is_file():
-        table, manifest = R.read_table(rollouts)
-        _remember_gen_config(manifest, out)
-        if table.num_rows:
-            section["steps"] = step_means(table)
-            section["table"] = add_table(out, f"{name}/rollouts", table, "rollout", options, [rollouts])
+        from reasonkit.store import load_manifest
+
+        _remember_gen_config(load_manifest(rollouts), out)
+        shards = Shards.of([rollouts])
+        names = shards.names()
+        if shards.paths and "step" in names:
+            rewards = shards.columns(["step"] + [c for c in names if c == "reward" or c.startswith("reward_") or c == "advantage"])
+            section["steps"] = step_means(rewards)
+            section["table"] = add_shards(out, f"{name}/rollouts", shards, "rollout", options)
     return section
 
 
 def step_means(table: pa.Table) -> list[dict]:
     """Per GRPO step, over every rollout: rows, and the mean of the reward, each reward function and the advantage."""
-    names = [c for c in table.column_names if c == "reward" or c.startswith("reward_") or c == "advantage"]
+    names = [c for c in table.column_names if c != "step"]
     grouped = table.group_by("step").aggregate([(c, "mean") for c in names] + [("step", "count")])
     rows = grouped.sort_by("step").to_pylist()
     return [R.clean_row({"step": r["step"], "rows": r["step_count"], **{c: r[f"{c}_mean"] for c in names}}) for r in rows]
 
 
-def add_table(out: Collected, key: str, table: pa.Table, view: str, options: Options, dirs: list[Path],
-              *, embed_always: bool = False) -> str:
-    """Put one table of rows on the page under ``key``: sampled and embedded, or served on demand (``--serve``)."""
-    reasons = R.sample(table, rows=table.num_rows, per_reason=0)[1]["reasons"]  # every row's reasons, for the filters
-    entry = {"key": key, "view": view, "total": table.num_rows, "reasons": reasons,
-             "sources": _distinct(table, "source"), "columns": None, "rows": None, "note": None}
-    if options.remote and dirs and not embed_always:
-        out.sources[key] = dirs
-        entry["remote"] = True
-        entry["columns"] = R.slim(table.slice(0, 0)).column_names
-    else:
-        shown, note = R.sample(table, rows=options.rows, per_reason=options.per_reason)
+def add_table(out: Collected, key: str, table: pa.Table, view: str, options: Options) -> str:
+    """Put a table held in memory on the page under ``key`` (sampled, with the counts stated)."""
+    chosen, note = R.choose(table, rows=options.rows, per_reason=options.per_reason)
+    shown = table if chosen is None else table.take(pa.array(chosen, pa.int64()))
+    return _entry(out, key, view, table, shown, note)
+
+
+def add_shards(out: Collected, key: str, shards: Shards, view: str, options: Options) -> str:
+    """Put a stage's table on the page under ``key``: its sample read from the shards, or (``--serve``) none of it,
+    the page asking the server for each page of rows."""
+    index = shards.index()
+    if options.remote:
+        out.sources[key] = shards
+        return _entry(out, key, view, index, None, None, columns=R.slim(pa.table({c: [] for c in shards.names()})).column_names)
+    chosen, note = R.choose(index, rows=options.rows, per_reason=options.per_reason)
+    shown = shards.take(index if chosen is None else index.take(pa.array(chosen, pa.int64())))
+    return _entry(out, key, view, index, shown, note)
+
+
+def _entry(out: Collected, key: str, view: str, index: pa.Table, shown: pa.Table | None, note: dict | None,
+           columns: list[str] | None = None) -> str:
+    """The table's entry of the page's JSON: every row's reasons and sources (for the filters), the rows shown."""
+    reasons = R.choose(index, rows=index.num_rows, per_reason=0)[1]["reasons"]
+    entry = {"key": key, "view": view, "total": index.num_rows, "reasons": reasons, "sources": _distinct(index, "source"),
+             "columns": columns, "rows": None, "note": note, "remote": shown is None}
+    if shown is not None:
         entry["columns"], entry["rows"] = R.to_columns(R.slim(shown))
-        entry["note"] = note
     out.data["tables"][key] = entry
     return key
 
