@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from reasonkit.recipes.recipe import Recipe, step_dir
+from reasonkit.view.command import PAGE
 
 
 def _read_json(path: Path) -> dict | None:
@@ -25,6 +26,7 @@ def write_report(recipe: Recipe) -> Path:
     out = Path(recipe.out)
     state = _read_json(out / "_recipe_state.json") or {}
     sections = [f"# {recipe.name}\n", recipe.description.strip() + "\n" if recipe.description else ""]
+    sections.append(VIEW_LINK.format(page=PAGE, out=out))
     sections.append(_steps_table(recipe, state))
     evals: list[tuple[str, dict]] = []
     for step in recipe.steps:
@@ -47,7 +49,28 @@ def write_report(recipe: Recipe) -> Path:
         sections.append(_compare_section(recipe))
     path = out / "report.md"
     path.write_text("\n".join(s for s in sections if s))
+    _write_view(out, path)
     return path
+
+
+#: report.md's line to the run's page of rows (`distill view`), which the runner writes beside it.
+VIEW_LINK = ("**Look at the data**: [{page}]({page}), one page of this run's rows and verdicts (the funnel, every "
+             "drop reason's rows, traces, pairs, evaluations problem by problem) that opens offline in any browser; "
+             "`distill view {out}` rewrites it, `--serve` reads every row.\n")
+
+
+def _write_view(out: Path, report: Path) -> None:
+    """The run's page beside report.md (it shows report.md too); where it cannot be made, report.md says why."""
+    from reasonkit.errors import UserError
+    from reasonkit.view.collect import Options, collect
+    from reasonkit.view.page import write
+
+    try:
+        write(collect(out, Options()).data, out / PAGE)
+    except UserError as e:
+        text = report.read_text().replace(VIEW_LINK.format(page=PAGE, out=out),
+                                          f"**Look at the data**: no {PAGE} was written: {e}\n")
+        report.write_text(text)
 
 
 def _steps_table(recipe: Recipe, state: dict) -> str:

@@ -25,10 +25,16 @@ _IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
 _IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
 
 
+#: Rows a table holds on the page by default, and the dropped rows kept per drop reason within them: a page of
+#: a few MB for short traces, tens of MB for R1-length ones (``--serve`` for more).
+DEFAULT_ROWS = 2000
+DEFAULT_PER_REASON = 200
+
+
 @dataclass
 class Options:
-    rows: int
-    per_reason: int
+    rows: int = DEFAULT_ROWS
+    per_reason: int = DEFAULT_PER_REASON
     remote: bool = False  # --serve: stage tables are read on demand, not embedded
 
 

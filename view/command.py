@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from reasonkit.view.collect import DEFAULT_PER_REASON, DEFAULT_ROWS
+
 #: The page's name in a run or stage directory (report.md links it there).
 PAGE = "view.html"
 
@@ -18,9 +20,9 @@ def default_out(path: str | Path) -> Path:
 @click.argument("path", type=click.Path(file_okay=False))
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help=f"The HTML file to write [PATH/{PAGE}].")
-@click.option("--rows", type=click.IntRange(min=1), default=2000, show_default=True,
+@click.option("--rows", type=click.IntRange(min=1), default=DEFAULT_ROWS, show_default=True,
               help="Rows of each table put on the page; a larger table is sampled, with the counts stated.")
-@click.option("--per-reason", type=click.IntRange(min=0), default=200, show_default=True,
+@click.option("--per-reason", type=click.IntRange(min=0), default=DEFAULT_PER_REASON, show_default=True,
               help="Dropped rows kept per drop reason within --rows (whole prompts), so every reason is represented.")
 @click.option("--serve", is_flag=True, help="Serve the page on 127.0.0.1 with every row read from the Parquet shards "
               "on demand (tables too large to embed), instead of writing a file.")

@@ -24,9 +24,6 @@ import pyarrow.compute as pc
 
 from reasonkit.errors import UserError
 
-#: Rows a table holds on the page by default, and the dropped rows kept per drop reason within them.
-DEFAULT_ROWS = 2000
-DEFAULT_PER_REASON = 200
 #: Columns whose values the page never shows: the raw completion where the think split holds its two parts
 #: (sent once, not twice), the problem text where the prompt messages hold it.
 REDUNDANT = {"problem": "messages"}
