@@ -1,0 +1,63 @@
+"""Programs that try to buy a verdict they did not earn, or to reach what the namespaces leave shared
+(issue 38), through the public entry points: ``check_code`` (what ``distill filter --verifier code``
+runs), the GRPO code reward and ``sandbox.run``. Each check returns the ways the sandbox failed to
+hold (empty: it held), like sandbox_escape.py; tests/sandbox/test_hostile.py runs every check in
+every namespace mode this machine takes, and as a real non-root user (uid 65534) through this file as
+a script:
+
+    python tests/sandbox/hostile.py MODE CHECK...   # prints {"uid": ..., "failures": {CHECK: [...]}}
+"""
+
+import json
+import os
+import sys
+
+# Two stdin tests: the sum of a line of integers.
+TWO = json.dumps({"inputs": ["1 2\n", "3 4\n"], "outputs": ["3\n", "7\n"]})
+RIGHT = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
+TIMEOUT = 0.5  # per test; every slow program below takes 2.5x that on each test
+SLOW = "import time\ntime.sleep(1.25)\n"
+MARK = "@@reasonkit-test "  # the result-line prefix the harness once wrote on the program's own stdout
+
+
+def verdict(program: str, tests: str = TWO, mode: str | None = None):
+    from reasonkit.filters.code.verify import check_code, parse_tests
+
+    return check_code(program, parse_tests(tests), timeout=TIMEOUT, mode=mode)
+
+
+def _expect(bad: list, name: str, v, correct, reason) -> None:
+    if (v.correct, v.reason) != (correct, reason):
+        bad.append(f"{name}: correct={v.correct} reason={v.reason} ({v.detail})")
+
+
+def _writes_to_every_fd(line: str) -> str:
+    """A prelude that writes ``line`` on every descriptor it may hold (the harness's results stream among them)."""
+    return ("import os\nfor fd in range(1, 16):\n    try:\n"
+            f"        os.write(fd, {line!r}.encode())\n    except OSError:\n        pass\n")
+
+
+# 9. io_uring's operations pass seccomp unseen: its three calls are refused whole.
+IO_URING = """import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+params = ctypes.create_string_buffer(120)
+out = []
+for nr, args in ((425, (8, params)), (426, (-1, 0, 0, 0, None, 0)), (427, (-1, 0, None, 0))):
+    out.append("ok" if libc.syscall(nr, *args) >= 0 else ctypes.get_errno())
+print(out)
+"""
+
+
+def io_uring(mode=None) -> list[str]:
+    from reasonkit import sandbox
+
+    r = sandbox.run(IO_URING, mode=mode)
+    return [] if r.stdout == "[1, 1, 1]\n" else [f"io_uring_setup/enter/register: {r.stdout or r.stderr[-300:]} (1 = EPERM)"]
+
+
+CHECKS = {f.__name__: f for f in (io_uring,)}
+
+
+if __name__ == "__main__":
+    mode, names = sys.argv[1], sys.argv[2:]
+    print(json.dumps({"uid": os.getuid(), "failures": {n: CHECKS[n](None if mode == "auto" else mode) for n in names}}))

@@ -1,0 +1,35 @@
+"""A verdict the program cannot buy (issue 38): the checks of hostile.py in every namespace mode this
+machine takes (root, userns forced as root, bwrap), and as a real non-root user (uid 65534) in its
+modes (auto = userns, and bwrap)."""
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from as_nobody import NOBODY, run_as_nobody
+from hostile import CHECKS
+
+from test_sandbox import NAMESPACE_MODES
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.mark.parametrize("mode", NAMESPACE_MODES)
+@pytest.mark.parametrize("check", list(CHECKS))
+def test_hostile_program_in_every_mode(check, mode):
+    assert CHECKS[check](mode) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to make the non-root caller")
+@pytest.mark.parametrize("mode", ["auto", pytest.param("bwrap", marks=pytest.mark.skipif(
+    not shutil.which("bwrap"), reason="bubblewrap is not installed"))])
+def test_hostile_programs_as_a_non_root_user(mode):
+    with_dir = os.environ.get("TMPDIR", "/tmp")
+    done = run_as_nobody([sys.executable, str(HERE / "hostile.py"), mode, *CHECKS], TMPDIR=with_dir)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["uid"] == NOBODY
+    assert report["failures"] == dict.fromkeys(CHECKS, [])
