@@ -2,7 +2,7 @@
 
     python bench/quickstart_spread.py                                  # the whole quickstart, 3 seeds x 2 ISAs
     python bench/quickstart_spread.py --base runs/quickstart --only sft,eval_student_sft --seeds 0,1,2
-    python bench/quickstart_spread.py --base runs/quickstart --from sft --isa avx2,avx512 --set sft.epochs=12
+    python bench/quickstart_spread.py --base runs/quickstart --from student --isa avx2,avx512 --set sft.epochs=12
     python bench/quickstart_spread.py --aggregate runs/a/runs.json runs/b/runs.json   # one table of both
 
 Each run is ``distill run RECIPE --out DIR --set STEP.seed=SEED ...`` in a process of its own, with the
@@ -15,8 +15,9 @@ environment of its instruction-set setting (``--isa``):
 - ``default``: torch's unvectorised kernels, oneDNN and MKL capped at SSE4.
 
 torch reads ``ATEN_CPU_CAPABILITY`` at import, so each setting needs a process of its own. vLLM's CPU engine
-(the teacher's generation and every eval) has no such switch: it loads its AVX-512 or AVX2 build by the CPU's
-flags, so an eval here always samples with this CPU's vLLM kernels; the settings change training.
+(the teacher's generation, the student's samples, GRPO-free evals) has no switch: it loads its AVX-512 or AVX2
+build by the CPU's flags. ``avx2`` and ``default`` make it load the AVX2 build anyway (bench/vllm_avx2/
+sitecustomize.py on PYTHONPATH), so those settings run every kernel an AVX2-only CPU would, vLLM's included.
 
 The seed (``--seeds``) is set on every step that initialises, samples or trains (stages student, generate,
 train, eval) among those that run; the synthetic problem sets keep theirs (they are the task, not the noise).
@@ -45,12 +46,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Variables each instruction-set setting sets; every one of them that a setting does not name is removed
 #: from the run's environment, so the caller's own environment does not leak into a setting.
+VLLM_AVX2 = {"REASONKIT_BENCH_VLLM_AVX2": "1"}  # read by bench/vllm_avx2/sitecustomize.py
 ISA_ENV = {
     "native": {},
     "avx512": {"ATEN_CPU_CAPABILITY": "avx512"},
-    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
-    "default": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+    | VLLM_AVX2,
+    "default": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
+    | VLLM_AVX2,
 }
+VLLM_SITE = ROOT / "bench" / "vllm_avx2"
 ISA_VARS = sorted({name for env in ISA_ENV.values() for name in env})
 
 #: Stages whose steps draw random numbers (a fresh student's weights, sampling, data order): the ones seeded.
@@ -61,6 +66,8 @@ def run_env(setting: str, base: dict | None = None) -> dict:
     """The environment of a run under an instruction-set setting."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in ISA_VARS}
     env.update(ISA_ENV[setting])
+    if VLLM_AVX2.keys() <= env.keys():
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(VLLM_SITE), env.get("PYTHONPATH")]))
     return env
 
 

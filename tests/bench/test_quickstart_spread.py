@@ -62,6 +62,21 @@ def test_each_setting_sets_its_own_variables_and_drops_the_callers():
     avx2 = module.run_env("avx2", caller)
     assert avx2["ATEN_CPU_CAPABILITY"] == "avx2" and avx2["ONEDNN_MAX_CPU_ISA"] == "AVX2"
     assert avx2["MKL_ENABLE_INSTRUCTIONS"] == "AVX2"
+    assert avx2["REASONKIT_BENCH_VLLM_AVX2"] == "1" and avx2["PYTHONPATH"].startswith(str(ROOT / "bench"))
+    assert "PYTHONPATH" not in module.run_env("avx512", caller)
+
+
+def test_the_avx2_setting_makes_vllm_load_its_avx2_kernels():
+    """vLLM picks its kernel build by asking torch whether the CPU has AVX-512: under the avx2 setting the
+    answer is no in every process (on any CPU), under native it is the CPU's own."""
+    module = spread()
+    probe = [sys.executable, "-c", "import torch.cpu; print(torch.cpu._is_avx512_supported())"]
+    env = module.run_env("avx2", {"PATH": "/usr/bin:/bin"})
+    assert subprocess.run(probe, env=env, capture_output=True, text=True, check=True).stdout.strip() == "False"
+    native = subprocess.run(probe, env=module.run_env("native", {"PATH": "/usr/bin:/bin"}), capture_output=True,
+                            text=True, check=True).stdout.strip()
+    import torch.cpu
+    assert native == str(torch.cpu._is_avx512_supported())
 
 
 def test_a_run_is_read_from_its_eval_summaries_and_train_report(tmp_path):
