@@ -543,7 +543,8 @@
     else if (section.type === "train") done = trainView(section, s);
     else done = stageView(section, s);
     return done.then(() => {
-      requestAnimationFrame(() => { document.body.setAttribute("data-ready", "1"); performance.mark("rk-rows"); });
+      // after the frame that shows them is painted (a task queued from the frame's callback runs after it)
+      requestAnimationFrame(() => setTimeout(() => { performance.mark("rk-rows"); document.body.setAttribute("data-ready", "1"); }, 0));
     });
   }
   document.getElementById("math-toggle").addEventListener("change", (e) => { mathOn = e.target.checked; render(); });
