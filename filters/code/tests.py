@@ -41,6 +41,8 @@ import json
 import math
 from dataclasses import dataclass
 
+from reasonkit.sandbox.decode import Unreadable, loads  # noqa: F401 (Unreadable: what passes() raises)
+
 #: The prompts column that holds a problem's tests (``--set tests_column=input_output`` reads APPS as stored).
 TESTS_COLUMN = "tests"
 CODE_CONTESTS_SPLITS = ("public_tests", "private_tests", "generated_tests")
@@ -65,15 +67,14 @@ class Tests:
                 "fn_name": self.fn_name, "timeout": timeout, "output_cap": output_cap}
 
     def passes(self, index: int, output: str) -> bool:
-        """Whether ``output`` (what the harness reported for test ``index``) is the expected one."""
+        """Whether ``output`` (what the harness reported for test ``index``) is the expected one. A
+        call test's output is read by the bounded decoder: one it cannot read (too long, nested
+        deeper than any expected value, not JSON) raises :class:`Unreadable` (the ``bad_output``
+        verdict), never a RecursionError."""
         expected = self.cases[index][1]
         if self.fn_name is None:
             return same_output(output, expected, self.tolerance)
-        try:
-            value = json.loads(output)
-        except ValueError:
-            return False
-        return same_value(value, expected, self.tolerance)
+        return same_value(loads(output, max_chars=max(len(output), 1)), expected, self.tolerance)
 
     def output_key(self, output: str) -> str:
         """A digest of ``output`` as it is compared (whitespace-normalised), for the cons@k vote."""

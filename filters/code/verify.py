@@ -9,7 +9,8 @@ test. The verdict:
 - ``tests_passed`` / ``tests_total``: tests stopped early (after a timeout, a memory or process
   limit the verdict is settled) count as not passed.
 - ``reason``: None, or the first failure: ``compile_error``, ``wrong_answer``, ``runtime_error``,
-  ``timeout``, ``memory``, ``output_limit``, ``file_size``, ``processes``.
+  ``timeout``, ``memory``, ``output_limit``, ``file_size``, ``processes``, ``bad_output`` (a value
+  the bounded decoder cannot read: a returned list nested thousands deep, say).
 - ``isolation``: what the sandbox enforced (``netns``, ``pidns``, ``mountns``, ``uid-drop`` ...).
 - ``key``: a digest of the outputs on every test (cons@k votes on it, not on the program text).
 
@@ -38,14 +39,15 @@ import pyarrow as pa
 
 from reasonkit.errors import UserError
 from reasonkit.filters.base import RowFilter, update_rows
-from reasonkit.filters.code.tests import BadTests, Tests, digest, parse_tests  # noqa: F401 (re-exported)
+from reasonkit.filters.code.tests import BadTests, Tests, Unreadable, digest, parse_tests  # noqa: F401 (re-exported)
+from reasonkit.sandbox.decode import loads
 
 # A fence line: three or more backticks, an optional language tag (```python, ```py3, ```).
 _FENCE = re.compile(r"^\s*(`{3,})\s*([\w+#.-]*)[^\n`]*$")
 PYTHON_TAGS = ("", "python", "py", "python3", "py3")
 #: The first failure that decides a wrong verdict, as the harness and the sandbox name it.
 REASONS = ("compile_error", "wrong_answer", "runtime_error", "timeout", "memory", "output_limit", "file_size",
-           "processes")
+           "processes", "bad_output")
 # The sandbox's limit -> the verdict's reason, when the harness could not report the test itself.
 _LIMIT_REASON = {"wall": "timeout", "cpu": "timeout", "output": "output_limit", "memory": "memory",
                  "file_size": "file_size", "processes": "processes"}
@@ -120,13 +122,8 @@ def verdict_of(result, tests: Tests) -> CodeVerdict:
     from reasonkit.filters.code.harness import MARK
 
     total = len(tests.cases)
-    lines = []
-    for line in result.stdout.splitlines():
-        if line.startswith(MARK):
-            try:
-                lines.append(json.loads(line[len(MARK):]))
-            except ValueError:
-                pass
+    lines = [line for line in (_result_line(text[len(MARK):]) for text in result.stdout.splitlines()
+                               if text.startswith(MARK)) if line is not None]
     isolation = tuple(result.isolation)
     if lines and "compile_error" in lines[0]:
         return CodeVerdict(False, 0, total, "compile_error", isolation, None, lines[0]["compile_error"])
@@ -139,10 +136,13 @@ def verdict_of(result, tests: Tests) -> CodeVerdict:
         line = by_test.get(i)
         output = line.get("output") if line else None
         if line is not None and line.get("reason") is None and isinstance(output, str):
-            ok = tests.passes(i, output)
+            try:
+                ok = tests.passes(i, output)
+                failure = None if ok else "wrong_answer"
+            except Unreadable:
+                ok, failure = False, "bad_output"
             passed += ok
             keys.append(tests.output_key(output))
-            failure = None if ok else "wrong_answer"
         else:
             failure = line.get("reason") if line else None
             keys.append(failure or "missing")
@@ -155,6 +155,21 @@ def verdict_of(result, tests: Tests) -> CodeVerdict:
         detail = (result.stderr or "")[-300:] or f"the harness stopped after {len(by_test)} of {total} tests"
     return CodeVerdict(passed == total and reason is None, passed, total, reason, isolation, digest(json.dumps(keys)),
                        detail)
+
+
+# A result line's fields and their types; a line with another type in one of them is no result.
+_FIELDS = {"test": int, "reason": (str, type(None)), "output": str, "error": str, "compile_error": str}
+
+
+def _result_line(text: str) -> dict | None:
+    """One result line, read by the bounded decoder: an object whose fields have their types, else None."""
+    try:
+        value = loads(text, max_chars=len(text) + 1)
+    except Unreadable:
+        return None
+    if not isinstance(value, dict) or any(k in value and not isinstance(value[k], t) for k, t in _FIELDS.items()):
+        return None
+    return value
 
 
 class CodeChecker:

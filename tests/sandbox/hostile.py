@@ -37,6 +37,29 @@ def _writes_to_every_fd(line: str) -> str:
             f"        os.write(fd, {line!r}.encode())\n    except OSError:\n        pass\n")
 
 
+# 4. Whatever a program writes or returns is a verdict, never an exception.
+DEEP_RETURN = "def f(x):\n    v = []\n    for _ in range(5000):\n        v = [v]\n    return v\n"
+CALL_TEST = json.dumps({"fn_name": "f", "inputs": [[1]], "outputs": [[1]]})
+
+
+def unbounded_values(mode=None) -> list[str]:
+    bad = []
+    cases = {
+        "a result line that is not an object": (_writes_to_every_fd(MARK + "5\n" + MARK + '"x"\n') + "print(0)\n", TWO),
+        "a 100k-deep result line": (_writes_to_every_fd(MARK + "[" * 100_000 + "\n") + "print(0)\n", TWO),
+        "a return value nested 5000 deep": (DEEP_RETURN, CALL_TEST),
+    }
+    for name, (program, tests) in cases.items():
+        try:
+            v = verdict(program, tests, mode=mode)
+        except Exception as e:  # noqa: BLE001 - the failure under test
+            bad.append(f"{name}: raised {type(e).__name__}")
+            continue
+        if v.correct is not False or v.reason is None:
+            bad.append(f"{name}: correct={v.correct} reason={v.reason}")
+    return bad
+
+
 # 9. io_uring's operations pass seccomp unseen: its three calls are refused whole.
 IO_URING = """import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -55,7 +78,7 @@ def io_uring(mode=None) -> list[str]:
     return [] if r.stdout == "[1, 1, 1]\n" else [f"io_uring_setup/enter/register: {r.stdout or r.stderr[-300:]} (1 = EPERM)"]
 
 
-CHECKS = {f.__name__: f for f in (io_uring,)}
+CHECKS = {f.__name__: f for f in (unbounded_values, io_uring)}
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from as_nobody import NOBODY, run_as_nobody
-from hostile import CHECKS
+from hostile import CALL_TEST, CHECKS, DEEP_RETURN
 
 from test_sandbox import NAMESPACE_MODES
 
@@ -33,3 +33,19 @@ def test_hostile_programs_as_a_non_root_user(mode):
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["uid"] == NOBODY
     assert report["failures"] == dict.fromkeys(CHECKS, [])
+
+
+def test_the_code_reward_reads_an_unbounded_value_as_a_wrong_answer():
+    # GRPO's --reward code: a value the checker cannot read ends one row's reward (0.0), not the batch.
+    from reasonkit.filters.code.verify import code_scores
+
+    right = "```python\ndef f(x):\n    return x\n```"
+    assert code_scores([f"```python\n{DEEP_RETURN}```", right], [CALL_TEST, CALL_TEST], timeout=0.5) == [0.0, 1.0]
+
+
+def test_sandbox_modules_doctests():
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module("reasonkit.sandbox.decode"))
+    assert result.failed == 0 and result.attempted > 0

@@ -91,3 +91,18 @@ def test_a_sandbox_that_cannot_start_makes_rows_unverifiable_not_wrong(tmp_path,
     rejected = read_stage(tmp_path / "drop" / "rejected", kind="verdicts")
     assert rejected.column("drop_reason").to_pylist() == ["unverifiable"] * 2
     assert rejected.column("correct").to_pylist() == [None, None]
+
+
+def test_a_value_the_checker_cannot_read_is_a_wrong_row_and_the_stage_finishes(tmp_path):
+    # A call test whose function returns a list nested 5,000 deep used to raise RecursionError out of
+    # the filter on that row, and on every rerun (issue 38 item 4): now it is one rejected row.
+    call = json.dumps({"fn_name": "f", "inputs": [[1]], "outputs": [[1]]})
+    deep = "```python\ndef f(x):\n    v = []\n    for _ in range(5000):\n        v = [v]\n    return v\n```"
+    write_traces(tmp_path / "traces", [code_trace("p1", 0, deep, tests=call),
+                                       code_trace("p1", 1, "```python\ndef f(x):\n    return x\n```", tests=call)])
+    report = run_filter(FilterConfig(traces=str(tmp_path / "traces"), out=str(tmp_path / "out"), verifier="code",
+                                     verify_timeout=1.0, lang=None, dedup="none"))
+    assert report["rows_out"] == 1 and report["code_failures"] == {"bad_output": 1}
+    rejected = read_stage(tmp_path / "out" / "rejected", kind="verdicts")
+    assert rejected.select(["sample", "drop_reason", "verify_reason"]).to_pylist() == [
+        {"sample": 0, "drop_reason": "wrong", "verify_reason": "bad_output"}]
