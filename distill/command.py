@@ -75,6 +75,9 @@ def _d(name: str) -> str:
 @click.option("--resume", is_flag=True, default=None, help="Continue the run in OUT from its last complete checkpoint.")
 @click.option("--overwrite", is_flag=True, default=None, help="Delete the run in OUT and start over.")
 @click.option("--seed", type=int, help=f"Seed for data order and initialisation [{_d('seed')}].")
+@click.option("--report-to", "report_to", multiple=True, type=click.Choice(["tensorboard", "wandb", "trackio", "mlflow", "none"]),
+              help="Log the training curves and the run's protocol to a tracker, repeatable (each an extra: pip install "
+                   "'reasonkit[wandb]'); TensorBoard writes OUT/tensorboard [none].")
 @click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE", help="Any other setting, e.g. save_steps=50, threads=1, lint=warn.")
 @sandbox_option
 def train(assignments: tuple[str, ...], **flags) -> None:
@@ -97,6 +100,8 @@ def train(assignments: tuple[str, ...], **flags) -> None:
     from reasonkit.distill.train import train as run
 
     values = {k: v for k, v in flags.items() if v is not None and v != ()}
+    if "report_to" in values:
+        values["report_to"] = list(values["report_to"])
     if "step_separator" in values:  # a newline is hard to type in a shell flag: \n and \t, as label-steps reads them
         values["step_separator"] = values["step_separator"].replace("\\n", "\n").replace("\\t", "\t")
     if "rewards" in values:

@@ -51,7 +51,7 @@ DEFAULT_REWARDS = {"accuracy": 1.0, "format": 0.2}
 #: completions are sampled, not what is trained, so they are not fingerprinted.
 VLLM_SERVER_FIELDS = ("vllm_server_base_url", "vllm_server_host", "vllm_server_port", "vllm_server_timeout")
 #: Keys that do not change what a run computes; a resumed run may differ from its start in these.
-NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit",
+NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit", "report_to",
                      "dataset_num_proc", "gpu_memory_gb", "use_vllm", "vllm_mode", "vllm_gpu_memory_utilization",
                      "max_prompt_length", "rollouts_every", *VLLM_SERVER_FIELDS)
 #: GRPO with tools (distill/rl/tools.py): left out of a run's fingerprint when it names no tools, so GRPO runs
@@ -168,6 +168,9 @@ class TrainConfig:
     seed: int = 0
     save_steps: int = 200
     save_total_limit: int = 2
+    # trackers to log the run to (distill/trackers.py): tensorboard, wandb, trackio, mlflow, several at once (a list or
+    # "tensorboard,wandb"); None or "none": none. Each is an extra, checked before any work.
+    report_to: list[str] | str | None = None
 
     # Template and the pre-training lint
     chat_template: str | None = None  # a .jinja file with {% generation %} markers, replacing the student's
@@ -243,6 +246,7 @@ class TrainConfig:
         if self.packing and self.method != "sft":
             raise ValueError("packing applies to --method sft only (DPO pairs are scored whole)")
         self._check_levers()
+        self.trackers  # noqa: B018 (raises on a name that is no tracker)
         if not 0 <= self.eval_share < 1:
             raise ValueError(f"eval_share must be in [0, 1), found {self.eval_share}")
         if self.margin_scale < 0 or (self.center_rewards_coefficient or 0) < 0:
@@ -397,6 +401,12 @@ class TrainConfig:
     def kl_beta(self) -> float:
         """beta as the run uses it: the given value, else the method's default (DEFAULT_BETA)."""
         return self.beta if self.beta is not None else DEFAULT_BETA[self.method]
+
+    @property
+    def trackers(self) -> tuple[str, ...]:
+        from reasonkit.distill.trackers import names
+
+        return names(self.report_to)
 
     @property
     def is_lora(self) -> bool:

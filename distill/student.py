@@ -86,6 +86,8 @@ def lora_config(cfg):
 
 def trainer_args(cfg, device: Device, checkpoints: Path, max_length: int) -> dict:
     """Keyword arguments common to SFTConfig and DPOConfig."""
+    from reasonkit.distill.trackers import training_arguments
+
     warmup = int(cfg.warmup) if cfg.warmup >= 1 else cfg.warmup
     return dict(
         output_dir=str(checkpoints),
@@ -109,7 +111,7 @@ def trainer_args(cfg, device: Device, checkpoints: Path, max_length: int) -> dic
         save_total_limit=cfg.save_total_limit,
         seed=cfg.seed,
         data_seed=cfg.seed,
-        report_to="none",
+        **training_arguments(cfg.trackers, cfg.out),  # report_to (--report-to), run_name
         disable_tqdm=True,  # the Monitor callback draws the progress bar
         dataloader_num_workers=0,
         ddp_find_unused_parameters=False if device.world_size > 1 else None,

@@ -170,6 +170,7 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
         model = load_model(cfg, device)
         trainer = build(cfg, model, tok, to_dataset(table, cfg.method), args, lora_config(cfg), [monitor])
     _drop_printer(trainer)
+    _trackers(trainer, cfg, out, extra)
     trainable, total = count_parameters(trainer.model)
     result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     # every process scores (under ZeRO-3/FSDP a forward needs them all); the main one reports
@@ -244,12 +245,26 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     return report
 
 
+def _trackers(trainer, cfg: TrainConfig, out: Path, extra: dict) -> None:
+    """--report-to: the run's protocol (settings, data and student identities, versions) as each tracker's config."""
+    from reasonkit.distill.trackers import attach
+    from reasonkit.hardware import versions
+
+    protocol = {"method": cfg.method, "config": cfg.fingerprinted(launch.world_size()), "fingerprint": extra["fingerprint"],
+                "data": cfg.data, "data_fingerprint": extra["data_fingerprint"], "student": cfg.student,
+                "student_identity": extra["student_identity"], "versions": versions()}
+    attach(trainer, cfg.trackers, protocol, out)
+
+
 def _check_before_any_work(cfg: TrainConfig) -> str | None:
     """What this machine must offer the run, checked before the data is read or OUT written; returns the sandbox
     mode a GRPO run with code rewards or the python tool will use (None: it runs no program)."""
     from reasonkit.distill.rl.vllm_support import require_vllm
 
     require_vllm(cfg)  # here, not in TrainConfig: a recipe for a GPU machine validates on any machine
+    from reasonkit.distill.trackers import require
+
+    require(cfg.trackers)  # a tracker not installed: one line naming its extra, nothing written
     sandbox_mode = None
     if cfg.method == "grpo" and ("code" in cfg.rewards or "python" in (cfg.tools or "").split(",")):
         from reasonkit.sandbox.stage import require_sandbox

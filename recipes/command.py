@@ -31,8 +31,11 @@ def _load(recipe_path: str, overrides: tuple[str, ...], out: str | None = None):
               "passes the GPU's memory is refused (exit 2).")
 @click.option("--gpu-gb", type=float, default=None, help="The GPU memory (GB) --plan fits each step in (default 80, "
               "an H100; a train step's gpu_memory_gb wins for it).")
+@click.option("--report-to", multiple=True, type=click.Choice(["tensorboard", "wandb", "trackio", "mlflow", "none"]),
+              help="Every train step logs its curves and protocol, every eval step its summary, to this tracker; "
+                   "repeatable; a step's own report_to wins [none].")
 def run(recipe: str, overrides: tuple[str, ...], start: str | None, only: str | None, overwrite: bool, verbose: bool,
-        out: str | None, show_plan: bool, gpu_gb: float | None) -> None:
+        out: str | None, show_plan: bool, gpu_gb: float | None, report_to: tuple[str, ...]) -> None:
     """Run a whole recipe YAML, skipping steps already finished with the same config.
 
     A step that was interrupted resumes where it stopped, also when named with --only or --from;
@@ -42,7 +45,7 @@ def run(recipe: str, overrides: tuple[str, ...], start: str | None, only: str | 
 
     if start and only:
         raise click.UsageError("--from and --only are exclusive")
-    parsed = _load(recipe, overrides, out)
+    parsed = with_trackers(_load(recipe, overrides, out), report_to)
     if show_plan:
         from reasonkit.errors import UserError
         from reasonkit.recipes.plan import plan, refusals, render
@@ -90,14 +93,30 @@ def validate(recipe: str, overrides: tuple[str, ...]) -> None:
 @click.option("--set", "overrides", multiple=True, metavar="STEP.KEY=VALUE")
 @click.option("--overwrite", is_flag=True, help="Delete the earlier run in --out and redo every step.")
 @click.option("--verbose", is_flag=True, help="Show library logs (vLLM, transformers, ...) instead of writing them to OUT/STEP/run.log.")
-def quickstart(out: str, overrides: tuple[str, ...], overwrite: bool, verbose: bool) -> None:
+@click.option("--report-to", multiple=True, type=click.Choice(["tensorboard", "wandb", "trackio", "mlflow", "none"]),
+              help="As distill run's: every train and eval step logs to this tracker [none].")
+def quickstart(out: str, overrides: tuple[str, ...], overwrite: bool, verbose: bool, report_to: tuple[str, ...]) -> None:
     """The whole distillation loop on this CPU with the embedded teacher (= distill run recipes/quickstart.yaml)."""
     from reasonkit.recipes.runner import run as run_recipe
 
-    parsed = _load(str(QUICKSTART), overrides, out)
+    parsed = with_trackers(_load(str(QUICKSTART), overrides, out), report_to)
     _engines_in_process()
     run_recipe(parsed, overwrite=overwrite, verbose=verbose, echo=click.echo)
     _report(parsed)
+
+
+def with_trackers(recipe, trackers: tuple[str, ...]):
+    """``recipe`` with ``report_to`` set on each train and eval step that does not set its own (--report-to)."""
+    import dataclasses
+
+    from reasonkit.distill.trackers import names, require
+
+    if not names(trackers):
+        return recipe
+    require(names(trackers))  # before the first step, not when the first train step starts
+    steps = tuple(dataclasses.replace(s, config={"report_to": list(trackers), **s.config})
+                  if s.stage in ("train", "eval") else s for s in recipe.steps)
+    return dataclasses.replace(recipe, steps=steps)
 
 
 def _engines_in_process() -> None:

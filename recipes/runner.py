@@ -41,7 +41,7 @@ STATE = "_recipe_state.json"
 # A train step's launch (launcher, num_processes, accelerate_config) is not fingerprinted either:
 # resuming it on fewer GPUs is a train-stage question (its global batch must match), not a new run.
 _NOT_FINGERPRINTED = {"overwrite", "resume", "allow_incomplete", "workers", "concurrency", "progress", "threads", "data_parallel",
-                      *ENGINE_FIELDS, *LAUNCH_FIELDS}
+                      "report_to", *ENGINE_FIELDS, *LAUNCH_FIELDS}  # report_to: where curves go, not what is computed
 
 
 @dataclasses.dataclass(frozen=True)

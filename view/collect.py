@@ -8,40 +8,15 @@ served on demand), so one renderer on the page serves every stage that writes th
 
 from __future__ import annotations
 
-import base64
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from reasonkit.errors import UserError
+from reasonkit.view import sections
+from reasonkit.view.records import Collected, Options, images, load_json
 
-#: The page's renderer for each table kind of schema.py (and the GRPO rollouts, a traces table with rewards).
-VIEWS = {"traces": "trace", "verdicts": "trace", "scores": "trace", "trajectories": "trajectory", "sft_tools": "trajectory",
-         "prefs": "pair", "prefs_text": "pair", "sft": "messages", "prompts": "prompt", "steps": "steps"}
-#: A recipe run's records beside its steps: not stages to show.
-_RUN_FILES = ("_recipe_state.json",)
-_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
-_IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
-
-
-#: Rows a table holds on the page by default, and the dropped rows kept per drop reason within them: a page of
-#: a few MB for short traces, tens of MB for R1-length ones (``--serve`` for more).
-DEFAULT_ROWS = 2000
-DEFAULT_PER_REASON = 200
-
-
-@dataclass
-class Options:
-    rows: int = DEFAULT_ROWS
-    per_reason: int = DEFAULT_PER_REASON
-    remote: bool = False  # --serve: stage tables are read on demand, not embedded
-
-
-@dataclass
-class Collected:
-    data: dict  # the page's JSON
-    sources: dict = field(default_factory=dict)  # a table's key -> its shards.Shards, where --serve reads its rows
+_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")  # a Markdown image: ![alt](path)
 
 
 def collect(path: str | Path, options: Options) -> Collected:
@@ -82,24 +57,22 @@ def _consumed_by_filters(root: Path, steps: list[str]) -> dict[str, str]:
     """Generated tables a filter of the same run read: their rows are on the page once, with the verdicts."""
     consumed = {}
     for name in steps:
-        manifest = _json(root / name / "_manifest.json") or {}
+        manifest = load_json(root / name / "_manifest.json") or {}
         if manifest.get("stage") != "filter":
             continue
         inputs = manifest.get("input_path") or []
         for p in [inputs] if isinstance(inputs, str) else inputs:
             source = Path(p).name
-            if source in steps and (_json(root / source / "_manifest.json") or {}).get("stage") == "generate":
+            if source in steps and (load_json(root / source / "_manifest.json") or {}).get("stage") == "generate":
                 consumed[source] = name
     return consumed
 
 
 def _section(d: Path, name: str, options: Options, out: Collected, *, run: Path | None,
              shown_elsewhere: str | None = None) -> dict | None:
-    from reasonkit.view import sections
-
     if (d / "summary.json").is_file() and ((d / "samples").is_dir() or (d / "problems.parquet").is_file()):
         return sections.evaluation(d, name, options, out)
-    if (d / "train_config.json").is_file() or (d / "report.json").is_file() and "method" in (_json(d / "report.json") or {}):
+    if (d / "train_config.json").is_file() or (d / "report.json").is_file() and "method" in (load_json(d / "report.json") or {}):
         return sections.training(d, name, options, out)
     if (d / "_manifest.json").is_file():
         return sections.stage(d, name, options, out, shown_elsewhere=shown_elsewhere)
@@ -113,33 +86,3 @@ def _report(root: Path) -> dict | None:
     except (OSError, UnicodeDecodeError):
         return None
     return {"markdown": text, "images": images(root, _IMAGE.findall(text))}
-
-
-def images(root: Path, names: list[str]) -> dict[str, str]:
-    """``{relative path: data URL}`` of the image files named that exist under ``root`` (nothing outside it)."""
-    found = {}
-    base = root.resolve()
-    for name in names:
-        path = (root / name).resolve()
-        kind = _IMAGE_TYPES.get(path.suffix.lower())
-        if kind and path.is_file() and path.is_relative_to(base):
-            found[name] = f"data:{kind};base64," + base64.b64encode(path.read_bytes()).decode()
-    return found
-
-
-def _json(path: Path) -> dict | None:
-    try:
-        found = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return found if isinstance(found, dict) else None
-
-
-def read_json(path: Path) -> dict | None:
-    """A record beside the rows (report.json, summary.json): None where absent; a damaged one is one line naming it."""
-    if not path.exists():
-        return None
-    found = _json(path)
-    if found is None:
-        raise UserError(f"{path}: unreadable JSON (expected the object its stage writes)")
-    return found

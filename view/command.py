@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from reasonkit.view.collect import DEFAULT_PER_REASON, DEFAULT_ROWS
+from reasonkit.view.records import DEFAULT_PER_REASON, DEFAULT_ROWS
 
 #: The page's name in a run or stage directory (report.md links it there).
 PAGE = "view.html"
@@ -39,7 +39,8 @@ def view(path: str, out: str | None, rows: int, per_reason: int, serve: bool, po
     distill view runs/r1/verified --out verified.html --rows 5000
     distill view runs/r1 --serve --port 8765          # every row, read on demand
     """
-    from reasonkit.view.collect import Options, collect
+    from reasonkit.view.collect import collect
+    from reasonkit.view.records import Options
 
     found = collect(path, Options(rows=rows, per_reason=per_reason, remote=serve))
     if serve:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reasonkit.view import rows as R
-from reasonkit.view.collect import VIEWS, Collected, Options, images, read_json
+from reasonkit.view.records import VIEWS, Collected, Options, images, read_json
 from reasonkit.view.shards import Shards
 
 #: Training figures shown as they are in report.json (the rest of it is on disk for whoever wants it).

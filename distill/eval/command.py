@@ -75,6 +75,9 @@ _REPLICAS = _Replicas()
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True)
 @click.option("--label", default=None, help="Name of this run in reports (default: the --out folder name).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing evaluation with a different config.")
+@click.option("--report-to", multiple=True, type=click.Choice(["tensorboard", "wandb", "trackio", "mlflow", "none"]),
+              help="Log the summary (pass@1, cons@k, pass@k, counts; the protocol as config) to a tracker, as a run of "
+                   "its own; repeatable (each an extra: pip install 'reasonkit[wandb]') [none].")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any EvalConfig field.")
 @engine_options
 @click.pass_context
@@ -90,6 +93,7 @@ def eval_(ctx: click.Context, overrides: tuple[str, ...], **options) -> None:
 
     data = {key: value for key, value in options.items() if value is not None}
     data["decontam_against"] = list(options["decontam_against"])
+    data["report_to"] = list(options["report_to"]) or None
     config = override(from_dict(EvalConfig, data, "eval"), list(overrides), "eval")
     summary = run_eval(config)
     k = config.k

@@ -87,9 +87,14 @@ class EvalConfig:
     engine: Literal["local", "ray"] = "local"
     replicas: int = 1
     ray_address: str | None = None
+    # trackers to log the summary to, as a run of its own (distill/trackers.py): tensorboard, wandb, trackio, mlflow
+    report_to: list[str] | str | None = None
 
     def __post_init__(self) -> None:
         check_engine(self.engine, self.replicas, self.ray_address)
+        from reasonkit.distill.trackers import names
+
+        names(self.report_to)  # raises on a name that is no tracker
         if self.k < 1:
             raise ValueError(f"k: expected at least 1 sample per problem, found {self.k}")
         if self.max_turns < 1:
@@ -119,6 +124,9 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     if config.adapter is not None and not (Path(config.adapter) / "adapter_config.json").is_file():
         raise UserError(f"--adapter {config.adapter}: not a peft adapter directory (no adapter_config.json)")
     started = time.perf_counter()
+    from reasonkit.distill.trackers import names, require
+
+    require(names(config.report_to))  # a tracker not installed: one line naming its extra, before any sample
     sandbox_mode = None
     if config.verifier == "code" or "python" in (config.tools or "").split(","):  # before the data is read
         from reasonkit.sandbox.stage import require_sandbox
@@ -192,11 +200,14 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     write_markdown(summary, out / "summary.md", title=config.label or out.name)
     write_plot([(config.label or out.name, summary)], out / "pass_at_k.png")
+    from reasonkit.distill.trackers import log_eval
+
+    log_eval(names(config.report_to), summary, name=config.label or out.name, out=out)
     return summary
 
 
 _RUN_ONLY = ("overwrite", "allow_overflow", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", "data_parallel",
-             "engine_args", *ENGINE_FIELDS)
+             "engine_args", "report_to", *ENGINE_FIELDS)
 
 
 def _check_same_eval(config: EvalConfig, out: Path) -> dict:
