@@ -200,7 +200,8 @@
     if (r.response !== undefined) return r.response;
     if (r.revision_response !== undefined) return r.revision_response;
     const last = (ms) => (Array.isArray(ms) && ms.length ? ms[ms.length - 1].content : ms);
-    if (r.chosen !== undefined) return last(r.chosen);
+    const answer = (turn) => splitThink(String(last(turn) ?? "")).rest;
+    if (r.chosen !== undefined) return "chosen: " + answer(r.chosen) + "  |  rejected: " + answer(r.rejected);
     if (r.messages !== undefined) return last(r.messages);
     if (r.prompt !== undefined) return typeof r.prompt === "string" ? r.prompt : last(r.prompt);
     return Object.values(r).filter((v) => typeof v === "string").join(" | ");
