@@ -1,16 +1,17 @@
 """The ``bwrap`` mode: bubblewrap (the sandbox Flatpak ships) makes the namespaces and the view.
 
 Where a distribution blocks plain unprivileged user namespaces but lets bubblewrap make them (Ubuntu
-24.04's AppArmor profile for ``bwrap``), ``unshare --user`` fails and bubblewrap still works; there a
-process in the new namespace may hold no capability, so the view cannot be built by the init
-(view.py) and bubblewrap builds the same one instead: the same read-only binds at their real paths,
-the same symlinks, the four devices, its own ``/proc``, size-capped ``/tmp`` and ``/dev/shm``, ``/``
-read-only. The init then only writes the program's files, confines and runs it (as PID 1,
-``--as-pid-1``), so the verdicts are the same as in the other modes (tests/test_sandbox*.py run
-the whole matrix in every mode the machine takes).
+24.04's AppArmor profile for ``bwrap``), ``unshare --user`` fails and bubblewrap still works. Bubblewrap
+builds the view the init (view.py) builds in the other modes: the same read-only binds at their real
+paths, the same symlinks and masked files, the four devices, size-capped ``/tmp`` and ``/dev/shm``,
+``/`` read-only, fresh IPC, UTS (host name ``sandbox``) and cgroup namespaces. The init runs as its
+PID 1 (``--as-pid-1``) holding two capabilities of bubblewrap's user namespace (``--cap-add``: to make
+the program's own PID namespace and mount its ``/proc``; the program's process drops both before it
+execs), then starts the program as in the other modes, so the verdicts are the same
+(tests/test_sandbox*.py and test_hostile.py run the whole matrix in every mode the machine takes).
 
 The init reads its spec and the program's files from one descriptor and writes the status to
-another (both closed before the program starts), so no directory of the caller's is bound in.
+another; its own directory, bound for it to start, is unbound from the program's view.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ def command(view: dict, tmpfs_mb: int, init: list[str]) -> list[str]:
     size = str(tmpfs_mb << 20)
     args = [bwrap_path() or "bwrap"]
     if os.geteuid() != 0:  # as root bwrap makes the namespaces itself, and keeps the init's capabilities
-        args += ["--unshare-user"]  # (the init drops them all, and the uid, before the program runs)
-    args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        # (the program's process drops them all, and the uid, before it execs)
+        args += ["--unshare-user", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
+    args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
+             "--unshare-cgroup",
              "--die-with-parent", "--new-session", "--as-pid-1",
              "--size", size, "--perms", "1777", "--tmpfs", "/tmp"]  # first: an interpreter under /tmp is bound onto it
     made = set()

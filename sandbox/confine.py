@@ -10,10 +10,11 @@ Three locks, in this order, so that none can be undone by the program:
    capability of the namespace (``umount2("/tmp")`` then showed the host's ``/tmp``);
 3. ``no_new_privs`` and a **seccomp** filter: the calls that reshape a sandbox or reach another process
    fail with EPERM (mount, umount2, pivot_root, chroot, unshare, setns, ptrace, process_vm_*,
-   keyctl, bpf, perf_event_open, userfaultfd, module loading, the new mount API, io_uring) and so
-   does ``clone`` with a namespace flag. ``clone3`` gets ENOSYS (its flags sit in memory a filter
-   cannot read): glibc then falls back to ``clone``, which the filter can check. Docker's default
-   profile does the same.
+   pidfd_getfd, keyctl, bpf, perf_event_open, userfaultfd, module loading, the new mount API, io_uring)
+   and so do ``clone`` with a namespace flag and ``prctl(PR_SET_PDEATHSIG)`` (the parent-death signal
+   set here ends the program with its init; the program may not clear it). ``clone3`` gets ENOSYS (its
+   flags sit in memory a filter cannot read): glibc then falls back to ``clone``, which the filter can
+   check. Docker's default profile does the same.
 
 Why a deny list and not an allow list: the program is any Python (or any binary the interpreter's
 directories hold) with any library of the environment, and the set of calls those make changes with
@@ -35,24 +36,25 @@ import struct
 
 PR_CAPBSET_READ = 23
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
-PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 22, 2
+PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_PDEATHSIG = 4, 22, 2, 1
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 # Syscall numbers per architecture (name -> number); the new mount API (open_tree .. mount_setattr),
 # clone3 and io_uring share one numbering on every architecture.
 _COMMON = {"open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-           "mount_setattr": 442, "clone3": 435, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}
+           "mount_setattr": 442, "clone3": 435, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+           "pidfd_getfd": 438}
 SYSCALLS = {
     "x86_64": (0xC000003E, {
         "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272, "setns": 308,
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "keyctl": 250, "add_key": 248,
         "request_key": 249, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "kexec_load": 246,
-        "init_module": 175, "finit_module": 313, "delete_module": 176, "clone": 56, **_COMMON}),
+        "init_module": 175, "finit_module": 313, "delete_module": 176, "clone": 56, "prctl": 157, **_COMMON}),
     "aarch64": (0xC00000B7, {
         "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "unshare": 97, "setns": 268,
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "keyctl": 219, "add_key": 217,
         "request_key": 218, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "kexec_load": 104,
-        "init_module": 105, "finit_module": 273, "delete_module": 106, "clone": 220, **_COMMON}),
+        "init_module": 105, "finit_module": 273, "delete_module": 106, "clone": 220, "prctl": 167, **_COMMON}),
 }
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET (clone()'s low byte is the exit
 # signal, so CLONE_NEWTIME, 0x80, can only come through clone3 or unshare, both refused whole)
@@ -86,10 +88,15 @@ def seccomp_program(machine: str) -> bytes:
     if machine == "x86_64":  # x32 calls carry bit 30 on the x86_64 arch value
         op(0x35, 0x40000000, 0, 1)  # JGE
         op(_RET_K, _KILL_PROCESS)
-    denied = [n for name, n in numbers.items() if name not in ("clone", "clone3")]
+    denied = [n for name, n in numbers.items() if name not in ("clone", "clone3", "prctl")]
     for nr in denied:
         op(_JEQ_K, nr, 0, 1)
         op(_RET_K, _ERRNO | errno.EPERM)
+    op(_JEQ_K, numbers["prctl"], 0, 3)  # prctl(PR_SET_PDEATHSIG, ...) refused, every other option allowed
+    op(_LD_W_ABS, _ARG0)
+    op(_JEQ_K, PR_SET_PDEATHSIG, 0, 1)
+    op(_RET_K, _ERRNO | errno.EPERM)
+    op(_LD_W_ABS, _NR)  # the call's number back for the checks below
     op(_JEQ_K, numbers["clone3"], 0, 1)
     op(_RET_K, _ERRNO | errno.ENOSYS)
     op(_JEQ_K, numbers["clone"], 0, 3)
@@ -130,16 +137,19 @@ def install_seccomp() -> None:
     _ok(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp filter")
 
 
-def confine(uid: int | None, bounding: bool = True) -> None:
+def confine(uid: int | None, bounding: bool = True, death_signal: int = 9) -> None:
     """Everything after the rlimits and before exec; ``uid``: switch to it (as root). ``bounding``:
     empty the bounding set (False only for a non-root caller's ``--sandbox none`` run, which holds
-    no capability to drop it with, and no capability an exec could raise under no_new_privs)."""
+    no capability to drop it with, and no capability an exec could raise under no_new_privs).
+    ``death_signal``: what the program gets when its init dies, set after the uid change (which
+    clears it) and before the filter (which then keeps the program from clearing it)."""
     if bounding:
         drop_bounding_set()
     if uid is not None:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
+    _ok(libc.prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0), "parent-death signal")
     clear_capabilities()
     _ok(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     install_seccomp()

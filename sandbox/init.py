@@ -1,24 +1,32 @@
-"""The sandbox's first process: builds the program's view, runs the program, cleans up, reports.
+"""The sandbox's init: makes the program's PID namespace, starts the program in it, times it, reports.
 
-Not imported: ``sandbox/runner.py`` starts it as ``python -I -S sandbox/init.py SPOOL`` (stdlib only,
-so it starts in ~20 ms), usually as PID 1 of fresh PID, mount and network namespaces made by
-``unshare`` (and a user namespace in ``userns`` mode). SPOOL is a directory only the caller may
-enter, holding ``spec.json`` (argv, environment, limits, mode, the view) and ``work/`` (the
-program's files); the status (exit, signal, CPU seconds, stray processes) goes back to
-``SPOOL/status.json`` through a descriptor opened before the view replaces the root.
+Not imported: ``sandbox/runner.py`` starts it as ``python -I -S sandbox/init.py BUNDLE STATUS CONTROL
+[REPORT]`` (stdlib only, so it starts in ~20 ms), under ``unshare`` (fresh mount, network, IPC and UTS
+namespaces, and a user namespace in ``userns`` mode) or bubblewrap. The arguments are descriptors,
+never paths: BUNDLE holds the spec (argv, environment, limits, mode, the view) and the program's
+files; the status (exit, signal, CPU seconds, whether the wall clock ended it, or why the sandbox
+could not start) goes back on STATUS; CONTROL is the caller's: its end closed asks for a stop (and
+in ``userns`` as root, one byte says the user namespace is mapped); REPORT, when given, becomes the
+program's descriptor 3 (the code verifier's harness reports its tests there).
 
-Steps: read the program's files; build the view (view.py: a minimal read-only root of its own,
-private size-capped ``/tmp``, own ``/proc``) and pivot into it; fork the program with its rlimits,
-then take every privilege (confine.py: empty capability sets, bounding set included, an unprivileged
-uid as root, ``no_new_privs``, a seccomp filter); wait for it under a wall-clock alarm; then kill
-every process left (as PID 1, ``kill(-1)``; without a PID namespace, every descendant, found because
-this process is their child subreaper).
+The init stays **outside** the program's PID namespace: it makes that namespace (``unshare(
+CLONE_NEWPID)``) and forks the program as its PID 1, so nothing the program runs can name it, signal
+it, limit it or read it, whatever uid they share. The program's child, before it execs: builds the
+view (view.py: a minimal read-only root of its own, its own ``/proc``, private size-capped ``/tmp``)
+and pivots into it, sets its rlimits, takes every privilege (confine.py) and execs; a failure there
+goes back on a pipe closed by the exec, the only way the sandbox says it failed. The wall clock is a
+``pidfd`` and a timed ``select`` here, no signal handler; when the program (PID 1) ends, the kernel
+ends every process it left. Without namespaces (``--sandbox none``) the init is their child
+subreaper and kills them itself.
 """
 
+import base64
 import ctypes
+import fcntl
 import json
 import os
 import resource
+import select
 import signal
 import sys
 
@@ -28,6 +36,11 @@ import confine  # noqa: E402
 import view  # noqa: E402
 
 PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 36, 4
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+REPORT_FD = 3  # the program's report descriptor, when the caller asked for one
+IGNORED = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD) and s < 32]
+HOSTNAME = b"sandbox"
 RLIMITS = {  # spec["limits"] key -> (resource, scale to the rlimit's unit)
     "cpu_seconds": (resource.RLIMIT_CPU, 1),
     "memory_mb": (resource.RLIMIT_AS, 1 << 20),
@@ -39,19 +52,17 @@ RLIMITS = {  # spec["limits"] key -> (resource, scale to the rlimit's unit)
 libc = ctypes.CDLL(None, use_errno=True)
 
 
-def read_tree(root: str) -> list[tuple[str, bytes | None]]:
-    """(relative path, bytes) of every file, (relative dir, None) of every directory, parents first.
-    Symlinks are not followed (the spool holds none; if one appeared, it would not be read through)."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        if rel != ".":
-            out.append((rel, None))
-        for name in filenames:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as f:
-                out.append((os.path.normpath(os.path.join(rel, name)), f.read()))
-    return out
+def _ok(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def high(fd: int) -> int:
+    """``fd`` moved to 10 or above, close-on-exec: the program's 0-3 stay free for it."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
 
 
 def own_processes() -> int:
@@ -65,27 +76,114 @@ def own_processes() -> int:
     return count
 
 
-def exec_program(spec: dict, workdir: str) -> None:
-    """In the forked child: limits, uid drop, exec. Never returns."""
+def enter_namespaces(spec: dict, status_fd: int, control_fd: int) -> None:
+    """The namespaces ``unshare``/bubblewrap did not make: in ``userns`` started by root, the user namespace
+    (and the rest) here, mapped by the caller to root (this init) and one unprivileged host uid (the
+    program's: it never runs as host uid 0); then the program's PID namespace, and its host name."""
+    if spec["userns_by_caller"]:
+        _ok(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+        os.write(status_fd, b"map\n")
+        if os.read(control_fd, 1) != b"m":
+            raise OSError("the caller did not map the user namespace")
+    if spec["pidns"]:
+        _ok(libc.unshare(CLONE_NEWPID | (CLONE_NEWCGROUP if spec["cgroupns_by_init"] else 0)), "unshare")
+        if spec["mode"] != "bwrap":  # bubblewrap names it itself (--hostname)
+            _ok(libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
+
+
+def exec_program(spec: dict, workdir: str, report_fd: int | None, alive_fd: int) -> None:
+    """In the program's process, once its view is there: limits, privileges, exec. Raises on failure."""
+    os.chdir(workdir)
+    os.setsid()  # a session and process group of its own: kill(0, ...) reaches no process outside its namespace
+    for sig in IGNORED:
+        signal.signal(sig, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for key, (res, scale) in RLIMITS.items():
+        soft = int(spec["limits"][key] * scale)
+        if key == "processes" and spec["mode"] == "none" and spec["uid"] is None:
+            soft += own_processes()  # the count is the caller's uid's, all its processes
+        # CPU: SIGXCPU at the soft limit, SIGKILL a second later if it is caught.
+        resource.setrlimit(res, (soft, soft + 1 if key == "cpu_seconds" else soft))
+    # the bounding set first (root's right, in its namespace at least), the uid change after it
+    confine.confine(spec["uid"], bounding=spec["mode"] != "none" or os.geteuid() == 0)
+    if select.select([alive_fd], [], [], 0)[0]:  # the init died before the parent-death signal was set
+        os._exit(127)
+    if report_fd is not None:
+        os.dup2(report_fd, REPORT_FD)  # inheritable: the program's, past the exec
+    os.execve(spec["argv"][0], spec["argv"], spec["env"])
+
+
+def become_program(spec: dict, files: list, report_fd: int | None, setup_fd: int, alive_fd: int) -> None:
+    """The forked child (PID 1 of the program's namespace): view, then exec_program. Never returns;
+    a failure before the exec is written on ``setup_fd`` (closed by a successful exec)."""
     try:
-        os.chdir(workdir)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        for key, (res, scale) in RLIMITS.items():
-            soft = int(spec["limits"][key] * scale)
-            if key == "processes" and spec["mode"] == "none" and spec["uid"] is None:
-                soft += own_processes()  # the count is the caller's uid's, all its processes
-            # CPU: SIGXCPU at the soft limit, SIGKILL a second later if it is caught.
-            resource.setrlimit(res, (soft, soft + 1 if key == "cpu_seconds" else soft))
-        # the bounding set first (root's right, in its namespace at least), the uid change after it
-        confine.confine(spec["uid"], bounding=spec["mode"] != "none" or os.geteuid() == 0)
-        os.execve(spec["argv"][0], spec["argv"], spec["env"])
-    except BaseException as e:
+        if spec["mountns"]:  # the view is built here, in the new PID namespace: its /proc is this one's
+            workdir = view.build(spec, spec["newroot"], files)
+        elif spec["mode"] == "bwrap":  # bubblewrap built it; this namespace's /proc and the files
+            workdir = view.enter_bwrap_view(spec, files)
+        else:
+            workdir = spec["workdir"]
+            view.write_files(workdir, files, spec["uid"])
+        exec_program(spec, workdir, report_fd, alive_fd)
+    except BaseException as e:  # noqa: BLE001 - every failure here is the sandbox's, and said so
         who = f" as uid {spec['uid']} (is it under a directory only root may enter?)" if spec["uid"] else ""
-        os.write(2, f"sandbox: cannot start {spec['argv'][0]}{who}: {e}\n".encode())
+        os.write(setup_fd, f"cannot start {spec['argv'][0]}{who}: {e}".encode()[:2000])
     finally:
         os._exit(127)
+
+
+def start(spec: dict, files: list, report_fd: int | None) -> tuple[int, int, int]:
+    """Fork the program; returns (its pid, the setup pipe's read end, the liveness pipe's write end)."""
+    setup_r, setup_w = os.pipe2(os.O_CLOEXEC)
+    alive_r, alive_w = os.pipe2(os.O_CLOEXEC)  # readable (EOF) in the child once this process is gone
+    if not spec["pidns"]:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    child = os.fork()
+    if child == 0:
+        os.close(setup_r)
+        os.close(alive_w)
+        become_program(spec, files, report_fd, setup_w, alive_r)
+    os.close(setup_w)
+    os.close(alive_r)
+    return child, setup_r, alive_w
+
+
+def read_setup(setup_fd: int) -> str:
+    """What the child wrote before its exec: empty when the program is running."""
+    data = b""
+    while chunk := os.read(setup_fd, 4096):
+        data += chunk
+    os.close(setup_fd)
+    return data.decode(errors="replace")
+
+
+def supervise(spec: dict, child: int, control_fd: int) -> dict:
+    """Wait for the program under the wall clock (a pidfd and a timed select: no signal handler for
+    the program to reach) or the caller's stop; then its exit, CPU time, and any process left."""
+    import time
+
+    out = {"timed_out": False, "stopped": False}
+    pidfd = os.pidfd_open(child)
+    deadline = time.monotonic() + spec["wall_seconds"]
+    while True:
+        remaining = deadline - time.monotonic()
+        ready = select.select([pidfd, control_fd], [], [], max(remaining, 0))[0] if remaining > 0 else []
+        if pidfd in ready:
+            break
+        if control_fd in ready and os.read(control_fd, 64):
+            continue  # a stray byte: only the end of the caller's pipe asks for a stop
+        out["timed_out" if not ready else "stopped"] = True
+        os.kill(child, signal.SIGKILL)  # PID 1 of its namespace: the kernel ends the rest with it
+        break
+    os.close(pidfd)
+    _, wstatus, usage = os.wait4(child, 0)
+    out["cpu_seconds"] = usage.ru_utime + usage.ru_stime
+    if os.WIFSIGNALED(wstatus):
+        out["signal"] = os.WTERMSIG(wstatus)
+    else:
+        out["exit"] = os.WEXITSTATUS(wstatus)
+    out["strays"] = 0 if spec["pidns"] else kill_descendants()
+    return out
 
 
 def processes() -> list[tuple[int, int]]:
@@ -103,28 +201,11 @@ def processes() -> list[tuple[int, int]]:
     return out
 
 
-def reap() -> None:
-    """Collect the exit status of every dead child, without waiting."""
-    while True:
-        try:
-            if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                return
-        except ChildProcessError:
-            return
-
-
-def kill_all(spec: dict) -> int:
-    """Kill every process of the run but this one; returns how many were left running."""
-    me = os.getpid()
-    if spec["pidns"]:  # PID 1 of the namespace: kill(-1) reaches exactly the run's processes
-        left = sum(1 for pid, _ in processes() if pid != me)
-        if left:
-            os.kill(-1, signal.SIGKILL)
-        return left
-    # No PID namespace: kill the children of this process until none is left; the orphans of a
-    # killed one (a detached, double-forked daemon included) are re-parented here, because this
-    # process is their child subreaper, and so are found on the next round.
-    killed: set[int] = set()
+def kill_descendants() -> int:
+    """Without a PID namespace: kill the children of this process until none is left; the orphans of a
+    killed one (a detached, double-forked daemon included) are re-parented here, because this
+    process is their child subreaper, and so are found on the next round. Returns how many."""
+    me, killed = os.getpid(), set()
     for _ in range(1000):
         children = [pid for pid, ppid in processes() if ppid == me]
         if not children:
@@ -135,7 +216,12 @@ def kill_all(spec: dict) -> int:
                 killed.add(pid)
             except ProcessLookupError:
                 pass
-        reap()
+        while True:  # collect the dead without waiting
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
     while True:  # wait for the killed ones (SIGKILL is not instant), so no zombie is left to init
         try:
             os.waitpid(-1, 0)
@@ -144,90 +230,30 @@ def kill_all(spec: dict) -> int:
     return len(killed)
 
 
-def run_program(spec: dict, workdir: str, status: dict) -> dict:
-    """Fork and wait for the program under the wall clock; then kill whatever it left running."""
-    if not spec["pidns"]:
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    child = None
-
-    def stop(signum, frame):  # wall clock (SIGALRM) or the caller's request (SIGUSR1)
-        status["timed_out" if signum == signal.SIGALRM else "stopped"] = True
-        if child is not None:
-            try:
-                os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-    signal.signal(signal.SIGALRM, stop)  # before the fork: a request can never find no handler
-    signal.signal(signal.SIGUSR1, stop)
-    child = os.fork()
-    if child == 0:
-        exec_program(spec, workdir)
-    if status["stopped"]:  # asked to stop before the child existed
-        os.kill(child, signal.SIGKILL)
-    signal.setitimer(signal.ITIMER_REAL, spec["wall_seconds"])
-    while True:  # as PID 1 (or subreaper), orphans are reaped here too
-        pid, wstatus, usage = os.wait4(-1, 0)
-        if pid == child:
-            break
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    out = {"cpu_seconds": usage.ru_utime + usage.ru_stime, "max_rss_mb": usage.ru_maxrss / 1024}
-    if os.WIFSIGNALED(wstatus):
-        out["signal"] = os.WTERMSIG(wstatus)
-    else:
-        out["exit"] = os.WEXITSTATUS(wstatus)
-    out["strays"] = kill_all(spec)
-    return out
-
-
 def main(args: list[str]) -> None:
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # nothing of the same uid may ptrace or read /proc/1/fd
-    if args[0] == "--fds":  # under bwrap: the view is built; spec and files in, status out, by descriptor
-        return main_in_view(int(args[1]), int(args[2]))
-    spool = args[0]
-    with open(os.path.join(spool, "spec.json")) as f:
-        spec = json.load(f)
-    spool_fd = os.open(spool, os.O_RDONLY | os.O_DIRECTORY)  # O_CLOEXEC: never the program's
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # nothing of the same uid may ptrace it or read its descriptors
+    bundle_fd, status_fd, control_fd, *report = (high(int(a)) for a in args)
+    for sig in IGNORED:  # no signal ends the init (only SIGKILL, which nothing of the program can send it)
         signal.signal(sig, signal.SIG_IGN)
-    status: dict = {"timed_out": False, "stopped": False}
-    try:
-        if spec["mountns"]:
-            files = read_tree(os.path.join(spool, "work"))
-            newroot = os.path.join(spool, "root")
-            os.mkdir(newroot, 0o700)
-            workdir = view.build(spec, newroot, files)
-        else:
-            workdir = spec["workdir"]
-    except OSError as e:
-        status["setup_error"] = str(e)
-        workdir = None
-    if workdir is not None:
-        status.update(run_program(spec, workdir, status))
-    fd = os.open("status.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600, dir_fd=spool_fd)
-    os.write(fd, json.dumps(status).encode())
-    os.close(fd)
-
-
-def main_in_view(bundle_fd: int, status_fd: int) -> None:
-    import base64
-
-    for fd in (bundle_fd, status_fd):
-        os.set_inheritable(fd, False)  # closed at the program's exec
     with os.fdopen(bundle_fd, "rb") as f:
         bundle = json.load(f)
     spec = bundle["spec"]
     files = [(rel, None if data is None else base64.b64decode(data)) for rel, data in bundle["files"]]
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_IGN)
-    status: dict = {"timed_out": False, "stopped": False}
+    status: dict = {}
     try:
-        view.write_files(spec["workdir"], files, spec["uid"])
-        status.update(run_program(spec, spec["workdir"], status))
+        enter_namespaces(spec, status_fd, control_fd)
+        child, setup_fd, alive_fd = start(spec, files, report[0] if report else None)
+        for fd in report:
+            os.close(fd)  # the program holds it now; its end of file is the program's end
+        error = read_setup(setup_fd)
+        if error:
+            os.waitpid(child, 0)
+            status["setup_error"] = error
+        else:
+            status.update(supervise(spec, child, control_fd))
     except OSError as e:
         status["setup_error"] = str(e)
     os.write(status_fd, json.dumps(status).encode())
-    os.close(status_fd)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import functools
 import itertools
 import json
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -25,9 +26,13 @@ MODES = ("root", "userns", "bwrap", "none")
 # "bwrap": bubblewrap makes the namespaces and the same view (bwrap.py), where plain unprivileged user
 # namespaces are blocked but bubblewrap may make them; "none": no namespace at all (--sandbox none only).
 UNSHARE = {
-    "root": ["--mount", "--net", "--pid", "--fork", "--kill-child"],
-    "userns": ["--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "--kill-child"],
+    "root": ["--mount", "--net", "--ipc", "--uts"],
+    "userns": ["--user", "--map-root-user", "--mount", "--net", "--ipc", "--uts"],
 }
+# The init (init.py) makes the program's PID namespace (and, in root and userns modes, its cgroup
+# namespace) itself, and stays outside it; in userns mode started by root it makes every namespace and
+# this process maps the user namespace (the program's uid there, 1, to an unprivileged host uid).
+PROGRAM_UID_IN_USERNS = 1
 # The one setting a user gives (--sandbox, or a recipe's `sandbox:` key): every process of a run
 # (threads, Ray workers, accelerate's ranks) reads it at call time from this variable.
 ENV_MODE = "REASONKIT_SANDBOX"
@@ -72,8 +77,9 @@ class Result:
     truncated: bool = False  # stdout or stderr cut at Limits.output_bytes
     elapsed: float = 0.0
     cpu_seconds: float = 0.0
-    processes_left: int = 0  # processes still running when the program ended, all killed
+    processes_left: int = 0  # without a PID namespace: processes still running when the program ended, all killed
     isolation: tuple[str, ...] = field(default=())  # e.g. ("netns", "pidns", "mountns", "uid-drop")
+    report: bytes = b""  # what the program wrote on its report channel (run(report=True))
 
     @property
     def ok(self) -> bool:
@@ -113,7 +119,7 @@ def bwrap_works() -> bool:
 
     if not bwrap_path():
         return False
-    python = os.path.join(_real_dir(sys.executable), os.path.basename(sys.executable))
+    python = _python()
     probe = subprocess.run(command(view_of(python), 1, [python, "-I", "-S", "-c", "pass"]),
                            capture_output=True, timeout=10, check=False)
     return probe.returncode == 0
@@ -121,12 +127,14 @@ def bwrap_works() -> bool:
 
 def isolation_of(mode: str) -> tuple[str, ...]:
     """What a run in ``mode`` enforces, as the rows' ``isolation`` column lists it. ``minroot``: the
-    program's own minimal read-only root; ``nocaps``: empty capability sets (bounding set included);
-    ``seccomp``: the mount/namespace/ptrace calls refused; ``no-namespaces``: run with ``--sandbox none``."""
+    program's own minimal read-only root; ``uid-drop``: a host uid of its own, never 0 (as root, also in
+    ``userns`` through its map); ``nocaps``: empty capability sets (bounding set included); ``seccomp``:
+    the mount/namespace/ptrace/io_uring calls refused; ``no-namespaces``: run with ``--sandbox none``."""
     common = ("nocaps", "seccomp")
-    names = {"root": ("netns", "pidns", "mountns", "minroot", "uid-drop"),
-             "userns": ("netns", "pidns", "mountns", "minroot", "userns"),
-             "bwrap": ("netns", "pidns", "mountns", "minroot", "bwrap", "uid-drop" if os.geteuid() == 0 else "userns")}
+    spaces = ("netns", "pidns", "mountns", "ipcns", "utsns", "cgroupns", "minroot")
+    uid = ("uid-drop",) if os.geteuid() == 0 else ()
+    names = {"root": spaces + ("uid-drop",), "userns": spaces + ("userns",) + uid,
+             "bwrap": spaces + ("bwrap",) + (uid or ("userns",))}
     if mode in names:
         return names[mode] + common
     return ("no-namespaces",) + (("uid-drop",) if os.geteuid() == 0 else ()) + common
@@ -177,16 +185,11 @@ def preflight(mode: str | None = None) -> str:
 def clean_env(home: str) -> dict[str, str]:
     """The program's whole environment: nothing of the caller's. One thread per math library and two
     malloc arenas, so threads do not eat the address-space limit."""
-    path = os.pathsep.join(dict.fromkeys([_real_dir(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]))
+    path = os.pathsep.join(dict.fromkeys([os.path.dirname(_python()), "/usr/local/bin", "/usr/bin", "/bin"]))
     env = {"PATH": path, "LANG": "C.UTF-8", "HOME": home, "MALLOC_ARENA_MAX": "2",
            "PYTHONPATH": os.pathsep.join(_site_packages())}
     env.update(dict.fromkeys(["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"], "1"))
     return env
-
-
-def _real_dir(path: str) -> str:
-    """``path``'s directory with every symlink resolved (the file itself may stay a symlink: a venv's python)."""
-    return os.path.realpath(os.path.dirname(path))
 
 
 @functools.cache
@@ -204,13 +207,42 @@ def _outermost(paths) -> list[str]:
     return sorted(p for p in paths if not any(p != o and p.startswith(o.rstrip("/") + "/") for o in paths))
 
 
+def _python() -> str:
+    """This interpreter at its real path (the view has no symlinks to it): a venv's is its base interpreter's."""
+    return os.path.realpath(sys.executable)
+
+
+@functools.cache
+def _masks() -> tuple[str, ...]:
+    """Files of site-packages that name host paths the program does not need, to be masked with an empty
+    file: an install's ``direct_url.json`` (an editable one holds the project's checkout path), an
+    editable finder, ``.pth`` and ``.egg-link`` files (none of which ``python -S`` reads)."""
+    import glob
+
+    found = []
+    for site in _site_packages():
+        candidates = glob.glob(os.path.join(site, "*.dist-info", "direct_url.json")) + [
+            os.path.join(site, n) for n in os.listdir(site) if n.startswith("__editable__") or n.endswith((".pth", ".egg-link"))]
+        for path in candidates:
+            try:
+                with open(path, "rb") as f:
+                    if b"/" in f.read(1 << 16):
+                        found.append(path)
+            except OSError:
+                pass
+    return tuple(sorted(found))
+
+
 def view_of(argv0: str) -> dict:
-    """The program's filesystem (sandbox/view.py builds it): read-only binds of the interpreter's
-    prefix and base prefix, its real directory, site-packages, the system library directories and
-    the command's own directory; the symlinks on the way to them. Real paths only, so a symlinked
-    venv or clone needs nothing of the host beyond its target."""
-    binds = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), os.path.dirname(os.path.realpath(sys.executable)),
-             *_site_packages(), os.path.dirname(os.path.realpath(argv0))}
+    """The program's filesystem (sandbox/view.py builds it): read-only binds of the interpreter's base
+    prefix and its real directory, site-packages, the system library directories and the command's own
+    directory; the symlinks on the way to them; the files to mask (``_masks``). Real paths only, so a
+    symlinked venv or clone needs nothing of the host beyond its target; a venv's own prefix is not
+    bound (``python -S`` with site-packages on PYTHONPATH needs only those), nor is the project."""
+    binds = {os.path.realpath(sys.base_prefix), os.path.dirname(_python()), *_site_packages(),
+             os.path.dirname(os.path.realpath(argv0))}
+    if _python().startswith(os.path.realpath(sys.prefix) + os.sep):  # a venv made with --copies: its pyvenv.cfg
+        binds.add(os.path.realpath(sys.prefix))
     symlinks = []
     for path in SYSTEM_PATHS:
         if os.path.islink(path):
@@ -221,7 +253,8 @@ def view_of(argv0: str) -> dict:
     binds = _outermost(binds)
     if "/" in binds:
         raise SandboxError(f"the interpreter's directories include / ({sys.prefix}): the view would hold the whole host")
-    return {"binds": binds, "symlinks": [s for s in symlinks if not any(s[0].startswith(b + "/") for b in binds)]}
+    return {"binds": binds, "symlinks": [s for s in symlinks if not any(s[0].startswith(b + "/") for b in binds)],
+            "masks": list(_masks())}
 
 
 def run(
@@ -233,6 +266,7 @@ def run(
     timeout: float = 10.0,
     limits: Limits = Limits(),
     mode: str | None = None,
+    report: bool = False,
 ) -> Result:
     """Run ``program`` (Python source, saved as ``main.py``) or ``argv`` in the sandbox.
 
@@ -247,6 +281,9 @@ def run(
         mode: "root", "userns" or "none" to force an isolation level (tests); default: the user's
             ``--sandbox`` (REASONKIT_SANDBOX), else the strongest available (``resolve_mode``: never
             "none" unless named). "userns" is the non-root caller's mode (forced as root too, for tests).
+        report: give the program a report channel, descriptor 3 (a pipe): what it writes there is
+            ``Result.report``. A program that keeps it from its own children (the code verifier's
+            harness closes it in each test's process) has a channel they cannot write.
     """
     mode = resolve_mode(mode)
     files = dict(files or {})
@@ -255,44 +292,36 @@ def run(
     argv = list(argv or (["python", "main.py"] if program is not None else []))
     if not argv:
         raise ValueError("run() needs a program or an argv")
-    if argv[0] == "python":  # the directory's real path (the view has no symlinked ancestors), the venv's name
-        argv[:1] = [os.path.join(_real_dir(sys.executable), os.path.basename(sys.executable)), "-B", "-S"]  # no bytecode files, no site (see _site_packages)
+    if argv[0] == "python":
+        argv[:1] = [_python(), "-B", "-S"]  # no bytecode files, no site (see _site_packages)
     elif not os.path.isabs(argv[0]) and "/" not in argv[0]:
         argv[0] = shutil.which(argv[0]) or argv[0]
-    namespaces = mode != "none"
-    spool = tempfile.mkdtemp(prefix="reasonkit-sandbox-")  # 0700: only the init (as root) reads it
-    fds: tuple[int, ...] = ()
+    for name in files:
+        path = os.path.normpath(os.path.join(PRIVATE_WORKDIR, name))
+        if not path.startswith(PRIVATE_WORKDIR + os.sep):
+            raise ValueError(f"sandbox file {name!r} is outside the working directory")
+    spool = tempfile.mkdtemp(prefix="reasonkit-sandbox-") if mode != "bwrap" else None  # 0700
+    fds = _Fds()
     try:
-        spec = _write_spool(spool, files, argv, timeout, limits, mode)
-        command = [sys.executable, "-I", "-S", INIT, spool]
-        if mode in UNSHARE:
-            command = [shutil.which("unshare") or "unshare", *UNSHARE[mode], *command]
-        elif mode == "bwrap":  # the spec and files in through one descriptor, the status out through another
-            from reasonkit.sandbox.bwrap import command as bwrap_command
-
-            fds = (os.open(os.path.join(spool, "bundle.json"), os.O_RDONLY),
-                   os.open(os.path.join(spool, "status.json"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
-            init = [os.path.join(_real_dir(sys.executable), os.path.basename(sys.executable)), "-I", "-S",
-                    INIT, "--fds", *map(str, fds)]
-            command = bwrap_command(spec["view"], limits.tmpfs_mb, init)
+        spec = _spec(spool, argv, timeout, limits, mode)
+        fds["bundle"] = _bundle(spec, files)
+        fds["status"], fds["init_status"] = os.pipe2(os.O_CLOEXEC)
+        fds["init_control"], fds["control"] = os.pipe2(os.O_CLOEXEC)
+        if report:
+            fds["report"], fds["init_report"] = os.pipe2(os.O_CLOEXEC)
+        passed = [fds[k] for k in _Fds.PASSED if k in fds]
+        command = _command(mode, spec, limits, [_python(), "-I", "-S", INIT, *map(str, passed)])
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
         started = time.monotonic()
-        out, err, truncated, killed = _communicate(command, stdin_bytes, timeout, limits.output_bytes, not namespaces, fds)
+        streams, truncated, killed = _communicate(command, stdin_bytes, timeout, limits.output_bytes, fds,
+                                                  _map_users(spec["host_uid"]) if spec["userns_by_caller"] else None)
         elapsed = time.monotonic() - started
-        try:
-            with open(os.path.join(spool, "status.json")) as f:
-                status = json.load(f)
-        except (OSError, ValueError):  # killed before it could write one
-            status = {"signal": signal.SIGKILL} if killed else {}
     finally:
-        for fd in fds:
-            os.close(fd)
-        shutil.rmtree(spool, ignore_errors=True)
-    if "setup_error" in status or not status:
-        raise SandboxError(f"sandbox did not start: {status.get('setup_error') or err.decode(errors='replace')[-500:]}")
-    if status.get("exit") == 127 and err.startswith(b"sandbox: cannot start"):
-        # e.g. the interpreter under /root, out of the dropped uid's reach, with --sandbox none
-        raise SandboxError(err.decode(errors="replace").strip())
+        fds.close_all()
+        if spool:
+            shutil.rmtree(spool, ignore_errors=True)
+    out, err, status_bytes, report_bytes = streams
+    status = _status(status_bytes, killed, err)
     result = Result(
         stdout=out.decode(errors="replace"),
         stderr=err.decode(errors="replace"),
@@ -304,73 +333,130 @@ def run(
         cpu_seconds=status.get("cpu_seconds", 0.0),
         processes_left=status.get("strays", 0),
         isolation=isolation_of(mode),
+        report=report_bytes,
     )
     result.limit = _limit_hit(result, limits)
     return result
 
 
-def _write_spool(spool: str, files: dict, argv: list[str], timeout: float, limits: Limits, mode: str) -> dict:
-    """The init's input: ``work/`` (the program's files) and ``spec.json`` (what to run, how)."""
-    work = os.path.join(spool, "work")
-    os.mkdir(work)
-    for name, content in files.items():
-        path = os.path.normpath(os.path.join(work, name))
-        if not path.startswith(work + os.sep):
-            raise ValueError(f"sandbox file {name!r} is outside the working directory")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(content.encode() if isinstance(content, str) else content)
+class _Fds(dict):
+    """The descriptors of one run, by name, each closed exactly once (threads run many at once: a number
+    closed twice may be another run's by then). ``init_*`` are the init's ends, passed to it in this
+    order; ``status``, ``control`` and ``report`` are ours."""
+
+    PASSED = ("bundle", "init_status", "init_control", "init_report")
+
+    def close(self, name: str) -> None:
+        fd = self.pop(name, None)
+        if fd is not None:
+            os.close(fd)
+
+    def close_all(self) -> None:
+        for name in list(self):
+            self.close(name)
+
+
+def _status(data: bytes, killed: str | None, stderr: bytes) -> dict:
+    """The init's status: the only channel that can say the sandbox failed (SandboxError); never the
+    program's exit status or what it printed."""
+    from reasonkit.sandbox.decode import Unreadable, loads
+
+    try:
+        status = loads(data, max_chars=1 << 16) if data else {}
+    except Unreadable:
+        status = {}
+    if not isinstance(status, dict):
+        status = {}
+    if "setup_error" in status:
+        raise SandboxError(f"sandbox: {status['setup_error']}")
+    if not status:
+        if killed is None:  # unshare or bubblewrap could not start it, or the init was killed from outside
+            raise SandboxError(f"sandbox did not start: {stderr.decode(errors='replace')[-500:].strip()}")
+        status = {"signal": signal.SIGKILL}  # stopped by the caller before the init could report
+    return status
+
+
+def _command(mode: str, spec: dict, limits: Limits, init: list[str]) -> list[str]:
+    if mode == "bwrap":
+        from reasonkit.sandbox.bwrap import command as bwrap_command
+
+        return bwrap_command(spec["view"], limits.tmpfs_mb, init)
+    if mode == "userns" and spec["userns_by_caller"]:
+        return init  # the init makes the namespaces, the caller maps them (_map_users)
+    if mode in UNSHARE:
+        return [shutil.which("unshare") or "unshare", *UNSHARE[mode], *init]
+    return init
+
+
+def _map_users(host_uid: int):
+    """``userns`` started by root: the init's user namespace maps its root to root (the init) and uid 1 to
+    ``host_uid`` (the program), written by this process (only root outside may write a second line)."""
+
+    def write_maps(pid: int) -> None:
+        for name in ("uid_map", "gid_map"):
+            with open(f"/proc/{pid}/{name}", "w") as f:
+                f.write(f"0 0 1\n{PROGRAM_UID_IN_USERNS} {host_uid} 1\n")
+
+    return write_maps
+
+
+def _spec(spool: str | None, argv: list[str], timeout: float, limits: Limits, mode: str) -> dict:
+    """What the init does: the program, its limits, its uid, the namespaces and the view."""
     namespaces = mode != "none"
-    # As root (not in a user namespace, where the caller's uid is already unprivileged) the program
-    # gets a uid of its own.
-    uid = None
-    if os.geteuid() == 0 and mode != "userns":
-        uid = _UID_BASE + (os.getpid() % 10_000) * 64 + next(_uids) % 64
+    # As root the program gets a uid of its own, never host uid 0: directly in modes root, bwrap and
+    # none, and through the user namespace's map in userns (its uid 1 there is this host uid).
+    host_uid = _UID_BASE + (os.getpid() % 10_000) * 64 + next(_uids) % 64 if os.geteuid() == 0 else None
+    by_caller = mode == "userns" and host_uid is not None
+    uid = PROGRAM_UID_IN_USERNS if by_caller else (None if mode == "userns" else host_uid)
+    workdir = PRIVATE_WORKDIR if namespaces else os.path.join(spool, "work")
     if uid is not None and not namespaces:  # the program works in the spool itself
         os.chmod(spool, 0o711)
-        for dirpath, _, filenames in os.walk(work):
-            for p in [dirpath] + [os.path.join(dirpath, n) for n in filenames]:
-                os.chown(p, uid, uid)
     spec = {
         "argv": argv,
-        "workdir": PRIVATE_WORKDIR if namespaces else work,
-        "env": clean_env(PRIVATE_WORKDIR if namespaces else work),
+        "workdir": workdir,
+        "env": clean_env(workdir),
         "limits": {
             **{k: getattr(limits, k) for k in ("memory_mb", "file_size_mb", "open_files", "processes", "tmpfs_mb")},
             "cpu_seconds": max(1, int(limits.cpu_seconds + 0.999)),  # whole seconds, at least one
         },
         "wall_seconds": timeout,
         "uid": uid,
+        "host_uid": host_uid,
         "mode": mode,
+        "userns_by_caller": by_caller,
         "pidns": namespaces,
-        "mountns": mode in UNSHARE,  # the init builds the view; under bwrap, bubblewrap has built it
+        "cgroupns_by_init": mode in ("root", "userns"),
+        "mountns": mode in ("root", "userns"),  # the program's process builds the view; under bwrap, bubblewrap has
+        "newroot": os.path.join(spool, "root") if mode in ("root", "userns") else None,  # where it is built
         "view": view_of(argv[0]) if namespaces else None,
     }
-    if mode == "bwrap":  # the init reads its own code from the view, and spec + files from a descriptor
-        spec["view"]["binds"] = _outermost([*spec["view"]["binds"], os.path.dirname(INIT)])
-        bundle = {"spec": spec, "files": [[rel, None if data is None else base64.b64encode(data).decode()]
-                                          for rel, data in _tree(work)]}
-        with open(os.path.join(spool, "bundle.json"), "w") as f:
-            json.dump(bundle, f)
-    with open(os.path.join(spool, "spec.json"), "w") as f:
-        json.dump(spec, f)
+    if spec["newroot"]:
+        os.mkdir(spec["newroot"], 0o700)
+    if mode == "bwrap":  # the init starts from its own directory in the view; the program's process unbinds it
+        init_dir = os.path.dirname(INIT)
+        binds = _outermost([*spec["view"]["binds"], init_dir])
+        spec["view"]["init_bind"] = init_dir if init_dir in binds else None
+        spec["view"]["binds"] = binds
     return spec
 
 
-def _tree(root: str) -> list[tuple[str, bytes | None]]:
-    """(relative path, bytes) of every file, (relative dir, None) of every directory, parents first."""
-    out = []
-    for dirpath, _, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        if rel != ".":
-            out.append((rel, None))
-        for name in filenames:
-            with open(os.path.join(dirpath, name), "rb") as f:
-                out.append((os.path.normpath(os.path.join(rel, name)), f.read()))
-    return out
+def _bundle(spec: dict, files: dict) -> int:
+    """The init's input, one descriptor: the spec and the program's files (an anonymous file in memory)."""
+    fd = os.memfd_create("reasonkit-sandbox-bundle", os.MFD_CLOEXEC)
+    data = {"spec": spec, "files": [[name, base64.b64encode(c.encode() if isinstance(c, str) else c).decode()]
+                                    for name, c in files.items()]}
+    with os.fdopen(os.dup(fd), "w") as f:
+        json.dump(data, f)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _limit_hit(r: Result, limits: Limits) -> str | None:
+    """The limit that ended the run. ``output`` and ``wall`` are the caller's and the init's own
+    observations, ``cpu`` the kernel's (the signal or the CPU time the init measured); ``file_size``,
+    ``memory`` and ``processes`` are read from what the program printed when it failed (a Python
+    program sees them as exceptions), so a program can claim them: the code verifier does not use
+    them (it has its harness's own account of each test)."""
     if r.truncated:
         return "output"
     if r.timed_out:
@@ -390,49 +476,63 @@ def _limit_hit(r: Result, limits: Limits) -> str | None:
 
 
 def _communicate(
-    command: list[str], stdin: bytes, timeout: float, cap: int, gentle: bool, pass_fds: tuple[int, ...] = ()
-) -> tuple[bytes, bytes, bool, str | None]:
-    """Run ``command``; feed stdin, read stdout/stderr up to ``cap`` bytes each. Past the cap, or
-    past the timeout (a backstop: the init enforces it first), the run is stopped: ``gentle`` asks
-    the init to do it (SIGUSR1; without a PID namespace only it can find escaped processes). Returns
-    (stdout, stderr, truncated, why killed: "output", "wall" or None)."""
+    command: list[str], stdin: bytes, timeout: float, cap: int, fds: _Fds, map_users=None,
+) -> tuple[tuple[bytes, bytes, bytes, bytes], bool, str | None]:
+    """Run ``command``; feed stdin, read stdout/stderr up to ``cap`` bytes each, and the init's status and
+    the program's report. Past the cap, or past the timeout (a backstop: the init enforces it first),
+    the run is stopped: the control pipe closed asks the init to stop the program (without a PID
+    namespace only it can find escaped processes); past a grace, every process of the command's
+    group is killed. ``map_users(pid)``: the init's user namespace to map, once it says it made one.
+    Returns ((stdout, stderr, status, report), truncated, why killed: "output", "wall" or None)."""
     proc = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, pass_fds=pass_fds,
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, pass_fds=[fds[k] for k in _Fds.PASSED if k in fds],
     )
+    for name in _Fds.PASSED:
+        fds.close(name)  # the init's now; their ends of file are its ends
     out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
-    buffers = {out_fd: bytearray(), err_fd: bytearray()}
+    status_fd, report_fd = fds["status"], fds.get("report")
+    caps = {out_fd: cap, err_fd: cap, status_fd: 1 << 16}
+    if report_fd is not None:
+        caps[report_fd] = cap
+    buffers = {fd: bytearray() for fd in caps}
     truncated, killed = False, None
-    sel = selectors.DefaultSelector()
-    for fd in buffers:
-        sel.register(fd, selectors.EVENT_READ)
-    pending = memoryview(stdin)
-    if pending:
-        os.set_blocking(in_fd, False)
-        sel.register(in_fd, selectors.EVENT_WRITE)
-    else:
-        proc.stdin.close()
-    deadline = time.monotonic() + timeout + 2.0  # the init's own alarm fires first
+    deadline = time.monotonic() + timeout + 2.0  # the init's own clock runs out first
 
     def stop(why: str, hard: bool = False) -> None:
         nonlocal killed
-        if killed is None or hard:
-            killed = killed or why
+        killed = killed or why
+        fds.close("control")  # the init kills the program (and, without namespaces, what it left)
+        if hard:
             try:
-                if gentle and not hard:  # the init kills the program and its escaped descendants
-                    os.kill(proc.pid, signal.SIGUSR1)
-                else:  # with namespaces, unshare's --kill-child and the PID namespace take the rest
-                    os.killpg(proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)  # unshare's or bubblewrap's group; the program dies with its init
             except ProcessLookupError:
                 pass
 
+    sel = selectors.DefaultSelector()
     try:
+        if map_users is not None:
+            _await_map_request(status_fd, deadline)
+            map_users(proc.pid)
+            os.write(fds["control"], b"m")
+        for fd in buffers:
+            sel.register(fd, selectors.EVENT_READ)
+        pending = memoryview(stdin)
+        if pending:
+            os.set_blocking(in_fd, False)
+            sel.register(in_fd, selectors.EVENT_WRITE)
+        else:
+            proc.stdin.close()
+        grace = None
         while sel.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            now = time.monotonic()
+            if now >= deadline and grace is None:
+                stop("wall")
+                grace = now + 2.0
+            if grace is not None and now >= grace:
                 stop("wall", hard=True)
                 break
-            for key, _ in sel.select(remaining):
+            for key, _ in sel.select((grace or deadline) - now):
                 fd = key.fd
                 if fd == in_fd:
                     try:
@@ -448,16 +548,20 @@ def _communicate(
                     sel.unregister(fd)
                     continue
                 buf = buffers[fd]
-                room = cap - len(buf)
+                room = caps[fd] - len(buf)
                 buf += chunk[: max(room, 0)]
-                if len(chunk) > room:
+                if len(chunk) > room and fd in (out_fd, err_fd, report_fd):
                     truncated = True
                     stop("output")
         try:
-            proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            proc.wait(timeout=max(deadline + 2.0 - time.monotonic(), 0.1))
         except subprocess.TimeoutExpired:
             stop("wall", hard=True)
             proc.wait()
+    except OSError as e:  # the init never asked for its map (it could not start), or could not be mapped
+        stop("setup", hard=True)
+        proc.wait()
+        raise SandboxError(f"sandbox did not start: {e}") from None
     finally:
         sel.close()
         for stream in (proc.stdin, proc.stdout, proc.stderr):
@@ -466,4 +570,19 @@ def _communicate(
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    return bytes(buffers[out_fd]), bytes(buffers[err_fd]), truncated, killed
+    streams = tuple(bytes(buffers.get(fd, b"")) for fd in (out_fd, err_fd, status_fd, report_fd))
+    return streams, truncated, killed
+
+
+def _await_map_request(status_fd: int, deadline: float) -> None:
+    """The init's first status line, ``map``: its user namespace exists and waits for its map."""
+    data = b""
+    while not data.endswith(b"\n"):
+        if not select.select([status_fd], [], [], max(deadline - time.monotonic(), 0))[0]:
+            raise OSError("the init did not ask for its user namespace's map in time")
+        chunk = os.read(status_fd, 1)
+        if not chunk:
+            raise OSError("the init ended before it made its user namespace")
+        data += chunk
+    if data != b"map\n":
+        raise OSError(f"unexpected first status line from the init: {data[:50]!r}")

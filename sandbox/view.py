@@ -8,9 +8,12 @@ hardlink the program makes, not by unmounting something: the program holds no ca
 - read-only binds of what the interpreter needs, at their real paths (the caller's list:
   the interpreter's prefix and base prefix, site-packages, the system library directories,
   ``/etc/ld.so.cache``), and the symlinks among them (``/lib -> usr/lib``);
-- ``/dev`` with null, zero, random and urandom only; a fresh ``/proc`` (PID namespace: its own
-  processes only); ``/tmp`` and ``/dev/shm`` private size-capped tmpfs, ``/tmp/sandbox`` the
-  working directory.
+- ``/dev`` with null, zero, random and urandom only; a fresh ``/proc`` of the program's own PID
+  namespace (mounted by its PID 1: the init, outside, is not in it), ``/proc/cmdline`` masked (the
+  kernel's command line is the host's); ``/tmp`` and ``/dev/shm`` private size-capped tmpfs,
+  ``/tmp/sandbox`` the working directory;
+- the files of the interpreter's tree that name host paths the program does not need (an editable
+  install's ``direct_url.json`` and finder: the project's checkout) masked with an empty file.
 
 No home directory, no ``/root``, no project, run or dataset directory is there unless it holds the
 interpreter, and then only that directory.
@@ -66,8 +69,20 @@ def _make_point(root: str, path: str, is_dir: bool) -> str:
     return target
 
 
+def mask(target: str) -> None:
+    """An empty, read-only file over ``target`` (a file of a bound tree, or of /proc)."""
+    bind("/dev/null", target, exec_ok=False)
+
+
+def mount_proc(target: str) -> None:
+    """This PID namespace's /proc at ``target``, the kernel's command line masked."""
+    mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mask(target + "/cmdline")
+
+
 def build(spec: dict, newroot: str, files: list) -> str:
-    """Build the view in ``newroot`` (an empty directory), pivot into it; returns the working directory."""
+    """Build the view in ``newroot`` (an empty directory), pivot into it; returns the working directory.
+    Run by the program's process, PID 1 of its namespace, before it execs."""
     view = spec["view"]
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here propagates back to the host
     mount("tmpfs", newroot, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
@@ -79,14 +94,15 @@ def build(spec: dict, newroot: str, files: list) -> str:
     for path, target in view["symlinks"]:
         os.makedirs(os.path.dirname(newroot + path), mode=0o755, exist_ok=True)
         os.symlink(target, newroot + path)
+    for path in view["masks"]:
+        mask(newroot + path)
     for name in DEVICES:
         bind(f"/dev/{name}", _make_point(newroot, f"/dev/{name}", False), writable=True, exec_ok=False)
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"{newroot}/dev/{name}")
     mount("tmpfs", _make_point(newroot, "/dev/shm", True), "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
-    if spec["pidns"]:
-        mount("proc", _make_point(newroot, "/proc", True), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mount_proc(_make_point(newroot, "/proc", True))
     workdir = spec["workdir"]
     write_files(newroot + workdir, files, spec["uid"])
     mount(None, newroot, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
@@ -94,13 +110,25 @@ def build(spec: dict, newroot: str, files: list) -> str:
     return workdir
 
 
+def enter_bwrap_view(spec: dict, files: list) -> str:
+    """Under bubblewrap (which built the view): this PID namespace's /proc over bubblewrap's, the init's
+    own code unbound (only the init needed it), the files written; returns the working directory."""
+    mount_proc("/proc")
+    for path in spec["view"]["masks"]:
+        mask(path)
+    if spec["view"].get("init_bind"):
+        _ok(libc.umount2(spec["view"]["init_bind"].encode(), MNT_DETACH), "unbind the init's directory")
+    write_files(spec["workdir"], files, spec["uid"])
+    return spec["workdir"]
+
+
 def write_files(workdir: str, files: list, uid: int | None) -> None:
+    """The program's files (relative path, bytes; bytes None: a directory) in a new ``workdir``, owned by ``uid``."""
     os.mkdir(workdir, 0o700)
     for rel, data in files:
         path = os.path.join(workdir, rel)
-        if data is None:
-            os.mkdir(path, 0o700)
-        else:
+        os.makedirs(path if data is None else os.path.dirname(path), 0o700, exist_ok=True)
+        if data is not None:
             with open(path, "wb") as f:
                 f.write(data)
     if uid is not None:

@@ -1,11 +1,12 @@
 r"""The code verifier: the response's final Python block, run against the prompt's tests in the sandbox.
 
-One sandboxed process per answer runs all its tests (filters/code/harness.py: each test with its own
-timer, fresh stdin and a capped stdout), so a row costs one sandbox start (~60 ms CPU), not one per
-test. The verdict:
+One sandbox per answer runs all its tests (filters/code/harness.py: one forked process per test, timed
+by the harness's own clock, fresh stdin and a capped stdout), so a row costs one sandbox start (~60 ms
+CPU), not one per test. The harness's result lines come back on the sandbox's report channel, which
+no process of the program holds: nothing the program prints or writes is read as a result. The verdict:
 
 - ``correct``: True only when every test passes; None when it cannot be told (the sandbox itself
-  failed: ``sandbox_error``), never for a wrong program.
+  failed, as its init says on its own channel: ``sandbox_error``), never for a wrong program.
 - ``tests_passed`` / ``tests_total``: tests stopped early (after a timeout, a memory or process
   limit the verdict is settled) count as not passed.
 - ``reason``: None, or the first failure: ``compile_error``, ``wrong_answer``, ``runtime_error``,
@@ -48,9 +49,6 @@ PYTHON_TAGS = ("", "python", "py", "python3", "py3")
 #: The first failure that decides a wrong verdict, as the harness and the sandbox name it.
 REASONS = ("compile_error", "wrong_answer", "runtime_error", "timeout", "memory", "output_limit", "file_size",
            "processes", "bad_output")
-# The sandbox's limit -> the verdict's reason, when the harness could not report the test itself.
-_LIMIT_REASON = {"wall": "timeout", "cpu": "timeout", "output": "output_limit", "memory": "memory",
-                 "file_size": "file_size", "processes": "processes"}
 HARNESS = Path(__file__).with_name("harness.py")
 MIN_OUTPUT_CAP = 64 << 10  # characters a test may print (or twice its expected output, if more)
 STARTUP_SECONDS = 5.0  # the sandbox's own start, on a loaded box, before the first test's timer runs
@@ -109,7 +107,7 @@ def check_code(code: str, tests: Tests, *, timeout: float = 5.0, limits=None, mo
     wall = STARTUP_SECONDS + timeout * len(tests.cases)
     limits = limits or sandbox.Limits(cpu_seconds=wall, output_bytes=max(4 << 20, 2 * cap * len(tests.cases)))
     try:
-        result = sandbox.run(argv=["python", "harness.py"], timeout=wall, limits=limits, mode=mode, files={
+        result = sandbox.run(argv=["python", "harness.py"], timeout=wall, limits=limits, mode=mode, report=True, files={
             "harness.py": harness_source(), "solution.py": code, "tests.json": json.dumps(tests.spec(timeout, cap))})
     except sandbox.SandboxError as e:
         return CodeVerdict(None, 0, len(tests.cases), "sandbox_error", detail=str(e)[:300])
@@ -117,18 +115,17 @@ def check_code(code: str, tests: Tests, *, timeout: float = 5.0, limits=None, mo
 
 
 def verdict_of(result, tests: Tests) -> CodeVerdict:
-    """The verdict from the harness's result lines (the outputs compared here, outside the sandbox)
-    and how the sandboxed run ended."""
-    from reasonkit.filters.code.harness import MARK
-
+    """The verdict from the harness's result lines (on the report channel; the outputs compared here,
+    outside the sandbox) and how the sandboxed run ended, as the sandbox saw it (never as the program
+    printed it)."""
     total = len(tests.cases)
-    lines = [line for line in (_result_line(text[len(MARK):]) for text in result.stdout.splitlines()
-                               if text.startswith(MARK)) if line is not None]
+    lines = [line for line in map(_result_line, result.report.decode("utf-8", "replace").splitlines())
+             if line is not None]
     isolation = tuple(result.isolation)
     if lines and "compile_error" in lines[0]:
         return CodeVerdict(False, 0, total, "compile_error", isolation, None, lines[0]["compile_error"])
     by_test = {}
-    for line in lines:  # the first line per test (a later one can only be the program's own writing)
+    for line in lines:
         if isinstance(line.get("test"), int) and 0 <= line["test"] < total:
             by_test.setdefault(line["test"], line)
     passed, keys, reason, detail = 0, [], None, None
@@ -151,14 +148,15 @@ def verdict_of(result, tests: Tests) -> CodeVerdict:
         if failure is not None and reason is None:
             reason, detail = failure, (line or {}).get("error")
     if reason is None and len(by_test) < total:  # the run ended before every test reported
-        reason = _LIMIT_REASON.get(result.limit, "runtime_error")
-        detail = (result.stderr or "")[-300:] or f"the harness stopped after {len(by_test)} of {total} tests"
+        reason = "timeout" if result.timed_out else "output_limit" if result.truncated else "runtime_error"
+        detail = f"the harness stopped after {len(by_test)} of {total} tests"
     return CodeVerdict(passed == total and reason is None, passed, total, reason, isolation, digest(json.dumps(keys)),
                        detail)
 
 
 # A result line's fields and their types; a line with another type in one of them is no result.
-_FIELDS = {"test": int, "reason": (str, type(None)), "output": str, "error": str, "compile_error": str}
+_FIELDS = {"test": int, "reason": (str, type(None)), "output": str, "error": str, "compile_error": str,
+           "seconds": (int, float)}
 
 
 def _result_line(text: str) -> dict | None:

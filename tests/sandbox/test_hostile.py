@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from as_nobody import NOBODY, run_as_nobody
-from hostile import CALL_TEST, CHECKS, DEEP_RETURN
+from hostile import CALL_TEST, CHECKS, DEEP_RETURN, FAKE_FAILURE, TWO
 
 from test_sandbox import NAMESPACE_MODES
 
@@ -35,12 +35,14 @@ def test_hostile_programs_as_a_non_root_user(mode):
     assert report["failures"] == dict.fromkeys(CHECKS, [])
 
 
-def test_the_code_reward_reads_an_unbounded_value_as_a_wrong_answer():
-    # GRPO's --reward code: a value the checker cannot read ends one row's reward (0.0), not the batch.
+def test_the_code_reward_pays_nothing_for_a_claimed_failure_or_an_unbounded_value():
+    # GRPO's --reward code: a wrong program is 0.0, never None ("unverifiable" is not the program's to
+    # claim), and a value the checker cannot read ends one row's reward (0.0), not the batch.
     from reasonkit.filters.code.verify import code_scores
 
     right = "```python\ndef f(x):\n    return x\n```"
-    assert code_scores([f"```python\n{DEEP_RETURN}```", right], [CALL_TEST, CALL_TEST], timeout=0.5) == [0.0, 1.0]
+    rows = [f"```python\n{FAKE_FAILURE}```", f"```python\n{DEEP_RETURN}```", right]
+    assert code_scores(rows, [TWO, CALL_TEST, CALL_TEST], timeout=0.5) == [0.0, 0.0, 1.0]
 
 
 def test_sandbox_modules_doctests():
