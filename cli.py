@@ -15,7 +15,7 @@ import importlib
 import click
 
 from reasonkit import __version__
-from reasonkit.errors import UsageFailure, UserError
+from reasonkit.options import ExitOnUserError
 
 # name -> (import path of a click command, one-line help shown by `distill --help`).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -40,8 +40,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
-    """A group that imports a subcommand's module only when that subcommand is invoked."""
+class LazyGroup(ExitOnUserError, click.Group):
+    """A group that imports a subcommand's module only when that subcommand is invoked; a UserError from
+    any of them is one line and exit 2 (options.ExitOnUserError)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -59,12 +60,6 @@ class LazyGroup(click.Group):
         # Listing uses the table above, so `distill --help` imports no stage module at all.
         with formatter.section("Commands"):
             formatter.write_dl([(name, help_text) for name, (_, help_text) in COMMANDS.items()])
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except UserError as e:
-            raise UsageFailure(str(e)) from None
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

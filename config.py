@@ -34,6 +34,36 @@ from reasonkit.errors import UserError
 T = TypeVar("T")
 
 
+def setting(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING, **meta: Any) -> Any:
+    """A config field that carries its own help: the one place a setting is declared.
+
+    The command's option is generated from it (options.py: flag name, type, choices and default from the
+    field; ``help`` and ``meta`` from here), as TRL's ``SFTConfig`` and vLLM's ``EngineArgs`` do. ``meta``
+    keys options.py reads: ``flag`` (the option's declaration when it is not ``--field-name``), ``path``
+    (a file path: ``True``, or ``"dir"``), ``choices``, ``multiple``, ``flags`` (a nested config's
+    flags, e.g. ``"--{}-col"``), ``cli=False`` (YAML and ``--set`` only). ``hash`` passes to the field.
+    """
+    hash_ = meta.pop("hash", None)
+    return dataclasses.field(default=default, default_factory=factory, hash=hash_, metadata={"help": help, **meta})
+
+
+def with_default(owner: type, name: str, default: Any) -> Any:
+    """``owner``'s field ``name`` with another default (a judge samples at temperature 0), help kept."""
+    original = owner.__dataclass_fields__[name]
+    return dataclasses.field(default=default, hash=original.hash, metadata=original.metadata)
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnMap:
+    """Which input columns hold the contract's fields (``--id-col``, ``--problem-col``, ...)."""
+
+    id: str = setting("id", "Input column holding ids.")
+    problem: str = setting("problem", "Input column holding problem text.")
+    answer: str = setting("answer", "Input column holding reference answers.")
+    messages: str = setting("messages", "Input column holding chat messages.")
+    source: str = setting("source", "Input column naming each prompt's source.")
+
+
 def load_yaml(path: str | os.PathLike) -> dict:
     """A YAML mapping from ``path``; a missing file or a parse error is one clear UserError."""
     import yaml
@@ -55,6 +85,19 @@ def load_yaml(path: str | os.PathLike) -> dict:
     return data
 
 
+def load_json_object(path: str | os.PathLike) -> dict:
+    """A JSON object from ``path`` (a model's config.json, a stage's report); anything else is one UserError line."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: unreadable ({e})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a JSON object")
+    return data
+
+
 def from_dict(cls: type[T], data: Mapping[str, Any] | None, path: str = "") -> T:
     """Build the frozen dataclass ``cls`` from ``data``, checking keys and types recursively."""
     data = {} if data is None else data
@@ -64,7 +107,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any] | None, path: str = "") -> T
     hints = typing.get_type_hints(cls)
     for key in data:
         if key not in fields:
-            raise UserError(f"{_join(path, key)}: unknown key{_suggest(str(key), fields)}")
+            raise UserError(f"{_join(path, key)}: unknown key{suggest(str(key), fields)}")
     values = {}
     for name, value in data.items():
         values[name] = _coerce(value, hints[name], _join(path, name))
@@ -171,6 +214,6 @@ def _join(path: str, key: object) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def _suggest(key: str, known: Mapping[str, Any]) -> str:
+def suggest(key: str, known: Mapping[str, Any]) -> str:
     close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
     return f"; did you mean {close[0]}?" if close else f"; expected one of {', '.join(known)}"

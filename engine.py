@@ -1,7 +1,7 @@
 """Where a stage's shards run: ``local`` (this process and its pools) or ``ray`` (a Ray cluster).
 
-Light on purpose (click only): the generate, filter and eval configs check their engine settings
-here and the commands share the flags, without importing Ray. Ray itself loads in
+Light on purpose: the generate, filter and eval configs hold :class:`EngineSettings` and check them
+here, and their commands' flags are generated from it (options.py), without importing Ray. Ray itself loads in
 :mod:`reasonkit.ray_engine`, and only when ``engine`` is ``ray``.
 
 >>> check_engine("ray", 4, None)
@@ -14,13 +14,27 @@ reasonkit.errors.UserError: --replicas 2 needs --engine ray (the local engine ru
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Literal
 
+from reasonkit.config import setting
 from reasonkit.errors import UserError
 
 ENGINES = ("local", "ray")
 #: Config fields that decide where the work runs, never what it writes: left out of fingerprints,
 #: so a run started locally can be resumed on a cluster (and the other way round).
 ENGINE_FIELDS = ("engine", "replicas", "ray_address")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineSettings:
+    """Where a stage's shards run (generate, filter, eval): the settings of ENGINE_FIELDS, declared once."""
+
+    engine: Literal["local", "ray"] = setting("local", "local: this machine; ray: Ray Data over the input shards.")
+    replicas: int = setting(1, "ray: workers running shards at once (one engine each, on --tensor-parallel GPUs "
+                               "for generation).")
+    ray_address: str | None = setting(None, "ray: cluster to join (host:port, or 'auto' on a node of a running "
+                                            "cluster). [default: start a local one]")
 
 
 def check_engine(engine: str, replicas: int, ray_address: str | None) -> None:
@@ -42,24 +56,3 @@ def usable_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
-
-
-def engine_options(command):
-    """The ``--engine``, ``--replicas`` and ``--ray-address`` flags, shared by generate, filter and eval.
-
-    Defaults are None so a command can tell "not given" from the default (a YAML may set them).
-    """
-    import click
-
-    for option in reversed((
-        click.option("--engine", type=click.Choice(ENGINES), default=None,
-                     help="local: this machine; ray: Ray Data over the input shards. [default: local]"),
-        click.option("--replicas", type=int, default=None,
-                     help="ray: workers running shards at once (one engine each, on --tensor-parallel GPUs "
-                          "for generation). [default: 1]"),
-        click.option("--ray-address", default=None,
-                     help="ray: cluster to join (host:port, or 'auto' on a node of a running cluster). "
-                          "[default: start a local one]"),
-    )):
-        command = option(command)
-    return command

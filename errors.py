@@ -1,6 +1,5 @@
-"""The one exception type that reaches the user as a message instead of a traceback, and how it leaves the CLI."""
-
-import click
+"""The one exception type that reaches the user as a message instead of a traceback. Imports nothing:
+the CLI turns it into ``error: <message>`` and exit 2 in one place (options.py's ``ExitOnUserError``)."""
 
 
 class UserError(Exception):
@@ -11,12 +10,3 @@ class UserError(Exception):
     """
 
     exit_code = 2
-
-
-class UsageFailure(click.ClickException):
-    """How a UserError leaves the CLI: ``error: <message>`` on stderr, exit 2."""
-
-    exit_code = 2
-
-    def show(self, file=None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True, file=file)

@@ -19,27 +19,16 @@ import json
 import os
 import sys
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
+from reasonkit.config import ColumnMap  # noqa: F401  (which columns hold the contract's fields)
 from reasonkit.errors import UserError
 from reasonkit.schema import MESSAGES, validate
 from reasonkit.store import is_stage_dir, read_stage
 
 _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv"}
-
-
-@dataclass(frozen=True)
-class ColumnMap:
-    """Which input columns hold the contract's fields (``--id-col``, ``--problem-col``, ...)."""
-
-    id: str = "id"
-    problem: str = "problem"
-    answer: str = "answer"
-    messages: str = "messages"
-    source: str = "source"
 
 
 def stable_id(text: str) -> str:

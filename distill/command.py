@@ -13,6 +13,7 @@ import dataclasses
 import click
 
 from reasonkit.distill.config import TrainConfig
+from reasonkit.options import Command
 from reasonkit.sandbox.stage import sandbox_option
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
@@ -23,7 +24,7 @@ def _d(name: str) -> str:
     return "device/model aware" if value is None else str(value)
 
 
-@click.command(name="train", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.command(name="train", cls=Command, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--method", type=click.Choice(["sft", "dpo", "grpo", "rm", "prm"]), required=True,
               help="SFT on sft rows, DPO on prefs rows, GRPO on prompts with verifiable answers, a reward model (rm) on "
                    "prefs rows, or a process reward model (prm) on steps rows.")
@@ -146,13 +147,8 @@ def parse_rewards(items: tuple[str, ...]) -> dict[str, float]:
 if __name__ == "__main__":  # accelerate launch -m reasonkit.distill.command ...
     import sys
 
-    from reasonkit.errors import UserError
-
     try:
         train.main(prog_name="distill train", standalone_mode=False)
-    except UserError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(e.exit_code)
-    except click.ClickException as e:
+    except click.ClickException as e:  # a UserError too (options.Command): one line, exit 2
         e.show()
         sys.exit(e.exit_code)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 
-from reasonkit.engine import engine_options
+from reasonkit.engine import EngineSettings
+from reasonkit.options import config_options
 from reasonkit.sandbox.stage import sandbox_option
 
 
@@ -76,7 +77,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--allow-incomplete", is_flag=True, help="Read a traces directory whose generation has not finished.")
 @click.option("--overwrite", is_flag=True, help="Replace an OUT written with another config.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
-@engine_options
+@config_options(EngineSettings)
 @sandbox_option
 def filter(traces_dir, out, verifier, unverifiable, verify_timeout, lang, min_lang_ratio, drop_truncated,
            think, require_boxed, require_tool, min_tokens, max_tokens, max_repetition, dedup, minhash_threshold, decontam, ngram,

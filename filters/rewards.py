@@ -204,7 +204,7 @@ def format_options() -> dict:
 
 
 def _format(setup, parsed, completion_ids, columns):
-    from reasonkit.filters.math.extract import _BOX, final_boxes  # the extractor's own box pattern
+    from reasonkit.filters.math.extract import BOX, final_boxes  # the extractor's own box pattern
     from reasonkit.filters.format import format_reason
 
     options = format_options()
@@ -212,7 +212,7 @@ def _format(setup, parsed, completion_ids, columns):
     for s in parsed:
         reason = format_reason(s.text, s.response, "length" if s.truncated else "stop", s.tokens,
                                opened=s.reasoning is not None, **options)
-        one_box = reason is None and len(_BOX.findall(s.response)) == 1 and final_boxes(s.response)[0] is not None
+        one_box = reason is None and len(BOX.findall(s.response)) == 1 and final_boxes(s.response)[0] is not None
         rewards.append(1.0 if one_box else 0.0)
     return rewards
 

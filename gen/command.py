@@ -10,55 +10,13 @@ from __future__ import annotations
 
 import click
 
-from reasonkit.engine import engine_options
+from reasonkit.gen.config import GenerateConfig
+from reasonkit.options import Command, config_options, given
 from reasonkit.sandbox.stage import sandbox_option
 
-#: flag name -> key under GenerateConfig.columns
-_COLUMN_FLAGS = {"id_col": "id", "problem_col": "problem", "answer_col": "answer",
-                 "messages_col": "messages", "source_col": "source"}
 
-
-@click.command(name="generate", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
-@click.option("--prompts", help="Prompts: .parquet/.jsonl/.csv file, stage directory or Hub dataset id.")
-@click.option("--teacher", help="Model directory or Hub id (openai: the served model name).")
-@click.option("--out", help="Output stage directory (traces); rerunning the same command resumes it.")
-@click.option("--backend", type=click.Choice(["vllm", "openai", "hf"]), default="vllm")
-@click.option("--n", type=int, default=8, help="Samples per prompt.")
-@click.option("--temperature", type=float, default=0.6)
-@click.option("--top-p", type=float, default=0.95)
-@click.option("--max-tokens", type=int, default=32768, help="Completion token budget per sample.")
-@click.option("--seed", type=int, default=0, help="Run seed; each prompt's seed derives from (seed, id).")
-@click.option("--system", default=None, help="System prompt (replaces the prompt's own).")
-@click.option("--instruction", default=None,
-              help="Appended to problem-text prompts after a blank line. [default: R1's boxed-answer instruction; '' for none]")
-@click.option("--prefill-think/--no-prefill-think", default=False, help="Start the assistant turn with '<think>\\n' (R1's advice).")
-@click.option("--chat-template", type=click.Path(), default=None, help="Jinja file overriding the tokenizer's chat template.")
-@click.option("--limit", type=int, default=None, help="Only the first N prompts.")
-@click.option("--shard-size", type=int, default=1000, help="Prompts per committed shard.")
-@click.option("--base-url", default=None, help="openai: server URL, e.g. http://127.0.0.1:8000/v1")
-@click.option("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the API key.")
-@click.option("--concurrency", type=int, default=64, help="openai: prompts in flight.")
-@click.option("--tensor-parallel", type=int, default=1, help="vllm: GPUs per engine.")
-@click.option("--data-parallel", type=int, default=1, help="vllm or hf, local engine: engine replicas on this node, each on its own GPUs.")
-@engine_options
-@click.option("--gpu-memory-utilization", type=float, default=0.9)
-@click.option("--max-model-len", type=int, default=None)
-@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto")
-@click.option("--batch-size", type=int, default=8, help="hf: prompts per generate call.")
-@click.option("--id-col", default=None, help="Input column holding ids. [default: id]")
-@click.option("--problem-col", default=None, help="Input column holding problem text. [default: problem]")
-@click.option("--messages-col", default=None, help="Input column holding chat messages. [default: messages]")
-@click.option("--answer-col", default=None, help="Input column holding reference answers. [default: answer]")
-@click.option("--source-col", default=None, help="Input column naming each prompt's source. [default: source]")
-@click.option("--tools", default=None,
-              help="Comma-separated tools (search,python): rows become multi-turn trajectories (`trajectories` table).")
-@click.option("--corpus", type=click.Path(), default=None, help="search tool: passages, JSONL or Parquet with id and contents.")
-@click.option("--max-turns", type=int, default=8, help="tools: assistant turns per trajectory.")
-@click.option("--search-k", type=int, default=3, help="search tool: passages per observation.")
-@click.option("--tool-timeout", type=float, default=10.0, help="tools: seconds per python call.")
-@click.option("--tool-workers", type=int, default=8, help="tools: calls running at once.")
-@click.option("--split", default=None, help="Split of a Hugging Face dataset (default: its only split); or write ID:SPLIT.")
-@click.option("--overwrite", is_flag=True, help="Replace an --out written with other settings.")
+@click.command(name="generate", cls=Command, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@config_options(GenerateConfig)
 @click.option("--config", "config_file", type=click.Path(), default=None, help="YAML of GenerateConfig keys.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override any config key (repeatable).")
 @click.pass_context
@@ -76,20 +34,12 @@ def generate(ctx: click.Context, config_file: str | None, sets: tuple[str, ...],
     distill generate --prompts questions.jsonl --teacher MODEL --out trajectories/ \\
         --tools search,python --corpus passages.jsonl --max-turns 4
     """
-    from reasonkit.errors import UserError
-
-    try:
-        _run(ctx, config_file, sets, flags)
-    except UserError as e:
-        from reasonkit.errors import UsageFailure
-
-        raise UsageFailure(str(e)) from None
+    _run(ctx, config_file, sets, flags)
 
 
 def _run(ctx: click.Context, config_file: str | None, sets: tuple[str, ...], flags: dict) -> None:
     from reasonkit.config import from_dict, load_yaml, override
     from reasonkit.errors import UserError
-    from reasonkit.gen.stage import GenerateConfig
     from reasonkit.gen.stage import generate as run_stage
 
     data: dict = {}
@@ -97,11 +47,9 @@ def _run(ctx: click.Context, config_file: str | None, sets: tuple[str, ...], fla
         data = load_yaml(config_file)
         if isinstance(data.get("generate"), dict):
             data = data["generate"]
-    for name, value in flags.items():
-        if ctx.get_parameter_source(name) == click.core.ParameterSource.DEFAULT:
-            continue  # a default must not override the YAML
-        if name in _COLUMN_FLAGS:
-            data.setdefault("columns", {})[_COLUMN_FLAGS[name]] = value
+    for name, value in given(ctx, flags).items():  # a default must not override the YAML
+        if isinstance(value, dict):
+            data.setdefault(name, {}).update(value)
         else:
             data[name] = value
     missing = [k for k in ("prompts", "teacher", "out") if data.get(k) in (None, "")]

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from reasonkit.gen.backend import Completion, Request, Sampling, derive_seed
+from reasonkit.gen.backend import Completion, Request, derive_seed
 from reasonkit.gen.think import join, split
 from reasonkit.schema import MESSAGES
 
@@ -67,7 +67,7 @@ class Assembler:
         for chunk in self.work.chunks:
             for i in chunk:
                 pid = self.work.ids[i]
-                sampling = Sampling(config.temperature, config.top_p, config.max_tokens, derive_seed(config.seed, pid))
+                sampling = config.request_sampling(derive_seed(config.seed, pid))
                 yield Request(pid, self.messages[i], config.n, sampling, prefill)
 
     def add(self, completion: Completion) -> int:

@@ -22,103 +22,10 @@ import dataclasses
 import importlib.util
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Literal
 
-from reasonkit.engine import check_engine
 from reasonkit.errors import UserError
-from reasonkit.gen.engine_args import EngineArgs, output_engine_args
-from reasonkit.gen.render import R1_INSTRUCTION
-from reasonkit.readers import ColumnMap
-
-BACKENDS = ("vllm", "openai", "hf")
-
-
-@dataclass(frozen=True)
-class GenerateConfig:
-    prompts: str
-    teacher: str
-    out: str
-    backend: Literal["vllm", "openai", "hf"] = "vllm"
-    n: int = 8
-    temperature: float = 0.6
-    top_p: float = 0.95
-    max_tokens: int = 32768
-    seed: int = 0
-    system: str | None = None
-    instruction: str | None = R1_INSTRUCTION
-    prefill_think: bool = False
-    chat_template: str | None = None  # a Jinja file overriding the tokenizer's template
-    limit: int | None = None
-    shard_size: int = 1000
-    columns: ColumnMap = field(default_factory=ColumnMap)
-    split: str | None = None  # of a Hugging Face dataset: its only split unless named (hub/datasets.py)
-    overwrite: bool = False
-    # openai
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 64
-    request_timeout: float = 3600.0
-    max_retries: int = 10
-    # vllm
-    tensor_parallel: int = 1
-    data_parallel: int = 1
-    gpu_memory_utilization: float = 0.9
-    max_model_len: int | None = None
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    # any other vllm.EngineArgs field (pipeline_parallel_size, kv_cache_dtype, ...): gen/engine_args.py
-    engine_args: EngineArgs = field(default_factory=dict, hash=False)
-    # hf
-    batch_size: int = 8
-    # where shards run (reasonkit/engine.py): ray runs `replicas` engines over the cluster
-    engine: Literal["local", "ray"] = "local"
-    replicas: int = 1
-    ray_address: str | None = None
-    # tools (gen/tools/): rows become multi-turn trajectories
-    tools: str | None = None  # comma-separated: search,python
-    corpus: str | None = None  # the search tool's passages ({"id", "contents"} JSONL or Parquet)
-    max_turns: int = 8  # assistant turns per trajectory
-    search_k: int = 3  # passages per search observation
-    tool_timeout: float = 10.0  # seconds per python tool call
-    tool_workers: int = 8  # tool calls running at once
-
-    def __post_init__(self) -> None:
-        check_engine(self.engine, self.replicas, self.ray_address)
-        if self.engine == "ray" and self.data_parallel > 1:
-            raise UserError(f"--data-parallel {self.data_parallel} is the local engine's; with --engine ray "
-                            f"use --replicas {self.data_parallel} (one engine per replica)")
-        for name, low in (("n", 1), ("max_tokens", 1), ("shard_size", 1), ("concurrency", 1), ("tensor_parallel", 1),
-                          ("data_parallel", 1), ("batch_size", 1), ("max_retries", 0), ("max_turns", 1),
-                          ("tool_workers", 1), ("search_k", 1)):
-            if getattr(self, name) < low:
-                raise UserError(f"--{name.replace('_', '-')} {getattr(self, name)}: expected at least {low}")
-        if self.backend not in BACKENDS:
-            raise UserError(f"--backend {self.backend!r}: expected one of {', '.join(BACKENDS)}")
-        if self.temperature < 0:
-            raise UserError(f"--temperature {self.temperature}: expected >= 0")
-        if self.tool_timeout <= 0:
-            raise UserError(f"--tool-timeout {self.tool_timeout}: expected > 0 seconds")
-        if self.tools is not None or self.corpus is not None:
-            from reasonkit.gen.tools.trajectories import check_tool_config
-
-            check_tool_config(self)
-        if not 0 < self.top_p <= 1:
-            raise UserError(f"--top-p {self.top_p}: expected in (0, 1]")
-        if self.limit is not None and self.limit < 1:
-            raise UserError(f"--limit {self.limit}: expected at least 1")
-        if self.max_model_len is not None and self.max_model_len < 2:
-            raise UserError(f"--max-model-len {self.max_model_len}: expected at least 2")
-        if not 0 < self.gpu_memory_utilization <= 1:
-            raise UserError(f"--gpu-memory-utilization {self.gpu_memory_utilization}: expected in (0, 1]")
-        object.__setattr__(self, "engine_args", EngineArgs.from_config(self.engine_args, "engine_args"))
-        if self.engine_args and self.backend != "vllm":
-            raise UserError(f"engine_args {dict(self.engine_args)} apply to the vllm backend, not --backend {self.backend}")
-        if self.backend == "openai":
-            if not self.base_url:
-                raise UserError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
-            if self.chat_template:
-                raise UserError("--chat-template applies to the vllm and hf backends; a server uses the template "
-                                "it was started with (vllm serve --chat-template FILE)")
+from reasonkit.gen.config import GenerateConfig
+from reasonkit.gen.engine_args import output_engine_args
 
 
 def output_settings(config: GenerateConfig, chat_template: str | None, teacher_identity: str | None = None) -> dict:

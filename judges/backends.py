@@ -18,16 +18,12 @@ from reasonkit.judges.config import JudgeModel
 def make_backend(model: JudgeModel, *, seed: int = 0):
     """Build the backend ``model`` names (preflight first: a bad setting fails before any load)."""
     from reasonkit.gen.render import load_chat_template
+    from reasonkit.gen.settings import BackendSettings, SamplingSettings, values_of
     from reasonkit.gen.stage import GenerateConfig, make_backend as gen_backend, preflight
 
-    try:
-        config = GenerateConfig(
-            prompts="", teacher=model.judge, out="", backend=model.backend, max_tokens=model.max_tokens,
-            temperature=model.temperature, top_p=model.top_p, seed=seed, base_url=model.base_url,
-            api_key_env=model.api_key_env, concurrency=model.concurrency, dtype=model.dtype,
-            max_model_len=model.max_model_len, chat_template=model.chat_template,
-            tensor_parallel=model.tensor_parallel, engine_args=model.engine_args,
-        )
+    try:  # the two groups whole (gen/settings.py): a judge runs its model as generate would
+        config = GenerateConfig(prompts="", teacher=model.judge, out="", **values_of(model, SamplingSettings, seed=seed),
+                                **values_of(model, BackendSettings))
         info = preflight(config)
         return gen_backend(config, info=info, chat_template=load_chat_template(model.chat_template))
     except UserError as e:  # the generate stage names its model --teacher; here it is --judge
@@ -55,17 +51,13 @@ class Answer:
 
 def ask(backend, prompts: Mapping[str, Sequence[dict]], model: JudgeModel, seed: int) -> dict[str, Answer]:
     """Send every ``key -> messages`` prompt once; replies by key. Order of replies does not matter."""
-    from reasonkit.gen.backend import Request, Sampling, derive_seed
+    from reasonkit.gen.backend import Request, derive_seed
     from reasonkit.gen.think import join
 
     if not prompts:
         return {}
     requests = [
-        Request(
-            id=key, messages=[dict(m) for m in messages], n=1,
-            sampling=Sampling(temperature=model.temperature, top_p=model.top_p, max_tokens=model.max_tokens,
-                              seed=derive_seed(seed, key)),
-        )
+        Request(id=key, messages=[dict(m) for m in messages], n=1, sampling=model.request_sampling(derive_seed(seed, key)))
         for key, messages in prompts.items()
     ]
     answers: dict[str, Answer] = {}

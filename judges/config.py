@@ -16,15 +16,18 @@ ValueError: mode: expected pointwise or pairwise, found 'both'
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
-from reasonkit.gen.engine_args import EngineArgs, output_engine_args
+from reasonkit.config import setting, with_default
+from reasonkit.gen.engine_args import output_engine_args
+from reasonkit.gen.settings import BACKENDS, BackendSettings, SamplingSettings
 
 STRATEGIES = ("correct-vs-incorrect", "short-vs-long")
 PICKS_CHOSEN = ("shortest", "random")
 PICKS_REJECTED = ("longest", "random")
 MODES = ("pointwise", "pairwise")
-BACKENDS = ("vllm", "openai", "hf")
+#: the model's settings ``distill judge`` and ``critique`` do not offer as flags (YAML and ``--set`` still reach them)
+NOT_FLAGS = ("tensor_parallel", "data_parallel", "gpu_memory_utilization", "batch_size")
 
 
 def _one_of(name: str, value: object, allowed: tuple) -> None:
@@ -37,17 +40,25 @@ def _positive(name: str, value: int) -> None:
         raise ValueError(f"{name}: expected a positive integer, found {value}")
 
 
-@dataclass(frozen=True)
-class PairsConfig:
+@dataclass(frozen=True, kw_only=True)
+class StageRun:
+    """Where a judges stage writes, and what it may read or replace (pairs, judge, critique)."""
+
+    out: str = setting(help="Output stage directory; rerunning resumes it.", path="dir")
+    overwrite: bool = setting(False, "Replace an --out written with other settings.")
+    allow_incomplete: bool = setting(False, "Read an input stage that has not finished.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairsConfig(StageRun):
     """``distill pairs``: DPO pairs from verifier outcomes (no model involved)."""
 
-    verdicts: str
-    out: str
-    strategy: str = "correct-vs-incorrect"
-    chosen: str = "shortest"  # correct-vs-incorrect: which correct sample is chosen
-    rejected: str = "longest"  # correct-vs-incorrect: which incorrect sample is rejected
-    max_pairs_per_prompt: int = 1
-    seed: int = 0
+    verdicts: str = setting(cli=False)  # the command's argument
+    strategy: str = setting("correct-vs-incorrect", "", choices=STRATEGIES)
+    chosen: str = setting("shortest", "correct-vs-incorrect: which correct sample.", choices=PICKS_CHOSEN)
+    rejected: str = setting("longest", "correct-vs-incorrect: which incorrect sample.", choices=PICKS_REJECTED)
+    max_pairs_per_prompt: int = setting(1, "")
+    seed: int = setting(0, "Seed; every random choice derives from (seed, id).")
     # A correct row that the filter dropped only for one of these reasons may still be chosen
     # (rejection sampling kept M others); a row dropped for anything else (language, format,
     # repetition) may only be rejected. Matched on the reason's first word, before any ':'.
@@ -55,8 +66,6 @@ class PairsConfig:
     chosen_drop_reasons: tuple[str, ...] = ("not_selected", "duplicate", "near_duplicate")
     # A prompt with any row dropped for one of these is left out entirely (a benchmark leak).
     exclude_drop_reasons: tuple[str, ...] = ("contaminated", "decontam")
-    allow_incomplete: bool = False
-    overwrite: bool = False
 
     def __post_init__(self) -> None:
         _one_of("strategy", self.strategy, STRATEGIES)
@@ -66,22 +75,15 @@ class PairsConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class JudgeModel:
-    """Which model judges, through which gen backend (shared by judge and critique)."""
+class JudgeModel(SamplingSettings, BackendSettings):
+    """Which model judges, through which gen backend (shared by judge and critique): the generate stage's
+    sampling and backend groups (gen/settings.py), handed to it whole (judges/backends.py)."""
 
-    judge: str
-    backend: str = "vllm"
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 64
-    dtype: str = "auto"
-    max_model_len: int | None = None
-    tensor_parallel: int = 1  # vllm: GPUs per engine (a 72B judge: 4)
-    engine_args: EngineArgs = field(default_factory=dict, hash=False)  # vllm: gen/engine_args.py
-    chat_template: str | None = None
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 1024
+    judge: str = setting(help="Judge model: a directory, a Hub id, or the served name (openai).")
+    # a judge answers greedily, with a short reply
+    temperature: float = with_default(SamplingSettings, "temperature", 0.0)
+    top_p: float = with_default(SamplingSettings, "top_p", 1.0)
+    max_tokens: int = with_default(SamplingSettings, "max_tokens", 1024)
 
     def __post_init__(self) -> None:
         _one_of("backend", self.backend, BACKENDS)
@@ -91,21 +93,21 @@ class JudgeModel:
 
 
 @dataclass(frozen=True, kw_only=True)
-class JudgeConfig(JudgeModel):
+class JudgeConfig(JudgeModel, StageRun):
     """``distill judge``: LLM-as-judge preferences from a traces, verdicts or prefs directory."""
 
-    input: str
-    out: str
-    mode: str = "pointwise"
-    rubric: str | None = None  # a text file of criteria; None: judges/templates/rubric.txt
-    min_margin: float = 1.0  # pointwise: chosen_score - rejected_score must reach this (and exceed 0)
-    max_pairs_per_prompt: int = 1
-    include_reasoning: bool = True  # show the judge the <think> block too, not only the response
-    reference: bool = True  # show the judge the prompt's gold ``answer`` when it has one
-    seed: int = 0
-    shard_size: int = 256  # prompts per committed shard
-    allow_incomplete: bool = False
-    overwrite: bool = False
+    input: str = setting(cli=False)  # the command's argument
+    mode: str = setting("pointwise", "", choices=MODES)
+    rubric: str | None = setting(None, "Text file of grading criteria. [default: judges/templates/rubric.txt]", path=True)
+    # pointwise: chosen_score - rejected_score must reach this (and exceed 0)
+    min_margin: float = setting(1.0, "pointwise: least score gap of a pair.")
+    max_pairs_per_prompt: int = setting(1, "")
+    # show the judge the <think> block too, not only the response
+    include_reasoning: bool = setting(True, "Show the model the response after </think> only, not the reasoning.",
+                                      flag="--response-only", flag_value=False)
+    # show the judge the prompt's gold ``answer`` when it has one
+    reference: bool = setting(True, "Do not show the judge the gold answer.", flag="--no-reference", flag_value=False)
+    shard_size: int = setting(256, "Prompts (judge) or rows (critique) per committed shard.")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -117,21 +119,18 @@ class JudgeConfig(JudgeModel):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CritiqueConfig(JudgeModel):
+class CritiqueConfig(JudgeModel, StageRun):
     """``distill critique``: Constitutional AI's critique -> revision, per row of a traces/verdicts dir."""
 
-    input: str
-    out: str
-    constitution: str | None = None  # None: judges/constitution.yaml
-    rounds: int = 1
-    include_reasoning: bool = True
-    seed: int = 0
-    shard_size: int = 256  # rows per committed shard
-    temperature: float = 0.6
-    top_p: float = 0.95
-    max_tokens: int = 2048
-    allow_incomplete: bool = False
-    overwrite: bool = False
+    input: str = setting(cli=False)  # the command's argument
+    constitution: str | None = setting(None, "Constitution YAML. [default: judges/constitution.yaml]", path=True)
+    rounds: int = setting(1, "Critique-revision rounds per row.")
+    include_reasoning: bool = with_default(JudgeConfig, "include_reasoning", True)
+    shard_size: int = with_default(JudgeConfig, "shard_size", 256)
+    # a critic and a reviser write, as a policy samples
+    temperature: float = with_default(SamplingSettings, "temperature", 0.6)
+    top_p: float = with_default(SamplingSettings, "top_p", 0.95)
+    max_tokens: int = with_default(SamplingSettings, "max_tokens", 2048)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -145,7 +144,8 @@ def fingerprinted(config: object) -> dict:
     named by its content (identity.py: weights hashed, a Hub id at its revision), so a judge
     retrained at the same path cannot extend a record the old one started."""
     skip = {"input", "verdicts", "out", "overwrite", "allow_incomplete", "concurrency", "base_url", "api_key_env",
-            "shard_size", "tensor_parallel", "engine_args"}  # the input is fingerprinted by its manifest, not its path
+            "shard_size", "tensor_parallel", "engine_args", "data_parallel", "gpu_memory_utilization", "batch_size",
+            "request_timeout", "max_retries"}  # the input is fingerprinted by its manifest, not its path
     settings = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in skip}
     if output_engine_args(getattr(config, "engine_args", {})):  # only when set: older runs keep their hash
         settings["engine_args"] = output_engine_args(config.engine_args)

@@ -53,7 +53,7 @@ class Constitution:
 
 def load_constitution(path: str | os.PathLike | None) -> Constitution:
     """The constitution at ``path`` (None: the shipped ``judges/constitution.yaml``)."""
-    from reasonkit.config import _suggest, load_yaml
+    from reasonkit.config import suggest, load_yaml
 
     file = Path(path) if path is not None else DEFAULT
     if file.is_dir():
@@ -61,7 +61,7 @@ def load_constitution(path: str | os.PathLike | None) -> Constitution:
     data = load_yaml(file)
     for key in data:
         if key not in _TOP:
-            raise UserError(f"{file}: {key}: unknown key{_suggest(str(key), dict.fromkeys(_TOP))}")
+            raise UserError(f"{file}: {key}: unknown key{suggest(str(key), dict.fromkeys(_TOP))}")
     raw = data.get("principles")
     if not isinstance(raw, list) or not raw:
         raise UserError(f"{file}: principles: expected a non-empty list of principles")
@@ -76,7 +76,7 @@ def load_constitution(path: str | os.PathLike | None) -> Constitution:
         where = f"{file}: principles[{i}] ({name})"
         for key in item:
             if key not in _PRINCIPLE:
-                raise UserError(f"{where}: {key}: unknown key{_suggest(str(key), dict.fromkeys(_PRINCIPLE))}")
+                raise UserError(f"{where}: {key}: unknown key{suggest(str(key), dict.fromkeys(_PRINCIPLE))}")
         for key in ("critique_request", "revision_request"):
             value = item.get(key)
             if value is None:

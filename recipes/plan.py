@@ -113,7 +113,7 @@ def model_size(name: str | None) -> ModelSize | None:
     """A model's size from its config.json (local directory or HF cache), else the published table."""
     if not name:
         return None
-    config = _config_json(name)
+    config = config_json(name)
     if config is not None:
         path, c = config
         c = c.get("text_config", c)
@@ -135,7 +135,7 @@ def model_size(name: str | None) -> ModelSize | None:
     return None
 
 
-def _config_json(name: str) -> tuple[Path, dict] | None:
+def config_json(name: str) -> tuple[Path, dict] | None:
     candidates = [Path(os.path.expanduser(name)) / "config.json"]
     if re.fullmatch(r"[\w.-]+/[\w.-]+", name):
         from huggingface_hub.constants import HF_HUB_CACHE

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reasonkit.config import _suggest, parse_assignment, set_path
+from reasonkit.config import suggest, parse_assignment, set_path
 from reasonkit.errors import UserError
 
 REF = re.compile(r"\$\{([A-Za-z0-9_\-]+)\}")
@@ -64,7 +64,7 @@ class Recipe:
         for s in self.steps:
             if s.name == name:
                 return s
-        raise UserError(f"{self.path}: no step named {name!r}{_suggest(name, {s.name: 0 for s in self.steps})}")
+        raise UserError(f"{self.path}: no step named {name!r}{suggest(name, {s.name: 0 for s in self.steps})}")
 
 
 def step_dir(recipe: Recipe, name: str) -> str:
@@ -81,7 +81,7 @@ def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | No
     data = dict(data)
     for key in data:
         if key not in _RECIPE_KEYS:
-            raise UserError(f"{path}: {key}: unknown key{_suggest(str(key), dict.fromkeys(_RECIPE_KEYS))}")
+            raise UserError(f"{path}: {key}: unknown key{suggest(str(key), dict.fromkeys(_RECIPE_KEYS))}")
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise UserError(f"{path}: steps: expected a non-empty list of steps")
@@ -92,14 +92,14 @@ def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | No
             raise UserError(f"{where}: expected a mapping with name, stage and with")
         for key in raw:
             if key not in _STEP_KEYS:
-                raise UserError(f"{where}.{key}: unknown key{_suggest(str(key), dict.fromkeys(_STEP_KEYS))}")
+                raise UserError(f"{where}.{key}: unknown key{suggest(str(key), dict.fromkeys(_STEP_KEYS))}")
         name, stage = raw.get("name"), raw.get("stage")
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_\-]+", name or ""):
             raise UserError(f"{where}.name: expected a name of letters, digits, - and _; found {name!r}")
         if any(s.name == name for s in steps):
             raise UserError(f"{where}.name: duplicate step name {name!r}")
         if stage not in STAGES:
-            raise UserError(f"{where}.stage: unknown stage {stage!r}{_suggest(str(stage), STAGES)}")
+            raise UserError(f"{where}.stage: unknown stage {stage!r}{suggest(str(stage), STAGES)}")
         config = raw.get("with") or {}
         if not isinstance(config, dict):
             raise UserError(f"{where}.with: expected a mapping of {stage} settings")
@@ -115,7 +115,7 @@ def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | No
             raise UserError(f"--set {item!r}: expected STEP.KEY=VALUE (steps: {', '.join(s.name for s in steps)})")
         index = next((j for j, s in enumerate(steps) if s.name == head), None)
         if index is None:
-            raise UserError(f"--set {item!r}: no step named {head!r}{_suggest(head, {s.name: 0 for s in steps})}")
+            raise UserError(f"--set {item!r}: no step named {head!r}{suggest(head, {s.name: 0 for s in steps})}")
         config = _deep_copy(steps[index].config)
         set_path(config, rest.split("."), value, item)
         steps[index] = Step(steps[index].name, steps[index].stage, config)

@@ -46,10 +46,10 @@ def unmet_format_rewards(planned: list) -> list[str]:
 
 def _template(prepare, student: str) -> tuple[str | None, Path | None]:
     """(the chat template the student renders with, the folder of its tokenizer files), read from disk."""
-    from reasonkit.recipes.plan import _config_json
+    from reasonkit.recipes.plan import config_json
 
     model = prepare.model if prepare is not None else student
-    found = _config_json(str(model))
+    found = config_json(str(model))
     folder = found[0].parent if found else None
     choice = getattr(prepare, "template", None)
     if choice in ("chatml", "llama3"):  # the family templates prepare-student writes (the model's system kept)

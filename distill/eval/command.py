@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from reasonkit.engine import engine_options
+from reasonkit.distill.eval.config import NOT_FLAGS, EvalConfig
+from reasonkit.options import Group, config_options, given
 from reasonkit.sandbox.stage import sandbox_option
 
 _EVAL_HELP = """Evaluate a model (and optional LoRA adapter): pass@1 over k samples, cons@k, pass@k.
@@ -18,68 +19,9 @@ instruction; the paper used k=64 and 32768 tokens for AIME 2024.
 """
 
 
-class _Replicas(click.ParamType):
-    """A positive integer or ``auto``."""
-
-    name = "N|auto"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int) or value == "auto":
-            return value
-        try:
-            return int(value)
-        except ValueError:
-            self.fail(f"{value!r}: expected a number of replicas or auto", param, ctx)
-
-
-_REPLICAS = _Replicas()
-
-
-@click.group("eval", invoke_without_command=True, help=_EVAL_HELP)
-@click.option("--model", help="Model directory or Hub id (the base model when --adapter is given).")
-@click.option("--adapter", default=None, help="A peft LoRA adapter directory to evaluate on top of --model.")
-@click.option("--data", help="Parquet/JSONL/CSV with problem and answer columns, a stage directory, or a Hub id.")
-@click.option("--out", help="Output directory.")
-@click.option("--backend", type=click.Choice(["vllm", "openai", "hf"]), default="vllm", show_default=True)
-@click.option("--k", default=8, show_default=True, help="Samples per problem.")
-@click.option("--temperature", default=0.6, show_default=True)
-@click.option("--top-p", default=0.95, show_default=True)
-@click.option("--max-tokens", default=32768, show_default=True)
-@click.option("--seed", default=0, show_default=True)
-@click.option("--instruction", default=None, help="Appended to each problem (default: R1's boxed instruction).")
-@click.option("--problem-col", default="problem", show_default=True)
-@click.option("--answer-col", default="answer", show_default=True)
-@click.option("--id-col", default="id", show_default=True)
-@click.option("--limit", type=int, default=None, help="Evaluate only the first N problems.")
-@click.option("--decontam-against", multiple=True, help="Training-data directory to check eval problems against (repeatable).")
-@click.option("--verifier", type=click.Choice(["math", "int", "code", "exact"]), default="math", show_default=True,
-              help="code: the response's last Python block run against the problem's tests (column `tests`, JSON) "
-                   "in the sandbox; cons@k votes on the programs' outputs. Pass an --instruction asking for code. "
-                   "exact: the answer's text.")
-@click.option("--tools", default=None, help="Comma-separated tools (search,python): each sample is a tool-use "
-              "trajectory scored on its final answer; summary.json adds tool calls per trajectory and the tool-error rate.")
-@click.option("--corpus", default=None, help="search tool: passages, JSONL or Parquet with id and contents.")
-@click.option("--max-turns", type=int, default=8, show_default=True, help="tools: assistant turns per trajectory.")
-@click.option("--search-k", type=int, default=3, show_default=True, help="search tool: passages per observation.")
-@click.option("--score-truncated", is_flag=True, default=None,
-              help="Extract and score answers from truncated samples too (default: they count as no answer).")
-@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto", show_default=True)
-@click.option("--tensor-parallel", default=1, show_default=True)
-@click.option("--data-parallel", type=_REPLICAS, default=None,
-              help="vllm or hf: engine replicas on this node, each on --tensor-parallel GPUs of its own; "
-                   "auto: every visible GPU.  [default: 1]")
-@click.option("--max-model-len", type=int, default=None)
-@click.option("--allow-overflow", is_flag=True, default=None,
-              help="Evaluate even if a problem's first prompt cannot fit --max-model-len (counted as context_overflow).")
-@click.option("--base-url", default=None, help="OpenAI-compatible server (with --backend openai).")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True)
-@click.option("--label", default=None, help="Name of this run in reports (default: the --out folder name).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing evaluation with a different config.")
-@click.option("--report-to", multiple=True, type=click.Choice(["tensorboard", "wandb", "trackio", "mlflow", "none"]),
-              help="Log the summary (pass@1, cons@k, pass@k, counts; the protocol as config) to a tracker, as a run of "
-                   "its own; repeatable (each an extra: pip install 'reasonkit[wandb]') [none].")
+@click.group("eval", cls=Group, invoke_without_command=True, help=_EVAL_HELP)
+@config_options(EvalConfig, exclude=NOT_FLAGS)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any EvalConfig field.")
-@engine_options
 @click.pass_context
 @sandbox_option
 def eval_(ctx: click.Context, overrides: tuple[str, ...], **options) -> None:
@@ -89,11 +31,9 @@ def eval_(ctx: click.Context, overrides: tuple[str, ...], **options) -> None:
     if missing:
         raise click.UsageError(f"missing {', '.join(missing)}")
     from reasonkit.config import from_dict, override
-    from reasonkit.distill.eval.run import EvalConfig, run_eval
+    from reasonkit.distill.eval.run import run_eval
 
-    data = {key: value for key, value in options.items() if value is not None}
-    data["decontam_against"] = list(options["decontam_against"])
-    data["report_to"] = list(options["report_to"]) or None
+    data = given(ctx, options)
     config = override(from_dict(EvalConfig, data, "eval"), list(overrides), "eval")
     summary = run_eval(config)
     k = config.k

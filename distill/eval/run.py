@@ -11,104 +11,21 @@ Output directory::
     OUT/problems.parquet   per problem: correct count, majority answer, mean tokens
     OUT/summary.json   metrics + protocol (+ timing, kept apart so reruns compare equal)
     OUT/summary.md, OUT/pass_at_k.png
-    OUT/README.md      the dataset card: load_dataset(OUT) reads problems; "samples", "generations" the others
+    OUT/.huggingface.yaml  the dataset card: load_dataset(OUT) reads problems; "samples", "generations" the others
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from reasonkit.engine import ENGINE_FIELDS, check_engine
+from reasonkit.distill.eval.config import EvalConfig
+from reasonkit.engine import ENGINE_FIELDS
 from reasonkit.errors import UserError
-from reasonkit.gen.engine_args import EngineArgs, output_engine_args
-
-R1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+from reasonkit.gen.engine_args import output_engine_args
 #: The tables of an eval directory, as its card lists them (the first is what load_dataset(OUT) reads).
 CARD_TABLES = ("problems.parquet", "samples", "generations")
-
-
-@dataclass(frozen=True)
-class EvalConfig:
-    model: str
-    data: str
-    out: str
-    adapter: str | None = None
-    backend: Literal["vllm", "openai", "hf"] = "vllm"
-    k: int = 8
-    temperature: float = 0.6
-    top_p: float = 0.95
-    max_tokens: int = 32768
-    seed: int = 0
-    instruction: str | None = R1_INSTRUCTION
-    system: str | None = None
-    prefill_think: bool = False
-    # a truncated sample (finish_reason "length") has no answer unless this is set: a cut-off
-    # trace's last \boxed{} is a guess mid-reasoning, and scoring it inflates pass@1
-    score_truncated: bool = False
-    id_col: str = "id"
-    problem_col: str = "problem"
-    answer_col: str = "answer"
-    limit: int | None = None
-    split: str | None = None  # of a Hugging Face dataset: its only split unless named (hub/datasets.py)
-    decontam_against: tuple[str, ...] = ()
-    ngram: int = 8
-    verifier: Literal["math", "int", "code", "exact"] = "math"
-    verify_timeout: float = 5.0  # per answer; with the code verifier, per test
-    tests_col: str = "tests"  # the code verifier's tests (JSON; filters/code/tests.py)
-    # tools (gen/tools/): each sample is a tool-use trajectory, scored on its final answer as distill filter does
-    tools: str | None = None  # comma-separated: search,python
-    corpus: str | None = None  # the search tool's passages ({"id", "contents"} JSONL or Parquet)
-    max_turns: int = 8  # assistant turns per trajectory
-    tool_timeout: float = 10.0  # seconds per python tool call
-    search_k: int = 3  # passages per search observation (the embedded agent teacher reads 1)
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    tensor_parallel: int = 1
-    # engine replicas on this node, each on tensor_parallel GPUs of its own (gen/parallel.py);
-    # "auto": every visible GPU. 8 GPUs at tensor_parallel 1 evaluate 8 times as fast.
-    data_parallel: int | Literal["auto"] = 1
-    max_model_len: int | None = None
-    # a problem whose first prompt alone fills max_model_len is refused before generating (distill/eval/fit.py)
-    # unless this is set; then it is counted as context_overflow, apart from no_answer
-    allow_overflow: bool = False
-    gpu_memory_utilization: float = 0.9
-    engine_args: EngineArgs = field(default_factory=dict, hash=False)  # vllm: any EngineArgs field (gen/engine_args.py)
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 64
-    batch_size: int = 8
-    label: str | None = None
-    overwrite: bool = False
-    extra: dict = field(default_factory=dict)  # free-form notes recorded in the protocol
-    # where the k samples are generated (reasonkit/engine.py); scoring stays on this machine
-    engine: Literal["local", "ray"] = "local"
-    replicas: int = 1
-    ray_address: str | None = None
-    # trackers to log the summary to, as a run of its own (distill/trackers.py): tensorboard, wandb, trackio, mlflow
-    report_to: list[str] | str | None = None
-
-    def __post_init__(self) -> None:
-        check_engine(self.engine, self.replicas, self.ray_address)
-        from reasonkit.distill.trackers import names
-
-        names(self.report_to)  # raises on a name that is no tracker
-        if self.k < 1:
-            raise ValueError(f"k: expected at least 1 sample per problem, found {self.k}")
-        if self.max_turns < 1:
-            raise UserError(f"--max-turns {self.max_turns}: expected at least 1")
-        if self.tools is not None or self.corpus is not None:  # the generate stage's checks, before OUT exists
-            from types import SimpleNamespace
-
-            from reasonkit.gen.tools.trajectories import check_tool_config
-
-            replicas = self.data_parallel if isinstance(self.data_parallel, int) else 2  # auto: more than one
-            check_tool_config(SimpleNamespace(tools=self.tools, corpus=self.corpus, engine=self.engine,
-                                              data_parallel=replicas, prefill_think=self.prefill_think))
-        if self.data_parallel != "auto" and (isinstance(self.data_parallel, bool) or self.data_parallel < 1):
-            raise ValueError(f"data_parallel: expected at least 1 or auto, found {self.data_parallel!r}")
 
 
 def run_eval(config: EvalConfig, *, backend=None) -> dict:
@@ -117,6 +34,8 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     from reasonkit.distill.eval.protocol import protocol, resolve_data_parallel
     from reasonkit.distill.eval.report import write_markdown, write_plot
     from reasonkit.distill.eval.score import score, verify_samples
+    from reasonkit.engine import EngineSettings
+    from reasonkit.gen.settings import BackendSettings, PromptSettings, SamplingSettings, ToolSettings, values_of
     from reasonkit.gen.stage import GenerateConfig, generate
     from reasonkit.readers import ColumnMap, read_prompts
     from reasonkit.store import fingerprint_path, read_stage, write_card
@@ -157,18 +76,13 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     write_card(out, layout=CARD_TABLES, stage="eval")  # says "incomplete" until problems.parquet is written
     model, adapter_mode = resolve_model(config, out)
     replicas = resolve_data_parallel(config)
+    # the shared groups whole (gen/settings.py): eval samples, renders and runs its engine as generate does
     gen_config = GenerateConfig(
-        prompts=config.data, teacher=model, out=str(out / "generations"), backend=config.backend, n=config.k,
-        temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens, seed=config.seed,
-        system=config.system, instruction=config.instruction, prefill_think=config.prefill_think,
-        limit=config.limit, columns=columns, split=config.split, overwrite=config.overwrite,
-        base_url=config.base_url, api_key_env=config.api_key_env, concurrency=config.concurrency,
-        tensor_parallel=config.tensor_parallel, max_model_len=config.max_model_len,
-        gpu_memory_utilization=config.gpu_memory_utilization, dtype=config.dtype, batch_size=config.batch_size,
-        engine=config.engine, replicas=config.replicas, ray_address=config.ray_address,
-        data_parallel=replicas if config.engine == "local" else 1, engine_args=config.engine_args,
-        tools=config.tools, corpus=config.corpus, max_turns=config.max_turns, tool_timeout=config.tool_timeout,
-        search_k=config.search_k,
+        prompts=config.data, teacher=model, out=str(out / "generations"), n=config.k, limit=config.limit,
+        columns=columns, split=config.split, overwrite=config.overwrite,
+        **values_of(config, SamplingSettings), **values_of(config, PromptSettings), **values_of(config, ToolSettings),
+        **values_of(config, EngineSettings),
+        **values_of(config, BackendSettings, data_parallel=replicas if config.engine == "local" else 1),
     )
     owned = None
     if backend is None and adapter_mode == "vllm-lora":
@@ -207,7 +121,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
 
 
 _RUN_ONLY = ("overwrite", "allow_overflow", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", "data_parallel",
-             "engine_args", "report_to", *ENGINE_FIELDS)
+             "engine_args", "report_to", "request_timeout", "max_retries", "tool_workers", *ENGINE_FIELDS)
 
 
 def _check_same_eval(config: EvalConfig, out: Path) -> dict:
@@ -231,6 +145,8 @@ def _check_same_eval(config: EvalConfig, out: Path) -> dict:
     settings = {k: v for k, v in asdict(config).items() if k not in _RUN_ONLY and k != "out"}
     if config.verifier != "code":  # evaluations made before the code verifier keep their fingerprint
         settings.pop("tests_col")
+    if config.chat_template is None:  # likewise those made before eval took the backend group's chat_template
+        settings.pop("chat_template")
     if not config.tools:  # likewise those made before tools; with tools, the corpus counts by content
         for name in ("tools", "corpus", "max_turns", "tool_timeout", "search_k"):
             settings.pop(name)

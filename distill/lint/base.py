@@ -17,11 +17,11 @@ class Finding:
     message: str
 
 
-def _ids(tok, messages, **kwargs) -> list[int]:
+def chat_ids(tok, messages, **kwargs) -> list[int]:
     return list(tok.apply_chat_template(messages, tokenize=True, return_dict=True, **kwargs)["input_ids"])
 
 
-def _stop_at_end(tok, trained: list[int], stops: set[int]) -> int | None:
+def stop_at_end(tok, trained: list[int], stops: set[int]) -> int | None:
     """The stop token ending the span, ignoring trailing whitespace tokens (``<|im_end|>\\n``); None if none."""
     for token in reversed(trained):
         if token in stops:
@@ -31,7 +31,7 @@ def _stop_at_end(tok, trained: list[int], stops: set[int]) -> int | None:
     return None
 
 
-def _sample(table: pa.Table, limit: int):
+def sample_rows(table: pa.Table, limit: int):
     n = table.num_rows
     picks = list(range(n)) if n <= limit else sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
     return zip(picks, table.take(picks).to_pylist(), strict=True)

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 
 import pyarrow as pa
 
-from reasonkit.distill.lint.base import Finding, _ids, _sample, _stop_at_end
+from reasonkit.distill.lint.base import Finding, chat_ids, sample_rows, stop_at_end
 from reasonkit.errors import UserError
 
 OPEN, CLOSE = "<think>", "</think>"
@@ -61,7 +61,7 @@ def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_pos
 
     findings = student_findings(tok, cfg, max_length=max_length, max_positions=max_positions, stops=stops)
     unready = {f.check for f in findings}  # the per-row checks would repeat these on every row
-    rows = _sample(table, cfg.lint_rows)
+    rows = sample_rows(table, cfg.lint_rows)
     tallies = {name: _Tally() for name in ("no_assistant_tokens", "no_eos_end", "think_prefill", "no_tool_schemas")}
     think_why: list[str] = []  # distinct reasons, first seen first
     lengths: list[int] = []
@@ -80,7 +80,7 @@ def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_pos
             if not trained:
                 tallies["no_assistant_tokens"].add(f"{where}: {empty_why}")
                 continue
-            end = _stop_at_end(tok, trained, stops)
+            end = stop_at_end(tok, trained, stops)
             if end is None:
                 if "eos_turn_end" not in unready:  # the student check named the cause already
                     tallies["no_eos_end"].add(where)
@@ -135,7 +135,7 @@ def _lint_head(tok, table: pa.Table, cfg, max_length: int) -> tuple[list[Finding
     """rm/prm: how many examples exceed max_length (TRL's RewardTrainer drops such pairs; a PRM row loses its last labels)."""
     from reasonkit.distill.reward.heads import module
 
-    picks = [i for i, _ in _sample(table.select(["id"]), cfg.lint_rows)]
+    picks = [i for i, _ in sample_rows(table.select(["id"]), cfg.lint_rows)]
     per_row = 2 if cfg.method == "rm" else 1  # a pair is two sequences
     lengths = module(cfg.method).lengths(tok, table.take(picks), cfg)
     truncated = _Tally()
@@ -203,9 +203,9 @@ def _examples(tok, row: dict, method: str):
             start = next((i for i, (a, b) in enumerate(zip(prompt_ids, ids)) if a != b), min(len(prompt_ids), len(ids)))
             yield ids, ids[start:], prompt, row[side], f"the {side} completion adds no tokens after the prompt"
         return
-    prompt_ids = _ids(tok, prompt, add_generation_prompt=True)
+    prompt_ids = chat_ids(tok, prompt, add_generation_prompt=True)
     for side in ("chosen", "rejected"):
-        ids = _ids(tok, prompt + row[side])
+        ids = chat_ids(tok, prompt + row[side])
         start = next((i for i, (a, b) in enumerate(zip(prompt_ids, ids)) if a != b), min(len(prompt_ids), len(ids)))
         content = next((m["content"] for m in reversed(row[side]) if m["role"] == "assistant"), "")
         yield ids, ids[start:], prompt, content, f"the {side} completion adds no tokens after the prompt"

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from reasonkit.distill.lint.base import Finding, _ids, _sample, _stop_at_end
+from reasonkit.distill.lint.base import Finding, chat_ids, sample_rows, stop_at_end
 
 
 def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: int | None, world_size: int = 1) -> tuple[list[Finding], dict]:
@@ -39,7 +39,7 @@ def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: i
     from reasonkit.distill.lint.memory import memory_finding
 
     findings = student_findings(tok, cfg, max_length=0, max_positions=None, stops=stops)  # context: checked below
-    rows = list(_sample(table, cfg.lint_rows))
+    rows = list(sample_rows(table, cfg.lint_rows))
     tools = None
     if getattr(cfg, "tools", None):
         from reasonkit.distill.rl.tools import tool_functions
@@ -110,11 +110,11 @@ def group_finding(cfg, *, world_size: int, prompts: int) -> Finding | None:
 
 def _turn_stop(tok, prompt: list[dict], stops: set[int]) -> Finding | None:
     """An ``eos_stop`` finding when the tokens the template puts after an assistant turn hold no stop token."""
-    before = _ids(tok, prompt, add_generation_prompt=True)
-    whole = _ids(tok, [*prompt, {"role": "assistant", "content": "42"}])
+    before = chat_ids(tok, prompt, add_generation_prompt=True)
+    whole = chat_ids(tok, [*prompt, {"role": "assistant", "content": "42"}])
     if whole[: len(before)] != before:
         return None  # the template renders the prompt differently once answered: the SFT lint's territory
-    if _stop_at_end(tok, whole[len(before):], stops) is not None:
+    if stop_at_end(tok, whole[len(before):], stops) is not None:
         return None
     names = ", ".join(repr(tok.convert_ids_to_tokens(i)) for i in sorted(stops)) or "none"
     return Finding("eos_stop", (

@@ -30,6 +30,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from reasonkit.config import load_json_object
 from reasonkit.errors import UserError
 
 RECORD = "prepare.json"
@@ -95,7 +96,7 @@ def prepare_student(cfg: PrepareConfig) -> dict:
     identity = model_identity(cfg.model)
     record = out / RECORD
     if out.exists() and not cfg.overwrite:
-        previous = _read_json(record) if record.is_file() else None
+        previous = load_json_object(record) if record.is_file() else None
         if previous and previous.get("settings") == cfg.settings() and previous.get("source_identity") == identity:
             return previous
         what = "was prepared with other settings or from another model" if previous else "exists and is not a prepared student"
@@ -200,14 +201,14 @@ def _rewrite(source: Path, dest: Path, cfg: PrepareConfig) -> dict:
     tok.save_pretrained(str(dest))
 
     turn_end_id = vocab[turn_end]
-    config = _read_json(source / "config.json")
+    config = load_json_object(source / "config.json")
     changes = {"eos": [old_eos, turn_end], "pad": [old_pad, tok.pad_token], "template": family.name if family else cfg.template}
     changes.update(_set_context(config, cfg))
     changes["eos_token_id"] = [config.get("eos_token_id"), turn_end_id]
     config["eos_token_id"] = turn_end_id
     _write_json(dest / "config.json", config)
 
-    generation = _read_json(source / "generation_config.json") if (source / "generation_config.json").is_file() else {}
+    generation = load_json_object(source / "generation_config.json") if (source / "generation_config.json").is_file() else {}
     before = generation.get("eos_token_id")
     stops = [turn_end_id] + [i for i in (before if isinstance(before, list) else [before]) if i is not None and i != turn_end_id]
     generation["eos_token_id"] = stops
@@ -263,16 +264,6 @@ def _set_context(config: dict, cfg: PrepareConfig) -> dict:
             text["rope_scaling"] = scaling
         changes["rope_scaling"] = [before, scaling]
     return changes
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise UserError(f"{path}: unreadable ({e})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a JSON object")
-    return data
 
 
 def _write_json(path: Path, data: dict) -> None:

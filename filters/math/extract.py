@@ -52,7 +52,7 @@ MAX_TRIES = 8
 #: Longest text between two boxes that can still be a connector ("\quad \text{ for part (a) and } \quad").
 MAX_GAP = 80
 
-_BOX = re.compile(r"\\(?:boxed|fbox)\b")
+BOX = re.compile(r"\\(?:boxed|fbox)\b")
 # After the last box only a phrase that names a value and ends with it revises the answer: "The
 # final answer is $10,455$.", "final answer is 15.", "Final Answer: \(42\)"; never "I hope the
 # answer is correct", nor "the final answer is $12$ and $13$".
@@ -127,7 +127,7 @@ def final_boxes(text: str) -> tuple[str | None, str | None, int]:
     >>> final_boxes(r"\boxed{1} and \boxed{}")[:2]
     (None, 'empty_box')
     """
-    starts = [(m.start(), m.end()) for m in _BOX.finditer(text)]
+    starts = [(m.start(), m.end()) for m in BOX.finditer(text)]
     if not starts:
         return None, "no_answer", 0
     answers: list[str] = []
@@ -161,7 +161,7 @@ def last_boxed(text: str) -> tuple[str | None, str | None]:
     >>> last_boxed(r"\boxed 7")
     ('7', None)
     """
-    starts = list(_BOX.finditer(text))
+    starts = list(BOX.finditer(text))
     if not starts:
         return None, "no_answer"
     content, why, _ = _box_at(text, starts[-1].end())

@@ -52,10 +52,10 @@ class ModelSpec:
 
 def _read_json(path: Path) -> dict:
     """A JSON object file (prepare-student's reader: one UserError line when it is none), saying what was expected."""
-    from reasonkit.distill.prepare.run import _read_json as read_object
+    from reasonkit.config import load_json_object
 
     try:
-        return read_object(path)
+        return load_json_object(path)
     except UserError as e:
         raise UserError(f"{e}; {_EXPECTED}") from None
 

@@ -6,10 +6,11 @@ import json
 
 import click
 
-from reasonkit.judges.command import _CTX, _common
+from reasonkit.judges.command import CONTEXT, common_options
+from reasonkit.options import Command
 
 
-@click.command("label-steps", context_settings=_CTX)
+@click.command("label-steps", cls=Command, context_settings=CONTEXT)
 @click.argument("input", type=click.Path())
 @click.option("--policy", required=True, help="The model whose rollouts label the steps: a directory or a Hub id.")
 @click.option("--backend", type=click.Choice(["vllm", "hf"]), default=None, help="[default: vllm]")
@@ -29,7 +30,7 @@ from reasonkit.judges.command import _CTX, _common
 @click.option("--max-model-len", type=int, default=None)
 @click.option("--batch-size", type=int, default=None, help="hf: prompts per generate call. [default: 8]")
 @click.option("--shard-size", type=int, default=None, help="Solutions per committed shard. [default: 64]")
-@_common
+@common_options
 def label_steps(sets, **flags) -> None:
     """Math-Shepherd step labels from policy rollouts, and Step-DPO pairs.
 
@@ -45,20 +46,15 @@ def label_steps(sets, **flags) -> None:
     distill label-steps runs/verified --policy runs/sft/merged --out runs/steps --n 4
     distill train --method dpo --student runs/sft/merged --data runs/steps/step_dpo --out runs/step-dpo
     """
-    from reasonkit.errors import UsageFailure
     from reasonkit.config import from_dict, override
-    from reasonkit.errors import UserError
 
-    try:
-        data = {k: v for k, v in flags.items() if v is not None}
-        if "separator" in data:  # a newline is hard to type in a shell flag: read \n and \t
-            data["separator"] = data["separator"].replace("\\n", "\n").replace("\\t", "\t")
-        from reasonkit.judges.steps.config import LabelStepsConfig
+    data = {k: v for k, v in flags.items() if v is not None}
+    if "separator" in data:  # a newline is hard to type in a shell flag: read \n and \t
+        data["separator"] = data["separator"].replace("\\n", "\n").replace("\\t", "\t")
+    from reasonkit.judges.steps.config import LabelStepsConfig
 
-        cfg = override(from_dict(LabelStepsConfig, data, "label-steps"), list(sets), "label-steps")
-        from reasonkit.judges.steps.run import run_label_steps
+    cfg = override(from_dict(LabelStepsConfig, data, "label-steps"), list(sets), "label-steps")
+    from reasonkit.judges.steps.run import run_label_steps
 
-        report = run_label_steps(cfg)
-    except UserError as e:
-        raise UsageFailure(str(e)) from None
+    report = run_label_steps(cfg)
     click.echo(json.dumps(report, indent=2))

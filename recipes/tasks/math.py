@@ -42,9 +42,10 @@ import re
 from functools import cache
 
 from reasonkit.errors import UserError
+from reasonkit.gen.render import R1_INSTRUCTION
 
-#: DeepSeek-R1's recommended instruction; generation appends it after the problem and a blank line.
-INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+#: DeepSeek-R1's recommended instruction (gen/render.py); generation appends it after the problem and a blank line.
+INSTRUCTION = R1_INSTRUCTION
 VARIANTS = ("mul", "aime")
 SPLITS = ("train", "test")
 #: About one unordered pair in ten is held out (by hash): 459 of 4,095, i.e. 914 of the 8,100 ordered pairs.

@@ -100,7 +100,7 @@ def encode(tok, messages: Sequence[dict], schemas: list[dict] | None) -> tuple[l
 
 
 def shared_prefix_loss(prefix_len: int):
-    """A loss function for teacher._train that runs the ``prefix_len`` tokens every example starts with
+    """A loss function for teacher.train_loop that runs the ``prefix_len`` tokens every example starts with
     (the template's system and tools preamble: ~45% of a trajectory) once per step, batch of one, and
     reuses its keys and values for the whole batch; gradients flow through the shared copy. The same
     loss as the plain forward (those tokens carry no loss), at about half the cost on this CPU.
@@ -233,7 +233,7 @@ def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, tr
 
     from reasonkit.gen.tools.base import ToolBox
     from reasonkit.identity import model_identity
-    from reasonkit.recipes.teachers.math import _train, save_teacher
+    from reasonkit.recipes.teachers.math import save_teacher, train_loop
     from reasonkit.recipes.teachers.tiny import TinyLlama, build_model
     from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
@@ -288,7 +288,7 @@ def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, tr
             model.save_pretrained(out / f"step_{step}")
             tok.save_pretrained(out / f"step_{step}")
 
-    final_loss = _train(model, examples, tok.pad_token_id, total=total, batch_size=batch_size, lr=lr, seed=seed, say=say,
+    final_loss = train_loop(model, examples, tok.pad_token_id, total=total, batch_size=batch_size, lr=lr, seed=seed, say=say,
                         loss_fn=shared_prefix_loss(shared) if shared else None, after_step=snapshot)
     train_s = time.time() - started
 

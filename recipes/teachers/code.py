@@ -88,7 +88,7 @@ def make_code_teacher(
     """
     import torch
 
-    from reasonkit.recipes.teachers.math import _train, save_teacher
+    from reasonkit.recipes.teachers.math import save_teacher, train_loop
     from reasonkit.recipes.teachers.tiny import TinyLlama, build_model, build_tokenizer
 
     started = time.time()
@@ -102,7 +102,7 @@ def make_code_teacher(
     examples = [encode(tok, p) for p in problems]
     total = max_steps if max_steps is not None else max(1, round(epochs * math.ceil(len(examples) / batch_size)))
     say(f"code teacher: {n_params:,} parameters, {len(examples)} examples, {total} steps of {batch_size}")
-    final_loss = _train(model, examples, tok.pad_token_id, total=total, batch_size=batch_size, lr=lr, seed=seed, say=say)
+    final_loss = train_loop(model, examples, tok.pad_token_id, total=total, batch_size=batch_size, lr=lr, seed=seed, say=say)
     train_s = time.time() - started
 
     model.eval()

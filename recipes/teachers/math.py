@@ -76,7 +76,7 @@ def make_teacher(
     steps_per_epoch = math.ceil(len(examples) / batch_size)
     total = max_steps if max_steps is not None else max(1, round(epochs * steps_per_epoch))
     say(f"teacher: {n_params:,} parameters, {len(examples)} examples, {total} steps of {batch_size}")
-    final_loss = _train(model, examples, tok.pad_token_id, total=total, batch_size=batch_size, lr=lr, seed=seed, say=say)
+    final_loss = train_loop(model, examples, tok.pad_token_id, total=total, batch_size=batch_size, lr=lr, seed=seed, say=say)
     train_s = time.time() - started
 
     model.eval()
@@ -141,7 +141,7 @@ def _encode(tok, problem: dict) -> tuple[list[int], int]:
     return full, len(prompt)
 
 
-def _train(model, examples, pad_id: int, *, total: int, batch_size: int, lr: float, seed: int, say, loss_fn=None,
+def train_loop(model, examples, pad_id: int, *, total: int, batch_size: int, lr: float, seed: int, say, loss_fn=None,
            after_step=None) -> float:
     """AdamW with linear warmup and cosine decay; returns the mean loss of the last 50 steps.
 
