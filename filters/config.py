@@ -19,7 +19,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from reasonkit.engine import ENGINE_FIELDS, check_engine
+from reasonkit.config import setting
+from reasonkit.engine import ENGINE_FIELDS, EngineSettings, check_engine
 from reasonkit.errors import UserError
 
 #: The language filter's lookahead helper starts with this call (filters/lookahead.py); named here,
@@ -34,57 +35,69 @@ LOOKAHEAD_MIN_BATCHES = 4
 RUN_ONLY = ("traces", "out", "workers", "batch_rows", "allow_incomplete", "overwrite") + ENGINE_FIELDS
 
 
-@dataclass(frozen=True)
-class FilterConfig:
-    traces: str
-    out: str
+@dataclass(frozen=True, kw_only=True)
+class FilterConfig(EngineSettings):
+    traces: str = setting(cli=False)  # the command's argument
+    out: str = setting(help="Output stage directory.", path=True)
     # verification
-    verifier: Literal["math", "int", "exact", "code", "none"] = "math"
-    unverifiable: Literal["drop", "keep"] = "drop"
-    verify_timeout: float = 5.0  # per answer; with the code verifier, per test
+    verifier: Literal["math", "int", "exact", "code", "none"] = setting(
+        "math", "math: integer fast path, then math-verify; int: integers only; exact: the answer's text "
+                "(names, titles; case, spacing, outer $ and a final period aside); code: the response's last "
+                "Python block run in the sandbox against the prompt's tests (column `tests`, JSON: APPS/TACO, "
+                "CodeContests, LiveCodeBench shapes; --set tests_column=NAME); none: extract only.")
+    unverifiable: Literal["drop", "keep"] = setting(
+        "drop", "Answers the verifier cannot judge (correct=None, e.g. a set or an interval against a "
+                "number). Rows with no extractable answer or no gold are always dropped (no_answer, no_gold).")
+    verify_timeout: float = setting(5.0, "Seconds per answer (--verifier code: per test).")
     # the code verifier: the prompts column holding each problem's tests (JSON; filters/code/tests.py)
-    tests_column: str = "tests"
+    tests_column: str = setting("tests", cli=False)
     # language consistency (lang None: off)
-    lang: str | None = "en"
-    min_lang_ratio: float = 0.95
-    lang_candidates: tuple[str, ...] = ("en", "zh", "ja", "ko", "ru", "fr", "de", "es")
+    lang: str | None = setting("en", "Target language of the chain of thought ('none': skip).")
+    min_lang_ratio: float = setting(0.95, "Minimum share of target-language words.")
+    lang_candidates: tuple[str, ...] = setting(("en", "zh", "ja", "ko", "ru", "fr", "de", "es"), cli=False)
     # tool-use trajectories: drop an answer given without any tool call (the turn limit and unrecovered
     # tool errors are always dropped: filters/trajectory.py)
-    require_tool: bool = False
+    require_tool: bool = setting(False, "Tool-use trajectories: drop an answer given without any tool call "
+                                        "(no_tool_call).")
     # format
-    drop_truncated: bool = True
-    require_boxed: bool = False
+    drop_truncated: bool = setting(True, "Drop finish_reason=length.", flag="--drop-truncated/--keep-truncated")
+    require_boxed: bool = setting(False, "Drop responses without a \\boxed{} answer.")
     # a think block: "optional" (a generic teacher writes none) or "required" (R1-style data only);
     # one that was opened and never closed is dropped either way (unclosed_think)
-    think: Literal["optional", "required"] = "optional"
-    min_tokens: int | None = None
-    max_tokens: int | None = None
-    max_repetition: float | None = 0.5
-    repetition_ngram: int = 8
+    think: Literal["optional", "required"] = setting(
+        "optional", "required: drop traces that wrote no <think> block (R1-style data only); an opened, "
+                    "never-closed block is dropped either way.")
+    min_tokens: int | None = setting(None, "Minimum completion tokens.")
+    max_tokens: int | None = setting(None, "Maximum completion tokens.")
+    max_repetition: float | None = setting(0.5, "Maximum share of repeated word 8-grams.")
+    repetition_ngram: int = setting(8, cli=False)
     # dedup
-    dedup: Literal["exact", "minhash", "none"] = "exact"
-    minhash_threshold: float = 0.8
-    minhash_perms: int = 128
-    minhash_bands: int | None = None
-    shingle: int = 5
+    dedup: Literal["exact", "minhash", "none"] = setting("exact", "")
+    minhash_threshold: float = setting(0.8, "Jaccard threshold of near-duplicates.")
+    minhash_perms: int = setting(128, cli=False)
+    minhash_bands: int | None = setting(None, cli=False)
+    shingle: int = setting(5, cli=False)
     # decontamination: files (Parquet/JSONL/CSV), each PATH or NAME=PATH
-    decontam: tuple[str, ...] = ()
-    decontam_column: str = "problem"
-    ngram: int = 8
+    decontam: tuple[str, ...] = setting((), "Eval set (Parquet/JSONL/CSV with a problem column), as PATH or "
+                                            "NAME=PATH; repeatable.", metavar="FILE")
+    decontam_column: str = setting("problem", cli=False)
+    ngram: int = setting(8, "Word n-gram size of decontamination.")
     # selection (reward: best-of-N by a `distill score` output's reward; keep_per_prompt then defaults to 1)
-    keep_per_prompt: int | None = None
-    select: Literal["shortest", "random", "reward", "all"] = "shortest"
-    step_aggregate: Literal["min", "prod"] = "min"  # select reward on a PRM's step_rewards: the weakest step or the product
-    seed: int = 0
+    keep_per_prompt: int | None = setting(None, "Keep at most M samples per prompt.")
+    select: Literal["shortest", "random", "reward", "all"] = setting(
+        "shortest", "Which samples --keep-per-prompt keeps; reward: the highest `reward` of a `distill score` output "
+                    "(verified-correct samples first), one per prompt unless --keep-per-prompt says more.")
+    # select reward on a PRM's step_rewards: the weakest step or the product
+    step_aggregate: Literal["min", "prod"] = setting(
+        "min", "--select reward on a PRM's step_rewards: the weakest step (Math-Shepherd) or the product "
+               "(Lightman et al.).")
+    seed: int = setting(0, cli=False)
     # running
-    workers: int | None = None
-    batch_rows: int = 1024
-    allow_incomplete: bool = False
-    overwrite: bool = False
-    # where pass 1 runs (reasonkit/engine.py): ray spreads the input shards over `replicas` workers
-    engine: Literal["local", "ray"] = "local"
-    replicas: int = 1
-    ray_address: str | None = None
+    workers: int | None = setting(None, "Verification processes [default: all cores; with --engine ray, per "
+                                        "replica: 1].")
+    batch_rows: int = setting(1024, cli=False)
+    allow_incomplete: bool = setting(False, "Read a traces directory whose generation has not finished.")
+    overwrite: bool = setting(False, "Replace an OUT written with another config.")
 
     def __post_init__(self) -> None:
         if isinstance(self.lang, str) and self.lang.strip().lower() in ("", "none", "off"):

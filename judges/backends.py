@@ -15,15 +15,23 @@ from reasonkit.errors import UserError
 from reasonkit.judges.config import JudgeModel
 
 
+def generation_config(model: JudgeModel, seed: int = 0):
+    """The generate stage's config of a judge's model: its sampling and backend groups whole (gen/settings.py),
+    so a judge runs its model as ``distill generate`` with the same settings would."""
+    from reasonkit.gen.settings import BackendSettings, SamplingSettings, values_of
+    from reasonkit.gen.stage import GenerateConfig
+
+    return GenerateConfig(prompts="", teacher=model.judge, out="", **values_of(model, SamplingSettings, seed=seed),
+                          **values_of(model, BackendSettings))
+
+
 def make_backend(model: JudgeModel, *, seed: int = 0):
     """Build the backend ``model`` names (preflight first: a bad setting fails before any load)."""
     from reasonkit.gen.render import load_chat_template
-    from reasonkit.gen.settings import BackendSettings, SamplingSettings, values_of
-    from reasonkit.gen.stage import GenerateConfig, make_backend as gen_backend, preflight
+    from reasonkit.gen.stage import make_backend as gen_backend, preflight
 
-    try:  # the two groups whole (gen/settings.py): a judge runs its model as generate would
-        config = GenerateConfig(prompts="", teacher=model.judge, out="", **values_of(model, SamplingSettings, seed=seed),
-                                **values_of(model, BackendSettings))
+    try:
+        config = generation_config(model, seed)
         info = preflight(config)
         return gen_backend(config, info=info, chat_template=load_chat_template(model.chat_template))
     except UserError as e:  # the generate stage names its model --teacher; here it is --judge

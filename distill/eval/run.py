@@ -34,9 +34,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     from reasonkit.distill.eval.protocol import protocol, resolve_data_parallel
     from reasonkit.distill.eval.report import write_markdown, write_plot
     from reasonkit.distill.eval.score import score, verify_samples
-    from reasonkit.engine import EngineSettings
-    from reasonkit.gen.settings import BackendSettings, PromptSettings, SamplingSettings, ToolSettings, values_of
-    from reasonkit.gen.stage import GenerateConfig, generate
+    from reasonkit.gen.stage import generate
     from reasonkit.readers import ColumnMap, read_prompts
     from reasonkit.store import fingerprint_path, read_stage, write_card
 
@@ -76,14 +74,7 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     write_card(out, layout=CARD_TABLES, stage="eval")  # says "incomplete" until problems.parquet is written
     model, adapter_mode = resolve_model(config, out)
     replicas = resolve_data_parallel(config)
-    # the shared groups whole (gen/settings.py): eval samples, renders and runs its engine as generate does
-    gen_config = GenerateConfig(
-        prompts=config.data, teacher=model, out=str(out / "generations"), n=config.k, limit=config.limit,
-        columns=columns, split=config.split, overwrite=config.overwrite,
-        **values_of(config, SamplingSettings), **values_of(config, PromptSettings), **values_of(config, ToolSettings),
-        **values_of(config, EngineSettings),
-        **values_of(config, BackendSettings, data_parallel=replicas if config.engine == "local" else 1),
-    )
+    gen_config = generation_config(config, model, out, columns, replicas)
     owned = None
     if backend is None and adapter_mode == "vllm-lora":
         backend = owned = lora_backend(config, replicas)
@@ -118,6 +109,21 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
 
     log_eval(names(config.report_to), summary, name=config.label or out.name, out=out)
     return summary
+
+
+def generation_config(config: EvalConfig, model: str, out: Path, columns, replicas: int):
+    """The generate stage's config of an evaluation: eval's groups whole (gen/settings.py, engine.py), so it
+    samples, renders and runs its engine exactly as ``distill generate`` with the same settings would."""
+    from reasonkit.engine import EngineSettings
+    from reasonkit.gen.settings import BackendSettings, PromptSettings, SamplingSettings, ToolSettings, values_of
+    from reasonkit.gen.stage import GenerateConfig
+
+    groups = {}
+    for group in (SamplingSettings, PromptSettings, ToolSettings, EngineSettings, BackendSettings):
+        groups.update(values_of(config, group))
+    groups["data_parallel"] = replicas if config.engine == "local" else 1  # "auto" resolved to this node's GPUs
+    return GenerateConfig(prompts=config.data, teacher=model, out=str(out / "generations"), n=config.k,
+                          limit=config.limit, columns=columns, split=config.split, overwrite=config.overwrite, **groups)
 
 
 _RUN_ONLY = ("overwrite", "allow_overflow", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", "data_parallel",
