@@ -3,7 +3,7 @@
 Where a distribution blocks plain unprivileged user namespaces but lets bubblewrap make them (Ubuntu
 24.04's AppArmor profile for ``bwrap``), ``unshare --user`` fails and bubblewrap still works. Bubblewrap
 builds the view the init (view.py) builds in the other modes: the same read-only binds at their real
-paths, the same symlinks and masked files, the four devices, size-capped ``/tmp`` and ``/dev/shm``,
+paths, the same symlinks and masked files, the four devices, size-capped ``/tmp`` (``/dev/shm`` a link to it),
 ``/`` read-only, fresh IPC, UTS (host name ``sandbox``) and cgroup namespaces. The init runs as its
 PID 1 (``--as-pid-1``) holding two capabilities of bubblewrap's user namespace (``--cap-add``: to make
 the program's own PID namespace and mount its ``/proc``; the program's process drops both before it
@@ -26,10 +26,11 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-def command(view: dict, tmpfs_mb: int, init: list[str]) -> list[str]:
-    """The bwrap command line that builds ``view`` (runner.view_of) and runs ``init`` in it."""
+def command(view: dict, tmpfs_mb: int, init: list[str], info_fd: int | None = None) -> list[str]:
+    """The bwrap command line that builds ``view`` (runner.view_of) and runs ``init`` in it; ``info_fd``:
+    where bubblewrap writes its child's (the init's) pid, for the caller to move it into the run's cgroup."""
     size = str(tmpfs_mb << 20)
-    args = [bwrap_path() or "bwrap"]
+    args = [bwrap_path() or "bwrap"] + (["--info-fd", str(info_fd)] if info_fd is not None else [])
     if os.geteuid() != 0:  # as root bwrap makes the namespaces itself, and keeps the init's capabilities
         # (the program's process drops them all, and the uid, before it execs)
         args += ["--unshare-user", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
@@ -56,5 +57,5 @@ def command(view: dict, tmpfs_mb: int, init: list[str]) -> list[str]:
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                          ("stderr", "/proc/self/fd/2")):
         args += ["--symlink", target, f"/dev/{name}"]
-    args += ["--size", size, "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc", "--remount-ro", "/", "--chdir", "/"]
+    args += ["--symlink", "/tmp", "/dev/shm", "--proc", "/proc", "--remount-ro", "/", "--chdir", "/"]  # one cap for both
     return args + init

@@ -56,6 +56,8 @@ SYSCALLS = {
         "request_key": 218, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "kexec_load": 104,
         "init_module": 105, "finit_module": 273, "delete_module": 106, "clone": 220, "prctl": 167, **_COMMON}),
 }
+# Refused only where asked: memfd_create where the run has no cgroup to count a memfd's pages.
+OPTIONAL = {"x86_64": {"memfd_create": 319}, "aarch64": {"memfd_create": 279}}
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET (clone()'s low byte is the exit
 # signal, so CLONE_NEWTIME, 0x80, can only come through clone3 or unshare, both refused whole)
 CLONE_NEW_ANY = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
@@ -74,8 +76,9 @@ def _ok(ret: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def seccomp_program(machine: str) -> bytes:
-    """The filter as packed ``struct sock_filter`` entries (8 bytes each)."""
+def seccomp_program(machine: str, more: tuple[str, ...] = ()) -> bytes:
+    """The filter as packed ``struct sock_filter`` entries (8 bytes each); ``more``: calls of
+    ``OPTIONAL`` refused as well."""
     if machine not in SYSCALLS:
         raise OSError(errno.ENOSYS, f"no seccomp table for {machine}")
     arch, numbers = SYSCALLS[machine]
@@ -89,6 +92,7 @@ def seccomp_program(machine: str) -> bytes:
         op(0x35, 0x40000000, 0, 1)  # JGE
         op(_RET_K, _KILL_PROCESS)
     denied = [n for name, n in numbers.items() if name not in ("clone", "clone3", "prctl")]
+    denied += [OPTIONAL[machine][name] for name in more]
     for nr in denied:
         op(_JEQ_K, nr, 0, 1)
         op(_RET_K, _ERRNO | errno.EPERM)
@@ -126,8 +130,8 @@ def clear_capabilities() -> None:
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL on old kernels: none to clear
 
 
-def install_seccomp() -> None:
-    program = seccomp_program(os.uname().machine)
+def install_seccomp(memfd: bool = True) -> None:
+    program = seccomp_program(os.uname().machine, () if memfd else ("memfd_create",))
     buf = ctypes.create_string_buffer(program, len(program))
 
     class SockFprog(ctypes.Structure):
@@ -137,12 +141,13 @@ def install_seccomp() -> None:
     _ok(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp filter")
 
 
-def confine(uid: int | None, bounding: bool = True, death_signal: int = 9) -> None:
+def confine(uid: int | None, bounding: bool = True, death_signal: int = 9, memfd: bool = True) -> None:
     """Everything after the rlimits and before exec; ``uid``: switch to it (as root). ``bounding``:
     empty the bounding set (False only for a non-root caller's ``--sandbox none`` run, which holds
     no capability to drop it with, and no capability an exec could raise under no_new_privs).
     ``death_signal``: what the program gets when its init dies, set after the uid change (which
-    clears it) and before the filter (which then keeps the program from clearing it)."""
+    clears it) and before the filter (which then keeps the program from clearing it). ``memfd``: False
+    refuses ``memfd_create`` too (a run without a cgroup of its own: nothing would count its pages)."""
     if bounding:
         drop_bounding_set()
     if uid is not None:
@@ -152,4 +157,4 @@ def confine(uid: int | None, bounding: bool = True, death_signal: int = 9) -> No
     _ok(libc.prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0), "parent-death signal")
     clear_capabilities()
     _ok(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    install_seccomp()
+    install_seccomp(memfd)

@@ -32,6 +32,7 @@ import sys
 
 # With -I the script's own directory is not on sys.path: its two stdlib-only siblings are added by hand.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cgroup  # noqa: E402
 import confine  # noqa: E402
 import view  # noqa: E402
 
@@ -86,13 +87,14 @@ def enter_namespaces(spec: dict, status_fd: int, control_fd: int) -> None:
         if os.read(control_fd, 1) != b"m":
             raise OSError("the caller did not map the user namespace")
     if spec["pidns"]:
-        _ok(libc.unshare(CLONE_NEWPID | (CLONE_NEWCGROUP if spec["cgroupns_by_init"] else 0)), "unshare")
+        _ok(libc.unshare(CLONE_NEWPID), "unshare")
         if spec["mode"] != "bwrap":  # bubblewrap names it itself (--hostname)
             _ok(libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
 
 
-def exec_program(spec: dict, workdir: str, report_fd: int | None, alive_fd: int) -> None:
-    """In the program's process, once its view is there: limits, privileges, exec. Raises on failure."""
+def exec_program(spec: dict, workdir: str, report_fd: int | None, alive_fd: int, go_fd: int | None) -> None:
+    """In the program's process, once its view is there: limits, privileges, exec (once the init has left
+    the run's cgroup, ``go_fd``). Raises on failure."""
     os.chdir(workdir)
     os.setsid()  # a session and process group of its own: kill(0, ...) reaches no process outside its namespace
     for sig in IGNORED:
@@ -104,8 +106,10 @@ def exec_program(spec: dict, workdir: str, report_fd: int | None, alive_fd: int)
             soft += own_processes()  # the count is the caller's uid's, all its processes
         # CPU: SIGXCPU at the soft limit, SIGKILL a second later if it is caught.
         resource.setrlimit(res, (soft, soft + 1 if key == "cpu_seconds" else soft))
+    if go_fd is not None and os.read(go_fd, 1) != b"g":
+        raise OSError("the init did not leave the run's cgroup")
     # the bounding set first (root's right, in its namespace at least), the uid change after it
-    confine.confine(spec["uid"], bounding=spec["mode"] != "none" or os.geteuid() == 0)
+    confine.confine(spec["uid"], bounding=spec["mode"] != "none" or os.geteuid() == 0, memfd=bool(spec["cgroup"]))
     if select.select([alive_fd], [], [], 0)[0]:  # the init died before the parent-death signal was set
         os._exit(127)
     if report_fd is not None:
@@ -113,10 +117,19 @@ def exec_program(spec: dict, workdir: str, report_fd: int | None, alive_fd: int)
     os.execve(spec["argv"][0], spec["argv"], spec["env"])
 
 
-def become_program(spec: dict, files: list, report_fd: int | None, setup_fd: int, alive_fd: int) -> None:
+def own_cgroup_namespace(spec: dict) -> None:
+    """A cgroup namespace rooted at the run's cgroup (the init was moved there before the fork): the
+    program sees its cgroup as ``/``, never the host's path."""
+    if spec["pidns"]:
+        _ok(libc.unshare(CLONE_NEWCGROUP), "unshare the cgroup namespace")
+
+
+def become_program(spec: dict, files: list, report_fd: int | None, setup_fd: int, alive_fd: int,
+                   go_fd: int | None) -> None:
     """The forked child (PID 1 of the program's namespace): view, then exec_program. Never returns;
     a failure before the exec is written on ``setup_fd`` (closed by a successful exec)."""
     try:
+        own_cgroup_namespace(spec)
         if spec["mountns"]:  # the view is built here, in the new PID namespace: its /proc is this one's
             workdir = view.build(spec, spec["newroot"], files)
         elif spec["mode"] == "bwrap":  # bubblewrap built it; this namespace's /proc and the files
@@ -124,7 +137,7 @@ def become_program(spec: dict, files: list, report_fd: int | None, setup_fd: int
         else:
             workdir = spec["workdir"]
             view.write_files(workdir, files, spec["uid"])
-        exec_program(spec, workdir, report_fd, alive_fd)
+        exec_program(spec, workdir, report_fd, alive_fd, go_fd)
     except BaseException as e:  # noqa: BLE001 - every failure here is the sandbox's, and said so
         who = f" as uid {spec['uid']} (is it under a directory only root may enter?)" if spec["uid"] else ""
         os.write(setup_fd, f"cannot start {spec['argv'][0]}{who}: {e}".encode()[:2000])
@@ -136,16 +149,31 @@ def start(spec: dict, files: list, report_fd: int | None) -> tuple[int, int, int
     """Fork the program; returns (its pid, the setup pipe's read end, the liveness pipe's write end)."""
     setup_r, setup_w = os.pipe2(os.O_CLOEXEC)
     alive_r, alive_w = os.pipe2(os.O_CLOEXEC)  # readable (EOF) in the child once this process is gone
+    go_r, go_w = os.pipe2(os.O_CLOEXEC) if spec["cgroup"] else (None, None)
     if not spec["pidns"]:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     child = os.fork()
     if child == 0:
         os.close(setup_r)
         os.close(alive_w)
-        become_program(spec, files, report_fd, setup_w, alive_r)
+        if go_w is not None:
+            os.close(go_w)
+        become_program(spec, files, report_fd, setup_w, alive_r, go_r)
     os.close(setup_w)
     os.close(alive_r)
+    if go_w is not None:
+        os.close(go_r)
+        leave_cgroup(spec["cgroup"])
+        os.write(go_w, b"g")
+        os.close(go_w)
     return child, setup_r, alive_w
+
+
+def leave_cgroup(group: dict) -> None:
+    """Back to the caller's cgroup, now that the program's process was born in the run's (while it builds
+    its view; it waits for this before it execs): no OOM kill at the program's cap can end the init."""
+    for fd in group["leave"]:
+        os.write(fd, b"0")
 
 
 def read_setup(setup_fd: int) -> str:
@@ -163,21 +191,38 @@ def supervise(spec: dict, child: int, control_fd: int) -> dict:
     import time
 
     out = {"timed_out": False, "stopped": False}
+    group = spec["cgroup"]
     pidfd = os.pidfd_open(child)
     deadline = time.monotonic() + spec["wall_seconds"]
+    cpu_limit, cpus = spec["limits"]["cpu_seconds"], os.cpu_count() or 1
     while True:
         remaining = deadline - time.monotonic()
-        ready = select.select([pidfd, control_fd], [], [], max(remaining, 0))[0] if remaining > 0 else []
+        wait = remaining
+        if group and group.get("cpu") is not None:  # the run's CPU time, all its processes: checked when it could be over
+            left = cpu_limit - cgroup.cpu_seconds(group["version"], group["cpu"])
+            if left <= 0:
+                out["cpu_exceeded"] = True
+                os.kill(child, signal.SIGKILL)
+                break
+            wait = min(wait, max(left / cpus, 0.01))
+        ready = select.select([pidfd, control_fd], [], [], max(wait, 0))[0] if remaining > 0 else []
         if pidfd in ready:
             break
         if control_fd in ready and os.read(control_fd, 64):
             continue  # a stray byte: only the end of the caller's pipe asks for a stop
+        if not ready and time.monotonic() < deadline:
+            continue  # the CPU check's turn
         out["timed_out" if not ready else "stopped"] = True
         os.kill(child, signal.SIGKILL)  # PID 1 of its namespace: the kernel ends the rest with it
         break
     os.close(pidfd)
     _, wstatus, usage = os.wait4(child, 0)
     out["cpu_seconds"] = usage.ru_utime + usage.ru_stime
+    if group:
+        if group.get("cpu") is not None:
+            out["cpu_seconds"] = max(out["cpu_seconds"], cgroup.cpu_seconds(group["version"], group["cpu"]))
+        out["oom_kills"] = cgroup.count(group.get("oom"), "oom_kill")
+        out["forks_refused"] = cgroup.count(group.get("pids"), "max")
     if os.WIFSIGNALED(wstatus):
         out["signal"] = os.WTERMSIG(wstatus)
     else:
@@ -238,10 +283,16 @@ def main(args: list[str]) -> None:
     with os.fdopen(bundle_fd, "rb") as f:
         bundle = json.load(f)
     spec = bundle["spec"]
+    if spec["cgroup"]:  # its descriptors (the caller's numbers) moved out of the program's way, closed at its exec
+        group = spec["cgroup"]
+        group.update({k: high(group[k]) for k in ("cpu", "oom", "pids") if group.get(k) is not None})
+        group["leave"] = [high(fd) for fd in group["leave"]]
     files = [(rel, None if data is None else base64.b64decode(data)) for rel, data in bundle["files"]]
     status: dict = {}
     try:
         enter_namespaces(spec, status_fd, control_fd)
+        if spec["cgroup"] and os.read(control_fd, 1) != b"c":  # the caller has moved this process into the run's cgroup
+            raise OSError("the caller did not move the init into the run's cgroup")
         child, setup_fd, alive_fd = start(spec, files, report[0] if report else None)
         for fd in report:
             os.close(fd)  # the program holds it now; its end of file is the program's end

@@ -19,6 +19,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from reasonkit.sandbox import cgroup as cgroups
+from reasonkit.sandbox.cgroup import RunCgroup
+
+
 INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "init.py")
 MODES = ("root", "userns", "bwrap", "none")
 # Namespaces per mode. "root": unshare as root, the program under a uid of its own; "userns": an
@@ -125,12 +129,14 @@ def bwrap_works() -> bool:
     return probe.returncode == 0
 
 
-def isolation_of(mode: str) -> tuple[str, ...]:
+def isolation_of(mode: str, cgroup: bool | None = None) -> tuple[str, ...]:
     """What a run in ``mode`` enforces, as the rows' ``isolation`` column lists it. ``minroot``: the
     program's own minimal read-only root; ``uid-drop``: a host uid of its own, never 0 (as root, also in
     ``userns`` through its map); ``nocaps``: empty capability sets (bounding set included); ``seccomp``:
-    the mount/namespace/ptrace/io_uring calls refused; ``no-namespaces``: run with ``--sandbox none``."""
-    common = ("nocaps", "seccomp")
+    the mount/namespace/ptrace/io_uring calls refused; ``cgroup``: memory, processes and CPU time capped
+    for the run as a whole (cgroup.py), or ``no-cgroup``: per process only (this machine gives this
+    user no cgroup; ``cgroup``, default: whether it does); ``no-namespaces``: run with ``--sandbox none``."""
+    common = ("nocaps", "seccomp", "cgroup" if (cgroups.available() if cgroup is None else cgroup) else "no-cgroup")
     spaces = ("netns", "pidns", "mountns", "ipcns", "utsns", "cgroupns", "minroot")
     uid = ("uid-drop",) if os.geteuid() == 0 else ()
     names = {"root": spaces + ("uid-drop",), "userns": spaces + ("userns",) + uid,
@@ -302,22 +308,29 @@ def run(
             raise ValueError(f"sandbox file {name!r} is outside the working directory")
     spool = tempfile.mkdtemp(prefix="reasonkit-sandbox-") if mode != "bwrap" else None  # 0700
     fds = _Fds()
+    group = RunCgroup.make(limits.memory_mb, limits.processes)
     try:
         spec = _spec(spool, argv, timeout, limits, mode)
+        spec["cgroup"] = group.spec() if group else None
         fds["bundle"] = _bundle(spec, files)
         fds["status"], fds["init_status"] = os.pipe2(os.O_CLOEXEC)
         fds["init_control"], fds["control"] = os.pipe2(os.O_CLOEXEC)
         if report:
             fds["report"], fds["init_report"] = os.pipe2(os.O_CLOEXEC)
+        if group and mode == "bwrap":  # bubblewrap says the init's pid (its child's) on this pipe
+            fds["info"], fds["bwrap_info"] = os.pipe2(os.O_CLOEXEC)
         passed = [fds[k] for k in _Fds.PASSED if k in fds]
-        command = _command(mode, spec, limits, [_python(), "-I", "-S", INIT, *map(str, passed)])
+        command = _command(mode, spec, limits, [_python(), "-I", "-S", INIT, *map(str, passed)], fds.get("bwrap_info"))
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
         started = time.monotonic()
         streams, truncated, killed = _communicate(command, stdin_bytes, timeout, limits.output_bytes, fds,
-                                                  _map_users(spec["host_uid"]) if spec["userns_by_caller"] else None)
+                                                  _map_users(spec["host_uid"]) if spec["userns_by_caller"] else None,
+                                                  _join(group, fds.get("info")) if group else None)
         elapsed = time.monotonic() - started
     finally:
         fds.close_all()
+        if group:
+            group.close()
         if spool:
             shutil.rmtree(spool, ignore_errors=True)
     out, err, status_bytes, report_bytes = streams
@@ -332,10 +345,10 @@ def run(
         elapsed=elapsed,
         cpu_seconds=status.get("cpu_seconds", 0.0),
         processes_left=status.get("strays", 0),
-        isolation=isolation_of(mode),
+        isolation=isolation_of(mode, cgroup=group is not None),
         report=report_bytes,
     )
-    result.limit = _limit_hit(result, limits)
+    result.limit = _limit_hit(result, limits, status)
     return result
 
 
@@ -376,16 +389,46 @@ def _status(data: bytes, killed: str | None, stderr: bytes) -> dict:
     return status
 
 
-def _command(mode: str, spec: dict, limits: Limits, init: list[str]) -> list[str]:
+def _command(mode: str, spec: dict, limits: Limits, init: list[str], info_fd: int | None) -> list[str]:
     if mode == "bwrap":
         from reasonkit.sandbox.bwrap import command as bwrap_command
 
-        return bwrap_command(spec["view"], limits.tmpfs_mb, init)
+        return bwrap_command(spec["view"], limits.tmpfs_mb, init, info_fd)
     if mode == "userns" and spec["userns_by_caller"]:
         return init  # the init makes the namespaces, the caller maps them (_map_users)
     if mode in UNSHARE:
         return [shutil.which("unshare") or "unshare", *UNSHARE[mode], *init]
     return init
+
+
+def _join(group: RunCgroup, info_fd: int | None):
+    """What moves the init into the run's cgroup, once started: its pid is the started command's (the
+    init, exec'd by ``unshare``), or under bubblewrap its child's, as bubblewrap says on ``info_fd``."""
+
+    def join(proc: subprocess.Popen, deadline: float) -> None:
+        group.join(proc.pid if info_fd is None else _bwrap_child_pid(info_fd, deadline))
+
+    join.fds = group.fds()  # the cgroup's files the init reads, passed to it
+    return join
+
+
+def _read_until(fd: int, end: bytes, deadline: float, who: str, size: int = 4096) -> bytes:
+    """Read ``fd`` until ``end`` comes (``size`` bytes at a time: 1 where the rest is not ours), or OSError
+    naming ``who`` when it does not come in time or the writer ends first."""
+    data = b""
+    while end not in data:
+        if not select.select([fd], [], [], max(deadline - time.monotonic(), 0))[0]:
+            raise OSError(f"{who}: nothing in time")
+        chunk = os.read(fd, size)
+        if not chunk:
+            raise OSError(f"{who}: ended first")
+        data += chunk
+    return data
+
+
+def _bwrap_child_pid(fd: int, deadline: float) -> int:
+    data = _read_until(fd, b"}", deadline, "bubblewrap's child pid (--info-fd)")
+    return int(json.loads(data[: data.index(b"}") + 1])["child-pid"])
 
 
 def _map_users(host_uid: int):
@@ -425,7 +468,6 @@ def _spec(spool: str | None, argv: list[str], timeout: float, limits: Limits, mo
         "mode": mode,
         "userns_by_caller": by_caller,
         "pidns": namespaces,
-        "cgroupns_by_init": mode in ("root", "userns"),
         "mountns": mode in ("root", "userns"),  # the program's process builds the view; under bwrap, bubblewrap has
         "newroot": os.path.join(spool, "root") if mode in ("root", "userns") else None,  # where it is built
         "view": view_of(argv[0]) if namespaces else None,
@@ -451,7 +493,7 @@ def _bundle(spec: dict, files: dict) -> int:
     return fd
 
 
-def _limit_hit(r: Result, limits: Limits) -> str | None:
+def _limit_hit(r: Result, limits: Limits, status: dict) -> str | None:
     """The limit that ended the run. ``output`` and ``wall`` are the caller's and the init's own
     observations, ``cpu`` the kernel's (the signal or the CPU time the init measured); ``file_size``,
     ``memory`` and ``processes`` are read from what the program printed when it failed (a Python
@@ -461,8 +503,12 @@ def _limit_hit(r: Result, limits: Limits) -> str | None:
         return "output"
     if r.timed_out:
         return "wall"
-    if r.signal == "SIGXCPU" or (r.signal == "SIGKILL" and r.cpu_seconds >= limits.cpu_seconds):
+    if status.get("cpu_exceeded") or r.signal == "SIGXCPU" or (r.signal == "SIGKILL" and r.cpu_seconds >= limits.cpu_seconds):
         return "cpu"
+    if status.get("oom_kills"):  # the run's cgroup: the kernel killed one of its processes at the memory cap
+        return "memory"
+    if status.get("forks_refused") and r.returncode != 0:  # the run's cgroup refused a fork at its process cap
+        return "processes"
     if r.returncode == 0:
         return None
     tail = r.stderr[-2000:]
@@ -476,19 +522,20 @@ def _limit_hit(r: Result, limits: Limits) -> str | None:
 
 
 def _communicate(
-    command: list[str], stdin: bytes, timeout: float, cap: int, fds: _Fds, map_users=None,
+    command: list[str], stdin: bytes, timeout: float, cap: int, fds: _Fds, map_users=None, join=None,
 ) -> tuple[tuple[bytes, bytes, bytes, bytes], bool, str | None]:
     """Run ``command``; feed stdin, read stdout/stderr up to ``cap`` bytes each, and the init's status and
     the program's report. Past the cap, or past the timeout (a backstop: the init enforces it first),
     the run is stopped: the control pipe closed asks the init to stop the program (without a PID
     namespace only it can find escaped processes); past a grace, every process of the command's
-    group is killed. ``map_users(pid)``: the init's user namespace to map, once it says it made one.
+    group is killed. ``map_users(pid)``: the init's user namespace to map, once it says it made one;
+    ``join(proc, deadline)``: moves the init into the run's cgroup, while its interpreter starts.
     Returns ((stdout, stderr, status, report), truncated, why killed: "output", "wall" or None)."""
     proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, pass_fds=[fds[k] for k in _Fds.PASSED if k in fds],
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, pass_fds=[*(fds[k] for k in (*_Fds.PASSED, "bwrap_info") if k in fds), *(join.fds if join else ())],
     )
-    for name in _Fds.PASSED:
+    for name in (*_Fds.PASSED, "bwrap_info"):
         fds.close(name)  # the init's now; their ends of file are its ends
     out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
     status_fd, report_fd = fds["status"], fds.get("report")
@@ -511,10 +558,14 @@ def _communicate(
 
     sel = selectors.DefaultSelector()
     try:
+        if join is not None:
+            join(proc, deadline)
         if map_users is not None:
             _await_map_request(status_fd, deadline)
             map_users(proc.pid)
             os.write(fds["control"], b"m")
+        if join is not None:
+            os.write(fds["control"], b"c")  # the init may fork the program now
         for fd in buffers:
             sel.register(fd, selectors.EVENT_READ)
         pending = memoryview(stdin)
@@ -576,13 +627,6 @@ def _communicate(
 
 def _await_map_request(status_fd: int, deadline: float) -> None:
     """The init's first status line, ``map``: its user namespace exists and waits for its map."""
-    data = b""
-    while not data.endswith(b"\n"):
-        if not select.select([status_fd], [], [], max(deadline - time.monotonic(), 0))[0]:
-            raise OSError("the init did not ask for its user namespace's map in time")
-        chunk = os.read(status_fd, 1)
-        if not chunk:
-            raise OSError("the init ended before it made its user namespace")
-        data += chunk
+    data = _read_until(status_fd, b"\n", deadline, "the init's request for its user namespace's map", size=1)
     if data != b"map\n":
         raise OSError(f"unexpected first status line from the init: {data[:50]!r}")

@@ -10,7 +10,7 @@ hardlink the program makes, not by unmounting something: the program holds no ca
   ``/etc/ld.so.cache``), and the symlinks among them (``/lib -> usr/lib``);
 - ``/dev`` with null, zero, random and urandom only; a fresh ``/proc`` of the program's own PID
   namespace (mounted by its PID 1: the init, outside, is not in it), ``/proc/cmdline`` masked (the
-  kernel's command line is the host's); ``/tmp`` and ``/dev/shm`` private size-capped tmpfs,
+  kernel's command line is the host's); ``/tmp`` a private size-capped tmpfs and ``/dev/shm`` a link to it (one cap for both),
   ``/tmp/sandbox`` the working directory;
 - the files of the interpreter's tree that name host paths the program does not need (an editable
   install's ``direct_url.json`` and finder: the project's checkout) masked with an empty file.
@@ -101,7 +101,7 @@ def build(spec: dict, newroot: str, files: list) -> str:
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"{newroot}/dev/{name}")
-    mount("tmpfs", _make_point(newroot, "/dev/shm", True), "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
+    os.symlink("/tmp", f"{newroot}/dev/shm")  # one tmpfs, one cap for both (POSIX shm and semaphores live there)
     mount_proc(_make_point(newroot, "/proc", True))
     workdir = spec["workdir"]
     write_files(newroot + workdir, files, spec["uid"])

@@ -238,6 +238,91 @@ def init_unreachable(mode=None) -> list[str]:
         f"the run ended early: stdout {r.stdout!r}, timed_out {r.timed_out}, limit {r.limit}"]
 
 
+# 10. Limits per run, not per process: processes together, memfds and both tmpfs count against one cap.
+# Where the machine gives no cgroup (a non-root user without a delegated one) the run says so
+# ("no-cgroup"), memfd_create is refused and /dev/shm is /tmp's tmpfs.
+MEMORY = """import os, select, time
+r, w = os.pipe()
+for _ in range(3):
+    if os.fork() == 0:
+        block = bytearray(b"x") * (200 << 20)  # every page written
+        os.write(w, b"1")
+        time.sleep(30)
+        os._exit(0)
+os.close(w)
+held, deadline = 0, time.monotonic() + 4
+while held < 3 and select.select([r], [], [], max(deadline - time.monotonic(), 0))[0]:
+    held += len(os.read(r, 1))
+print(held)
+"""
+CPU = """import os, time
+pids = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        t = time.process_time()
+        while time.process_time() - t < 0.9:
+            pass
+        os._exit(0)
+    pids.append(pid)
+for pid in pids:
+    os.waitpid(pid, 0)
+print("done")
+"""
+MEMFD = """import os
+held = []
+try:
+    for _ in range(3):
+        fd = os.memfd_create("cache")
+        for _ in range(100):
+            os.write(fd, b"x" * (1 << 20))
+        held.append(fd)
+    print(len(held) * 100)
+except OSError as e:
+    print(len(held) * 100, e.errno)
+"""
+SCRATCH = """import os
+total = 0
+for path in ("/tmp/a", "/dev/shm/b"):
+    try:
+        with open(path, "wb") as f:
+            for _ in range(64):
+                f.write(b"x" * (1 << 20))
+                f.flush()
+                total += 1
+    except OSError:
+        pass
+print(total)
+"""
+
+
+def per_run_limits(mode=None) -> list[str]:
+    from reasonkit import sandbox
+
+    bad = []
+    Limits = sandbox.Limits
+    scratch = sandbox.run(SCRATCH, mode=mode, limits=Limits(tmpfs_mb=32, file_size_mb=64))
+    if not scratch.stdout.strip().isdigit() or int(scratch.stdout) > 32:
+        bad.append(f"/tmp and /dev/shm held {scratch.stdout.strip()} MB under tmpfs_mb=32 {scratch.stderr[-200:]}")
+    memfd = sandbox.run(MEMFD, mode=mode, limits=Limits(memory_mb=256, file_size_mb=512))
+    if "no-cgroup" in memfd.isolation:
+        if memfd.stdout.split() != ["0", "1"]:  # EPERM at the first memfd_create
+            bad.append(f"no cgroup, yet memfds held: {memfd.stdout.strip()} {memfd.stderr[-200:]}")
+        return bad  # the rest is what only a cgroup can count
+    if "cgroup" not in memfd.isolation:
+        bad.append(f"the run's isolation says nothing of a cgroup: {memfd.isolation}")
+    if memfd.stdout.split()[:1] == ["300"]:
+        bad.append(f"3 memfds held 300 MB under memory_mb=256 (limit {memfd.limit})")
+    memory = sandbox.run(MEMORY, mode=mode, timeout=15, limits=Limits(memory_mb=256))
+    if memory.stdout.strip() == "3" or memory.limit != "memory":
+        bad.append(f"3 processes x 200 MB under memory_mb=256: {memory.stdout.strip()} held, limit {memory.limit}")
+    cpu = sandbox.run(CPU, mode=mode, timeout=20, limits=Limits(cpu_seconds=1))
+    if cpu.limit != "cpu" or cpu.cpu_seconds > 1.6 or cpu.stdout:
+        bad.append(f"3 processes x 0.9 CPU-s under cpu_seconds=1: {cpu.stdout.strip()!r}, limit {cpu.limit}, "
+                   f"{cpu.cpu_seconds:.2f} CPU-s")
+    return bad
+
+
 # 11. The program's view holds no host path it does not need: not the init's command line (the spool,
 # the checkout), not the kernel's, not the editable install's record of the checkout; the host paths
 # left are those of the interpreter and its site-packages, which it runs from.
@@ -299,7 +384,7 @@ def io_uring(mode=None) -> list[str]:
 
 CHECKS = {f.__name__: f for f in (per_test_time, sandbox_failure_claimed, forged_results, unbounded_values,
                                   ipc_namespace, uts_and_cgroup_namespaces, never_host_root, init_unreachable,
-                                  io_uring, host_paths)}
+                                  io_uring, per_run_limits, host_paths)}
 
 
 if __name__ == "__main__":

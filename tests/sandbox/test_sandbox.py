@@ -61,7 +61,7 @@ def test_isolation_on_this_machine_is_the_strongest_it_allows():
     assert r.ok and r.stdout == "hi\n" and r.isolation == sandbox.isolation_of(MODE)
     if os.geteuid() == 0 and MODE == "root":
         assert set(r.isolation) == {"netns", "pidns", "mountns", "ipcns", "utsns", "cgroupns", "minroot", "uid-drop",
-                                    "nocaps", "seccomp"}
+                                    "nocaps", "seccomp", "cgroup"}  # as root, a cgroup of the run's own
 
 
 def test_right_program_reads_stdin_and_files():
