@@ -41,7 +41,8 @@ def setting(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any 
     field; ``help`` and ``meta`` from here), as TRL's ``SFTConfig`` and vLLM's ``EngineArgs`` do. ``meta``
     keys options.py reads: ``flag`` (the option's declaration when it is not ``--field-name``), ``path``
     (a file path: ``True``, or ``"dir"``), ``choices``, ``multiple``, ``flags`` (a nested config's
-    flags, e.g. ``"--{}-col"``), ``cli=False`` (YAML and ``--set`` only). ``hash`` passes to the field.
+    flags, e.g. ``"--{}-col"``), ``flag_value`` (a flag that sets this value), ``metavar``, ``show_default``,
+    ``cli=False`` (YAML and ``--set`` only). ``hash`` passes to the field.
     """
     hash_ = meta.pop("hash", None)
     return dataclasses.field(default=default, default_factory=factory, hash=hash_, metadata={"help": help, **meta})

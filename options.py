@@ -105,8 +105,8 @@ def _option(f: dataclasses.Field, hint: Any, prefix: str, flag: str | None, requ
     else:
         if multiple:
             kwargs["multiple"] = True
-        elif default is not None:
-            kwargs.update(default=default, show_default=True)
+        elif default is not None:  # shown unless the help says it in words (a newline)
+            kwargs.update(default=default, show_default=meta.get("show_default", True))
         kwargs["type"] = ptype
         if "metavar" in meta:
             kwargs["metavar"] = meta["metavar"]

@@ -31,19 +31,6 @@ def _run(kind: str, ctx: click.Context, flags: dict, sets: tuple[str, ...]) -> N
     click.echo(json.dumps(report, indent=2))
 
 
-def common_options(f):
-    """Options every judges stage without a generated config has (label-steps): out, seed, overwrite, --set."""
-    for option in reversed([
-        click.option("--out", required=True, type=click.Path(file_okay=False), help="Output stage directory; rerunning resumes it."),
-        click.option("--seed", type=int, default=0, help="Seed; every random choice derives from (seed, id)."),
-        click.option("--overwrite", is_flag=True, default=None, help="Replace an --out written with other settings."),
-        click.option("--allow-incomplete", is_flag=True, default=None, help="Read an input stage that has not finished."),
-        _SET,
-    ]):
-        f = option(f)
-    return f
-
-
 _SET = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override any config key (repeatable).")
 
 

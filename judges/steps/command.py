@@ -6,32 +6,17 @@ import json
 
 import click
 
-from reasonkit.judges.command import CONTEXT, common_options
-from reasonkit.options import Command
+from reasonkit.judges.command import CONTEXT
+from reasonkit.judges.steps.config import NOT_FLAGS, LabelStepsConfig
+from reasonkit.options import Command, config_options, given
 
 
 @click.command("label-steps", cls=Command, context_settings=CONTEXT)
 @click.argument("input", type=click.Path())
-@click.option("--policy", required=True, help="The model whose rollouts label the steps: a directory or a Hub id.")
-@click.option("--backend", type=click.Choice(["vllm", "hf"]), default=None, help="[default: vllm]")
-@click.option("--n", type=int, default=None, help="Rollouts per step prefix (one at --temperature 0). [default: 8]")
-@click.option("--temperature", type=float, default=None, help="[default: 0.6]")
-@click.option("--top-p", type=float, default=None, help="[default: 0.95]")
-@click.option("--max-tokens", type=int, default=None, help="Per rollout. [default: what the context leaves after the prefix]")
-@click.option("--separator", default=None, help="Between steps ('\\n\\n': a blank line). [default: a newline]")
-@click.option("--verifier", type=click.Choice(["math", "int"]), default=None, help="[default: math]")
-@click.option("--kept-only", "include_wrong", flag_value=False, default=None,
-              help="Label only a filter's kept rows, not its rejected/ rows dropped as wrong.")
-@click.option("--wrong-only", is_flag=True, default=None,
-              help="Label only solutions whose final answer is wrong (the ones a Step-DPO pair can come from).")
-@click.option("--limit", type=int, default=None, help="Label at most this many solutions.")
-@click.option("--chat-template", type=click.Path(), default=None, help="Jinja file overriding the tokenizer's chat template.")
-@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default=None, help="[default: auto]")
-@click.option("--max-model-len", type=int, default=None)
-@click.option("--batch-size", type=int, default=None, help="hf: prompts per generate call. [default: 8]")
-@click.option("--shard-size", type=int, default=None, help="Solutions per committed shard. [default: 64]")
-@common_options
-def label_steps(sets, **flags) -> None:
+@config_options(LabelStepsConfig, exclude=NOT_FLAGS, required=("policy", "out"))
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override any config key (repeatable).")
+@click.pass_context
+def label_steps(ctx: click.Context, sets: tuple[str, ...], **flags) -> None:
     """Math-Shepherd step labels from policy rollouts, and Step-DPO pairs.
 
     INPUT is a traces or verdicts stage directory (for a filter output, its rejected/ rows dropped
@@ -48,11 +33,9 @@ def label_steps(sets, **flags) -> None:
     """
     from reasonkit.config import from_dict, override
 
-    data = {k: v for k, v in flags.items() if v is not None}
+    data = given(ctx, flags)
     if "separator" in data:  # a newline is hard to type in a shell flag: read \n and \t
         data["separator"] = data["separator"].replace("\\n", "\n").replace("\\t", "\t")
-    from reasonkit.judges.steps.config import LabelStepsConfig
-
     cfg = override(from_dict(LabelStepsConfig, data, "label-steps"), list(sets), "label-steps")
     from reasonkit.judges.steps.run import run_label_steps
 

@@ -11,45 +11,47 @@ reasonkit.errors.UserError: --n 0: expected at least 1 rollout per step
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
+from reasonkit.config import setting
 from reasonkit.errors import UserError
 from reasonkit.gen.engine_args import EngineArgs, output_engine_args
+from reasonkit.gen.settings import BackendSettings, SamplingSettings
+from reasonkit.judges.config import StageRun
 
 BACKENDS = ("vllm", "hf")  # the backends that render the prompt here, so a turn can be continued
 VERIFIERS = ("math", "int")
+#: the backend group's settings ``distill label-steps`` does not offer as flags (YAML and ``--set`` reach them)
+NOT_FLAGS = ("base_url", "api_key_env", "concurrency", "tensor_parallel", "data_parallel", "gpu_memory_utilization")
 
 
 @dataclass(frozen=True, kw_only=True)
-class LabelStepsConfig:
-    """Math-Shepherd's automatic step labels for a traces or verdicts directory."""
+class LabelStepsConfig(SamplingSettings, BackendSettings, StageRun):
+    """Math-Shepherd's automatic step labels for a traces or verdicts directory. The policy samples with
+    generate's sampling and backend groups (gen/settings.py), handed to it whole (judges/steps/run.py)."""
 
-    input: str
-    out: str
-    policy: str  # the model whose rollouts judge each step: a directory or a Hub id
-    backend: str = "vllm"
+    input: str = setting(cli=False)  # the command's argument
+    policy: str = setting(help="The model whose rollouts label the steps: a directory or a Hub id.")
+    # only the backends that render the prompt here, so a turn can be continued
+    backend: str = setting("vllm", "", choices=BACKENDS)
     # Math-Shepherd's N: rollouts per step prefix. At temperature 0 all N would be the same
     # rollout, so one is drawn (and soft labels are 0 or 1).
-    n: int = 8
-    temperature: float = 0.6  # the policy as it is sampled (generate's defaults, R1's recommendation)
-    top_p: float = 0.95
-    max_tokens: int | None = None  # per rollout; None: what the model's context leaves after the prefix
-    separator: str = "\n"  # between steps; the task's solutions are one step a line
-    verifier: str = "math"  # filters/math/verify.py's Verifier, as the filter checks answers
-    include_wrong: bool = True  # also label a filter's rejected/ rows dropped as `wrong` (the negatives)
+    n: int = setting(8, "Rollouts per step prefix (one at --temperature 0).")
+    # per rollout; None: what the model's context leaves after the prefix
+    max_tokens: int | None = setting(None, "Per rollout. [default: what the context leaves after the prefix]")
+    # between steps; the task's solutions are one step a line
+    separator: str = setting("\n", "Between steps ('\\n\\n': a blank line). [default: a newline]", show_default=False)
+    verifier: str = setting("math", "", choices=VERIFIERS)  # filters/math/verify.py's Verifier, as the filter checks
+    # also label a filter's rejected/ rows dropped as `wrong` (the negatives)
+    include_wrong: bool = setting(True, "Label only a filter's kept rows, not its rejected/ rows dropped as wrong.",
+                                  flag="--kept-only", flag_value=False)
     # Only solutions whose final answer is wrong: the ones with a first wrong step, so a Step-DPO pair
     # (a policy that is mostly right spends most rollouts confirming correct solutions otherwise).
-    wrong_only: bool = False
-    limit: int | None = None  # at most this many solutions (the first ones, in input order, after wrong_only)
-    seed: int = 0
-    chat_template: str | None = None
-    dtype: str = "auto"
-    max_model_len: int | None = None
-    engine_args: EngineArgs = field(default_factory=dict, hash=False)  # vllm: gen/engine_args.py
-    batch_size: int = 8  # hf: prompts per generate call
-    shard_size: int = 64  # solutions per committed shard
-    allow_incomplete: bool = False
-    overwrite: bool = False
+    wrong_only: bool = setting(False, "Label only solutions whose final answer is wrong (the ones a Step-DPO pair "
+                                      "can come from).")
+    # at most this many solutions (the first ones, in input order, after wrong_only)
+    limit: int | None = setting(None, "Label at most this many solutions.")
+    shard_size: int = setting(64, "Solutions per committed shard.")
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -85,7 +87,10 @@ def fingerprinted(cfg: LabelStepsConfig) -> dict:
     from reasonkit.identity import model_identity
 
     skip = {"input", "out", "overwrite", "allow_incomplete", "limit", "wrong_only", "shard_size", "batch_size",
-            "engine_args"}  # which solutions, not what a row says: a run may be extended to more
+            "engine_args",  # which solutions, not what a row says: a run may be extended to more
+            # how fast or where the policy runs (the backend group's), not what it writes
+            "base_url", "api_key_env", "concurrency", "request_timeout", "max_retries", "tensor_parallel",
+            "data_parallel", "gpu_memory_utilization"}
     settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in skip}
     if output_engine_args(cfg.engine_args):
         settings["engine_args"] = output_engine_args(cfg.engine_args)

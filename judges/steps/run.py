@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -125,6 +125,7 @@ def make_backend(cfg: LabelStepsConfig):
     """The policy behind the generate stage's vLLM or transformers backend (preflight first)."""
     from reasonkit.gen.preflight import model_length
     from reasonkit.gen.render import load_chat_template
+    from reasonkit.gen.settings import BackendSettings, SamplingSettings, values_of
     from reasonkit.gen.stage import GenerateConfig, make_backend as gen_backend, preflight
 
     try:
@@ -132,12 +133,9 @@ def make_backend(cfg: LabelStepsConfig):
         # A rollout must be free to finish the solution: by default all the context the prefix leaves
         # (the backends shorten a request's max_tokens to what fits after its prompt).
         max_tokens = cfg.max_tokens or (length - 1 if length else 32768)
-        config = GenerateConfig(
-            prompts="", teacher=cfg.policy, out="", backend=cfg.backend, n=cfg.rollouts, temperature=cfg.temperature,
-            top_p=cfg.top_p, max_tokens=max_tokens, seed=cfg.seed, dtype=cfg.dtype, max_model_len=cfg.max_model_len,
-            chat_template=cfg.chat_template, engine_args=cfg.engine_args, batch_size=cfg.batch_size,
-            shard_size=cfg.shard_size,
-        )
+        # the sampling and backend groups whole (gen/settings.py): the policy runs as generate would run it
+        config = GenerateConfig(prompts="", teacher=cfg.policy, out="", n=cfg.rollouts, shard_size=cfg.shard_size,
+                                **values_of(cfg, SamplingSettings, max_tokens=max_tokens), **values_of(cfg, BackendSettings))
         preflight(config)
         return gen_backend(config, chat_template=load_chat_template(cfg.chat_template))
     except UserError as e:  # the generate stage names its model --teacher; here it is --policy
@@ -147,7 +145,7 @@ def make_backend(cfg: LabelStepsConfig):
 def label_chunk(solutions: list[Solution], cfg: LabelStepsConfig, backend, verifier) -> list[dict]:
     """Roll out every step prefix of ``solutions`` at once; the steps rows."""
     from reasonkit.filters.math.extract import extract_answer
-    from reasonkit.gen.backend import Request, Sampling, derive_seed
+    from reasonkit.gen.backend import Request, derive_seed
     from reasonkit.gen.render import prompt_text
     from reasonkit.gen.think import opens_think, split
 
@@ -160,8 +158,7 @@ def label_chunk(solutions: list[Solution], cfg: LabelStepsConfig, backend, verif
             key = f"{s.id}\x1f{s.sample}\x1f{j}"
             requests.append(Request(
                 id=key, messages=s.messages, n=cfg.rollouts, prefill=heads[s.id, s.sample][1] + prefix(s.steps, j, sep),
-                sampling=Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens or 1 << 30,
-                                  seed=derive_seed(cfg.seed, key))))
+                sampling=replace(cfg.request_sampling(derive_seed(cfg.seed, key)), max_tokens=cfg.max_tokens or 1 << 30)))
     by_key = {r.id: r for r in requests}
     outs: dict[str, list] = defaultdict(list)
     for c in backend.generate(requests):
