@@ -85,8 +85,8 @@ def card_state(path: Path) -> str:
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
 @click.option("--width", default=200, show_default=True, help="Truncate sample values to this many characters.")
-@click.option("--write-card", is_flag=True, help="Write the dataset card (README.md) of a directory made before "
-              "reasonkit wrote one, so load_dataset(DIR) reads its tables; a README.md not reasonkit's is left alone.")
+@click.option("--write-card", is_flag=True, help="Write the dataset card (.huggingface.yaml) of a directory made before "
+              "reasonkit wrote one, so load_dataset(DIR) reads its tables; a card not reasonkit's is left alone.")
 def inspect(directory: str, as_json: bool, width: int, write_card: bool) -> None:
     """Show a stage directory: manifest, schema, row counts, completeness, one sample row, and the
     dataset configs it offers with the line of Python that loads each."""

@@ -1,4 +1,4 @@
-"""The dataset card of a stage directory: ``README.md`` whose YAML ``configs:`` say which files are which table.
+"""The dataset card of a stage directory: ``.huggingface.yaml``, whose ``configs:`` say which files are which table.
 
 Without it ``datasets.load_dataset(DIR)`` guesses from file extensions: a filter's directory (kept
 verdicts, ``rejected/``, ``sft/``) came back as one split of all three, and a pairs directory with more
@@ -6,6 +6,12 @@ JSON files than shards was read with the JSON builder (issue 37). With it, as on
 reads the main table and ``load_dataset(DIR, "sft")`` the sub-table ``sft``; metadata (``_manifest.json``,
 ``report.json``, ``summary.json``) is never read as rows. store.py writes it at every manifest save, so it
 is as current as the manifest; this module only renders it from what store.py found (:class:`Table`).
+
+Why ``.huggingface.yaml`` and not a ``README.md`` with YAML front matter: ``datasets`` reads either (the
+standalone file's keys win), but a visible non-Parquet file breaks the other line everyone types,
+``pd.read_parquet(DIR)`` / ``pq.read_table(DIR)``: pyarrow skips only names starting with ``.`` or ``_``
+(as it skips ``_manifest.json``). What a README would say to a person is here as YAML comments; the README
+of a pushed dataset is hub/card.py's.
 
 >>> t = [Table("default", "part-*.parquet", "sft", 3, 1, True),
 ...      Table("rejected", "rejected/part-*.parquet", "verdicts", 0, 0, True)]
@@ -22,13 +28,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-CARD = "README.md"
+CARD = ".huggingface.yaml"
 SPLIT = "train"  # every table is one split, named as `distill push` and TRL's --dataset_train_split default name it
 #: Opens the comment that marks a card as reasonkit's (rewritten at each commit) and holds a container's layout.
-_MARK = "<!-- reasonkit stage card "
+_MARK = "# reasonkit stage card "
 #: Tables a TRL trainer takes as they are: the one the card's TRL example names, where there is one.
 _TRAINABLE = ("sft", "sft_tools", "prefs", "prefs_text", "steps")
-_MARK_LINE = re.compile(re.escape(_MARK) + r"(\{.*\}) -->$", re.M)
+_MARK_LINE = re.compile("^" + re.escape(_MARK) + r"(\{.*\})$", re.M)
 
 
 @dataclass(frozen=True)
@@ -88,12 +94,19 @@ def tables_section(where: str, tables: list[Table], *, split: str = SPLIT) -> li
 
 
 def render(where: str, tables: list[Table], *, stage: str | None, layout: list[str] | None = None) -> str:
-    """The card of the directory at ``where`` (the path the stage was given): YAML, then what each table is.
+    """The card of the directory at ``where`` (the path the stage was given): what each table is, as YAML
+    comments, then the configs.
 
     ``layout``: a container's declared tables (an eval's ``problems.parquet``, ``samples``, ...), kept in the
     marker so a sub-stage's commit can render its parent's card again (:func:`layout_of`).
+
+    >>> import yaml
+    >>> card = render("runs/v", [Table("default", "part-*.parquet", "sft", 3, 1, False)], stage="filter")
+    >>> yaml.safe_load(card) == {"configs": configs([Table("default", "part-*.parquet", "sft", 3, 1, False)])}
+    True
+    >>> print(card.splitlines()[1][:74])
+    # **Incomplete**: the stage has not finished (`default` has 3 rows so far)
     """
-    head = configs_yaml(tables)
     main, others = tables[0], tables[1:]
     if main.name == "default":
         what = f"A reasonkit stage directory: the `{main.kind or 'untyped'}` table of the `{stage or '?'}` stage"
@@ -102,15 +115,17 @@ def render(where: str, tables: list[Table], *, stage: str | None, layout: list[s
         what = (f"A reasonkit `{stage or '?'}` directory of {len(tables)} table{'s' if len(tables) > 1 else ''}; "
                 f"`load_dataset` reads `{main.name}` unless another config is named.")
     example = next((t for t in tables if t.kind in _TRAINABLE), others[0] if others else main)
-    out = ["---", head, "---", "", f"# {Path(where).name}", "", what]
-    out += _state(tables)
-    out += [""] + tables_section(where, tables) + [""]
-    out += [f"Other readers, on a config's data files: polars `pl.read_parquet(\"{where}/{example.path}\")`, pandas "
-            f"`pd.read_parquet(sorted(glob.glob(\"{where}/{example.path}\")))`; TRL's CLIs "
-            f"`--dataset_name {where}" + (f" --dataset_config {example.name}`." if example is not main else "`.")
-            + " The JSON files beside them (`_manifest.json`, `report.json`, ...) are the stage's records,"
-            " never rows.",
-            "", _MARK + json.dumps({"stage": stage, "layout": layout}) + " -->", ""]
+    prose = [f"{Path(where).name}: {what}", *_state(tables), ""]
+    prose += tables_section(where, tables) + [""]
+    # On a config's files, not the folder: pyarrow (so pandas) reads sub-folders too, and a stage's report.json
+    prose += [f"Other readers, on a config's data files: polars `pl.read_parquet(\"{where}/{example.path}\")`, "
+              f"pandas `pd.read_parquet(sorted(glob.glob(\"{where}/{example.path}\")))`; "
+              f"TRL's CLIs `--dataset_name {where}"
+              + (f" --dataset_config {example.name}`." if example is not main else "`.")
+              + " The JSON files beside them (`_manifest.json`, `report.json`, ...) are the stage's records,"
+              " never rows."]
+    out = [f"# {line}".rstrip() for line in prose]
+    out += [_MARK + json.dumps({"stage": stage, "layout": layout}), configs_yaml(tables), ""]
     return "\n".join(out)
 
 
@@ -121,12 +136,12 @@ def _state(tables: list[Table]) -> list[str]:
         return []
     why = ", ".join(f"`{t.name}` " + ("not written yet" if t.rows is None else f"has {t.rows:,} rows so far")
                     for t in unfinished)
-    return ["", f"**Incomplete**: the stage has not finished ({why}). `load_dataset` reads the rows committed so far; "
+    return [f"**Incomplete**: the stage has not finished ({why}). `load_dataset` reads the rows committed so far; "
             "reasonkit's readers refuse them unless `--allow-incomplete`; rerunning the stage resumes it."]
 
 
 def is_ours(folder: Path) -> bool:
-    """Whether ``folder`` holds a card reasonkit wrote (and may rewrite); a README of anyone else's is left alone."""
+    """Whether ``folder`` holds a card reasonkit wrote (and may rewrite); a card of anyone else's is left alone."""
     return _marker(folder) is not None
 
 

@@ -1,6 +1,6 @@
 """Stage directories: sharded Parquet committed atomically, a manifest, resume keys.
 
-A stage writes ``OUT/part-00000.parquet ...``, ``OUT/_manifest.json`` and ``OUT/README.md``, the dataset
+A stage writes ``OUT/part-00000.parquet ...``, ``OUT/_manifest.json`` and ``OUT/.huggingface.yaml``, the dataset
 card that tells ``datasets.load_dataset(OUT)`` which files are which table (stage_card.py). Each shard is written
 to a hidden temp name, fsync'd, then renamed into place, and only then listed in the manifest
 (itself replaced atomically). So a crash at any instant leaves either a committed shard or a temp
@@ -383,7 +383,7 @@ def card_tables(directory: str | os.PathLike, *, manifest: dict | None = None,
 def write_card(directory: str | os.PathLike, *, manifest: dict | None = None, layout: Sequence[str] | None = None,
                stage: str | None = None) -> None:
     """Write (or rewrite) the card of ``directory``: a stage directory's from its manifests; a directory
-    of stages from the ``layout`` its stage declares (later calls may omit it: the card keeps it). A README.md
+    of stages from the ``layout`` its stage declares (later calls may omit it: the card keeps it). A card
     that reasonkit did not write is left as it is, and so is a stage's scratch folder (``.work/``)."""
     d = Path(directory)
     if not d.is_dir() or d.name.startswith(".") or ((d / CARD).exists() and not is_ours(d)):

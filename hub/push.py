@@ -4,7 +4,7 @@ The repository holds the stage's Parquet shards byte for byte (copied under new 
 rewritten), one dataset config per table, a ``README.md`` card (YAML metadata, then provenance:
 see :mod:`reasonkit.hub.card`) and ``provenance.json``, its machine-readable twin. The card is the stage
 directory's own (stage_card.py: the same config names and table section, with the repository's paths) with
-the provenance added: one card, the local ``README.md`` itself is not uploaded::
+the provenance added: one card (the local ``.huggingface.yaml`` is not uploaded)::
 
     README.md
     provenance.json

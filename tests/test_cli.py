@@ -91,7 +91,7 @@ def test_inspect_shows_each_config_with_the_line_that_loads_it(tmp_path):
         ds = eval(config["load"], cached)  # the line as printed
         assert ds.num_rows == config["rows"]
 
-    (out / "README.md").unlink()  # as a directory written before the card
+    (out / ".huggingface.yaml").unlink()  # as a directory written before the card
     result = CliRunner().invoke(cli, ["inspect", str(out)])
     assert "dataset card: missing" in result.output and "--write-card" in result.output
     assert CliRunner().invoke(cli, ["inspect", str(out), "--write-card"]).exit_code == 0

@@ -33,7 +33,8 @@ from reasonkit.judges.config import PairsConfig
 from reasonkit.judges.pairs import run_pairs
 from reasonkit.readers import read_table
 from reasonkit.schema import MESSAGES, TOOL_MESSAGES, validate
-from reasonkit.store import MANIFEST, StageWriter, load_manifest, read_stage, write_card
+from reasonkit.stage_card import CARD, is_ours
+from reasonkit.store import MANIFEST, StageWriter, load_manifest, read_stage, sub_stages, write_card
 
 TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"
 TRL = str(Path(sys.executable).with_name("trl"))
@@ -161,9 +162,20 @@ def _expected(run: Path, source: str) -> tuple[pa.Table, int]:
 
 
 def card_configs(directory: Path) -> dict[str, dict]:
-    text = (directory / "README.md").read_text()
-    assert text.startswith("---\n")
-    return {c["config_name"]: c for c in yaml.safe_load(text.split("---\n")[1])["configs"]}
+    return {c["config_name"]: c for c in yaml.safe_load((directory / CARD).read_text())["configs"]}
+
+
+def _only_shards(directory: Path) -> bool:
+    """Whether pyarrow's folder discovery sees only shards there (it skips names starting with . and _)."""
+    return all(p.suffix == ".parquet" for p in directory.iterdir() if not p.name.startswith((".", "_")))
+
+
+def test_folders_of_shards_alone_are_the_stages_without_records(run):
+    """Which directories `pd.read_parquet(DIR)` reads whole: those holding only shards and hidden files. A
+    filter's (sub-folders, report.json), a pairs stage's (report.json) and a step labeller's (step_dpo/) are read
+    through the card's globs."""
+    assert [d for d, n, s in CASES if n is None and s == d and _only_shards(run / d)] == \
+        [d for d, n, s in CASES if n is None and s == d and d not in ("verified", "pairs", "steps")]
 
 
 def _keys(rows) -> list[tuple]:
@@ -190,6 +202,10 @@ def test_load_dataset_polars_and_pandas_read_exactly_the_table(run, directory, n
                   pd.read_parquet(sorted(glob.glob(str(run / directory / files))))):
         assert list(frame.columns) == expected.column_names and len(frame) == recorded
         assert list(frame["id"]) == expected.column("id").to_pylist()
+    if name is None and source == directory and _only_shards(run / directory):
+        # the line everyone types on a folder of shards: the card must not break it (a README.md did)
+        for frame in (pd.read_parquet(run / directory), pq.read_table(run / directory).to_pandas()):
+            assert len(frame) == recorded and list(frame["id"]) == expected.column("id").to_pylist()
 
 
 @pytest.mark.parametrize("directory,names", [
@@ -224,7 +240,7 @@ def test_the_main_table_alone_where_load_dataset_merged_three(run, tmp_path):
 def _without_cards(run: Path, tmp_path: Path) -> Path:
     old = tmp_path / "old"
     shutil.copytree(run, old)
-    for card in old.rglob("README.md"):
+    for card in old.rglob(CARD):
         card.unlink()
     return old
 
@@ -239,8 +255,8 @@ def test_a_directory_from_before_the_card_is_read_by_the_stages(run, tmp_path):
     assert read_stage(tmp_path / "v2").equals(read_stage(run / "verified"))
     run_pairs(PairsConfig(verdicts=str(old / "verified"), out=str(tmp_path / "p2")))
     assert read_stage(tmp_path / "p2").equals(read_stage(run / "pairs"))
-    assert (tmp_path / "v2" / "README.md").is_file() and (tmp_path / "p2" / "README.md").is_file()
-    assert not (old / "verified" / "README.md").exists()  # reading writes nothing
+    assert (tmp_path / "v2" / CARD).is_file() and (tmp_path / "p2" / CARD).is_file()
+    assert not (old / "verified" / CARD).exists()  # reading writes nothing
 
 
 def test_a_card_changes_no_reasonkit_read(run, tmp_path):
@@ -248,7 +264,7 @@ def test_a_card_changes_no_reasonkit_read(run, tmp_path):
     table, name = read_table(run / "verified")
     assert name == str(run / "verified") and table.equals(read_stage(run / "verified"))
     _writer(tmp_path / "unfinished", "generate", "traces").commit(traces_table([trace("a")]))
-    assert (tmp_path / "unfinished" / "README.md").is_file()
+    assert (tmp_path / "unfinished" / CARD).is_file()
     with pytest.raises(UserError, match="incomplete"):
         read_table(tmp_path / "unfinished")
 
@@ -269,14 +285,14 @@ def _load(directory: Path, tmp_path: Path, name: str | None = None):
 def test_an_incomplete_directory_says_so_and_a_resume_completes_its_card(tmp_path):
     rows = [trace(f"p{i}") for i in range(6)]
     out = write_traces(tmp_path / "traces", rows[:4], shard_rows=2, complete=False)
-    card = (out / "README.md").read_text()
+    card = (out / CARD).read_text()
     assert "**Incomplete**" in card and "`default` has 4 rows so far" in card
     assert _load(out, tmp_path).num_rows == 4  # what is committed; reasonkit's readers refuse it
     w = _writer(out, "generate", "traces")  # the rerun: same config, resumes
     assert w.done_keys() == {(f"p{i}", 0) for i in range(4)}
     w.commit(traces_table(rows[4:]))
     w.finish()
-    card = (out / "README.md").read_text()
+    card = (out / CARD).read_text()
     assert "Incomplete" not in card and "| `default` | traces | 6 | 3 |" in card
     assert _load(out, tmp_path)["id"] == [f"p{i}" for i in range(6)]
 
@@ -286,10 +302,10 @@ def test_an_adopted_shard_and_an_overwrite_are_in_the_card(tmp_path):
     shutil.copy(out / "part-00001.parquet", tmp_path / "spare.parquet")
     pq.write_table(traces_table([trace("c")]), out / "part-00002.parquet")  # renamed in, manifest update lost
     _writer(out, "generate", "traces")  # reopening adopts it
-    assert "| `default` | traces | 3 | 3 |" in (out / "README.md").read_text() and _load(out, tmp_path).num_rows == 3
+    assert "| `default` | traces | 3 | 3 |" in (out / CARD).read_text() and _load(out, tmp_path).num_rows == 3
     StageWriter(out, stage="generate", kind="traces", config={"other": 1}, keys=("id", "sample"),
                 overwrite=True).finish()
-    assert "| `default` | traces | 0 | 0 |" in (out / "README.md").read_text()
+    assert "| `default` | traces | 0 | 0 |" in (out / CARD).read_text()
 
 
 def test_a_sub_stage_commit_updates_its_parents_card(run, tmp_path):
@@ -300,7 +316,7 @@ def test_a_sub_stage_commit_updates_its_parents_card(run, tmp_path):
                     keys=("id", "sample"), input_fingerprint=load_manifest(verified / "sft")["input_fingerprint"])
     w.commit(pa.table({"id": ["new"], "messages": pa.array([[{"role": "user", "content": "q"}]], MESSAGES),
                        "source": ["s"], "sample": pa.array([0], pa.int32())}))
-    parent = (verified / "README.md").read_text()
+    parent = (verified / CARD).read_text()
     assert f"| `sft` | sft | {before + 1:,} |" in parent and "`sft` has" in parent  # and no longer complete
     assert _load(verified, tmp_path, "sft").num_rows == before + 1
 
@@ -311,7 +327,7 @@ def test_a_grpo_resume_drops_retrained_steps_from_the_card(run, tmp_path):
     assert _load(grpo, tmp_path).num_rows == 6
     cfg = SimpleNamespace(rewards={"accuracy": 1.0}, data="p.parquet", tools=None)
     open_rollouts(cfg, grpo, Path("checkpoint-1"), {"fingerprint": "f", "data_fingerprint": "d"}, say=print)
-    assert "| `rollouts` (default) | traces | 3 | 1 |" in (grpo / "README.md").read_text()
+    assert "| `rollouts` (default) | traces | 3 | 1 |" in (grpo / CARD).read_text()
     assert _load(grpo, tmp_path)["step"] == [1, 1, 1]
 
 
@@ -321,25 +337,29 @@ def test_an_eval_directory_before_its_problems_says_so(tmp_path):
     out = tmp_path / "eval"
     out.mkdir()
     write_card(out, layout=CARD_TABLES, stage="eval")
-    card = (out / "README.md").read_text()
+    card = (out / CARD).read_text()
     assert "**Incomplete**" in card and "`problems` not written yet" in card
     with pytest.raises(FileNotFoundError, match="problems.parquet"):
         datasets.load_dataset(str(out), split="train", cache_dir=str(tmp_path / "hf"))
 
 
-def test_a_readme_not_written_by_reasonkit_is_left_alone(tmp_path):
+def test_a_card_or_readme_not_written_by_reasonkit_is_left_alone(tmp_path):
     (tmp_path / "traces").mkdir()
-    (tmp_path / "traces" / "README.md").write_text("# my notes\n")
+    (tmp_path / "traces" / CARD).write_text("# my notes\n")
     write_traces(tmp_path / "traces", [trace("a")])
-    assert (tmp_path / "traces" / "README.md").read_text() == "# my notes\n"
+    assert (tmp_path / "traces" / CARD).read_text() == "# my notes\n"
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "README.md").write_text("# my notes\n")
+    write_traces(tmp_path / "mine", [trace("a")])
+    assert (tmp_path / "mine" / "README.md").read_text() == "# my notes\n" and is_ours(tmp_path / "mine")
 
 
 def test_a_damaged_parent_gets_no_card(tmp_path):
     out = write_traces(tmp_path / "traces", [trace("a")])
-    (out / "README.md").unlink()
+    (out / CARD).unlink()
     (out / MANIFEST).write_text("{not json")
     write_card(out)
-    assert not (out / "README.md").exists()
+    assert not (out / CARD).exists()
 
 
 def test_doctests():
@@ -362,7 +382,7 @@ def test_distill_eval_writes_its_directory_card(tmp_path):
     out = tmp_path / "eval"
     run_eval(EvalConfig(model=str(TEACHER), data=str(tmp_path / "test.parquet"), out=str(out), k=2, max_tokens=96,
                         dtype="float32", verifier="int", backend="hf"))
-    assert "Incomplete" not in (out / "README.md").read_text()
+    assert "Incomplete" not in (out / CARD).read_text()
     problems = _load(out, tmp_path)
     assert problems["id"] == pq.read_table(out / "problems.parquet").column("id").to_pylist()
     assert problems.num_rows == 3

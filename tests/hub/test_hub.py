@@ -115,13 +115,14 @@ def test_card_metadata_and_provenance(stages, tmp_path, monkeypatch):
 
 
 def test_the_pushed_card_is_the_stage_card_with_provenance(stages, tmp_path, monkeypatch):
-    """Issue 37: one card, not two. The stage directory's own README.md (written at each commit) is not
-    uploaded; the repository's card has its configs, by the same names, and its table section, then provenance."""
+    """Issue 37: one card, not two. The stage directory's own card (.huggingface.yaml, written at each commit)
+    is not uploaded; the repository's README.md has its configs, by the same names, and its table section, then
+    provenance."""
     monkeypatch.chdir(tmp_path)
-    local = _card_meta((stages / "README.md").read_text())
+    local = yaml.safe_load((stages / ".huggingface.yaml").read_text())
     push(stages, "org/x", dry_run=tmp_path / "preview")
     files = _files(tmp_path / "preview")
-    assert [f for f in files if f.endswith(".md")] == ["README.md"]
+    assert [f for f in files if f.endswith((".md", ".yaml"))] == ["README.md"]
     card = files["README.md"].decode()
     assert [c["config_name"] for c in _card_meta(card)["configs"]] == [c["config_name"] for c in local["configs"]]
     body = card.split("---\n", 2)[2]
