@@ -27,6 +27,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
+from reasonkit.config import setting
+from reasonkit.distill.trackers import REPORT_TO
 from reasonkit.gen.render import R1_INSTRUCTION
 
 #: Learning rates when ``lr`` is not given, by (method, full fine-tuning). LoRA wants roughly 10x the
@@ -76,38 +78,50 @@ BATCH_SPLIT = ("batch_size", "grad_accum")
 
 @dataclass(frozen=True)
 class TrainConfig:
-    method: Literal["sft", "dpo", "grpo", "rm", "prm"]
-    student: str  # a model directory or Hub id (not a LoRA adapter: merge it first)
+    method: Literal["sft", "dpo", "grpo", "rm", "prm"] = setting(help="SFT on sft rows, DPO on prefs rows, GRPO on prompts with verifiable answers, a reward model (rm) on "
+        "prefs rows, or a process reward model (prm) on steps rows.")
+    # a model directory or Hub id (not a LoRA adapter: merge it first)
+    student: str = setting(help="Student model directory or Hub id.")
     # sft: an sft table; dpo: a prefs table (a stage directory, or Parquet/JSONL in that format); grpo: prompts
     # read as `distill generate` reads them (Parquet/JSONL/CSV, a stage directory, a Hub dataset id); rm: a prefs
     # table or TRL's standard (string) prefs; prm: a steps table (prompt, completions, labels: stepwise supervision)
-    data: str
-    out: str
+    data: str = setting(help="An sft (SFT) or prefs (DPO, rm) stage directory, or Parquet/JSONL in that format; GRPO: prompts as "
+        "`distill generate` reads them (Parquet/JSONL/CSV, a stage directory, a Hub id) with an answer column; rm also "
+        "takes TRL's string prefs (prompt/chosen/rejected strings); prm: a steps table (prompt, completions, labels).")
+    out: str = setting(help="Output directory: adapter/ (or model/ with --full), checkpoints/, report.json, loss.png (rm/prm: "
+        "report.md with held-out accuracy).")
 
     # LoRA through peft; ignored with full=True.
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    target_modules: str = "all-linear"  # peft's shorthand, or comma-separated module names
-    full: bool = False
+    lora_r: int = setting(16, "LoRA rank.")
+    lora_alpha: int = setting(32, "LoRA alpha.")
+    lora_dropout: float = setting(0.05, "LoRA dropout.")
+    # peft's shorthand, or comma-separated module names
+    target_modules: str = setting("all-linear", "LoRA target modules, comma-separated.")
+    full: bool = setting(False, "Full fine-tuning instead of LoRA.")
 
     # Schedule. max_steps, when given, overrides epochs.
-    epochs: float = 1.0
-    max_steps: int | None = None
-    lr: float | None = None  # None: DEFAULT_LR for (method, full)
-    batch_size: int = 8
-    grad_accum: int = 1
-    max_length: int | None = None  # None: min(4096, the student's max_position_embeddings)
-    packing: bool = False  # SFT only: best-fit-decreasing packing into rows of max_length
+    epochs: float = setting(1.0, "Passes over the data.")
+    max_steps: int | None = setting(None, "Optimizer steps (overrides --epochs).")
+    # None: DEFAULT_LR for (method, full)
+    lr: float | None = setting(None, "Peak learning rate [sft 2e-4 / dpo 2e-5 / grpo 1e-5 / rm, prm 1e-4 with LoRA; "
+        "2e-5 / 1e-6 / 1e-6 / 1e-5 full].")
+    batch_size: int = setting(8, "Examples (DPO: pairs; GRPO: completions) per device per step.")
+    grad_accum: int = setting(1, "Gradient accumulation steps.")
+    # None: min(4096, the student's max_position_embeddings)
+    max_length: int | None = setting(None, "Token limit per example [min(4096, the student's context)].")
+    # SFT only: best-fit-decreasing packing into rows of max_length
+    packing: bool = setting(False, "SFT: pack examples best-fit decreasing.", flag='--packing/--no-packing')
     warmup: float = 0.03  # a ratio of the steps when < 1, else a step count
     lr_scheduler: str = "cosine"
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
 
     # DPO (and beta for GRPO)
-    beta: float | None = None  # None: DEFAULT_BETA[method]; DPO's temperature, GRPO's KL weight
-    loss: Literal["sigmoid", "ipo"] = "sigmoid"
-    precompute_ref: bool = False  # reference log-probs computed once before training
+    # None: DEFAULT_BETA[method]; DPO's temperature, GRPO's KL weight
+    beta: float | None = setting(None, "DPO beta [0.1]; GRPO: KL weight to the reference [0: no reference model].")
+    loss: Literal["sigmoid", "ipo"] = setting("sigmoid", "DPO loss.")
+    # reference log-probs computed once before training
+    precompute_ref: bool = setting(False, "DPO: score pairs with the reference once, before training.")
     # RPO (Pang et al. 2024, arXiv 2404.19733): add rpo_alpha x the NLL of the chosen completion.
     # Plain DPO can lower the chosen answer's likelihood while the margin grows; on near-identical
     # pairs (a slip in one digit) that erodes the shared procedure. The NLL term anchors it.
@@ -115,14 +129,16 @@ class TrainConfig:
 
     # GRPO (TRL's GRPOTrainer; distill/rl/grpo.py). batch_size counts completions, as TRL's does: a step of
     # batch_size 8 x grad_accum 8 trains on 64 completions, i.e. 8 prompts of num_generations 8.
-    num_generations: int = 8  # G, completions per prompt: the group whose rewards are compared
-    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = "dapo"
-    scale_rewards: Literal["group", "batch", "none"] = "group"
-    epsilon: float = 0.2  # the clip range of the probability ratio
+    # G, completions per prompt: the group whose rewards are compared
+    num_generations: int = setting(8, "GRPO: completions sampled per prompt, G.")
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = setting("dapo", "GRPO loss.")
+    scale_rewards: Literal["group", "batch", "none"] = setting("group", "GRPO: divide advantages by the group's reward std, the batch's, or nothing.")
+    # the clip range of the probability ratio
+    epsilon: float = setting(0.2, "GRPO: clip range of the probability ratio.")
     epsilon_high: float | None = None  # None: epsilon; DAPO's clip-higher uses 0.28
-    max_completion_length: int = 256
+    max_completion_length: int = setting(256, "GRPO: tokens per sampled completion.")
     max_prompt_length: int | None = None  # None: the longest prompt (the lint measures it); sizes vLLM's context
-    temperature: float = 1.0
+    temperature: float = setting(1.0, "GRPO: sampling temperature.")
     top_p: float = 1.0
     rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (filters/rewards.py)
     reward_model: str | None = None  # the rm reward's model (--reward rm=PATH[:WEIGHT]; filters/reward_model.py)
@@ -147,30 +163,41 @@ class TrainConfig:
     rollouts_every: int | None = 10
     # GRPO with tools: TRL's tool loop (GRPOTrainer(tools=...)) runs the shipped tools between the policy's turns,
     # as `distill generate --tools` does; the observations' tokens are masked out of the loss (distill/rl/tools.py)
-    tools: str | None = None  # comma-separated: search,python (gen/tools/base.py)
-    corpus: str | None = None  # the search tool's passages: JSONL or Parquet with id and contents
-    max_turns: int = 8  # assistant turns per completion (TRL's max_tool_calling_iterations = max_turns - 1)
+    # comma-separated: search,python (gen/tools/base.py)
+    tools: str | None = setting(None, "GRPO: comma-separated tools the policy calls between its turns (search,python), run by TRL's "
+        "tool loop as `distill generate --tools` runs them; tool results are masked out of the loss [none].")
+    # the search tool's passages: JSONL or Parquet with id and contents
+    corpus: str | None = setting(None, "GRPO --tools search: the passages, JSONL or Parquet with id and contents.")
+    # assistant turns per completion (TRL's max_tool_calling_iterations = max_turns - 1)
+    max_turns: int = setting(8, "GRPO --tools: assistant turns per completion.")
     tool_timeout: float = 10.0  # seconds per python call
-    search_k: int = 3  # passages per search observation, as generate and eval show them (the agent teacher reads 1)
+    # passages per search observation, as generate and eval show them (the agent teacher reads 1)
+    search_k: int = setting(3, "GRPO --tools search: passages per observation.")
 
     # Reward models: rm (TRL's RewardTrainer, distill/reward/rm.py) and prm (token classification, distill/reward/prm.py).
-    eval_share: float = 0.1  # share of the rows held out (seeded) for the report's held-out accuracy; 0: none
+    # share of the rows held out (seeded) for the report's held-out accuracy; 0: none
+    eval_share: float = setting(0.1, "rm, prm: share of the prompts held out for the report's accuracy.")
     # rm: the loss is -log sigmoid(r_c - r_r - m) with m = margin_scale x (chosen_score - rejected_score) where both
     # scores are present (0 where not); 0 turns margins off. pairs writes 1/0 (verified), judge its rubric's points.
-    margin_scale: float = 1.0
-    center_rewards_coefficient: float | None = None  # rm: + coef x mean(r^2), rewards near zero (TRL; 0.01 suggested)
-    step_separator: str = "\n"  # prm: joins the steps; each step's label sits on its last token (the separator's)
+    margin_scale: float = setting(1.0, "rm: margin = this x (chosen_score - rejected_score) where both are given; 0: no margin.")
+    # rm: + coef x mean(r^2), rewards near zero (TRL; 0.01 suggested)
+    center_rewards_coefficient: float | None = setting(None, "rm: TRL's weight on mean(reward^2), rewards near zero [off; 0.01 suggested].")
+    # prm: joins the steps; each step's label sits on its last token (the separator's)
+    step_separator: str = setting("\n", "prm: the text joining the steps, as label-steps' --separator (\\n, \\t read as "
+        "newline, tab); each step is labelled at its last token [newline].", show_default=False)
 
     # Output, checkpoints, resume
-    merge: bool = False  # also write OUT/merged: the adapter folded into the base weights
-    resume: bool = False
-    overwrite: bool = False
-    seed: int = 0
+    # also write OUT/merged: the adapter folded into the base weights
+    merge: bool = setting(False, "Also write OUT/merged: the adapter folded into the weights.")
+    resume: bool = setting(False, "Continue the run in OUT from its last complete checkpoint.")
+    overwrite: bool = setting(False, "Delete the run in OUT and start over.")
+    seed: int = setting(0, "Seed for data order and initialisation.")
     save_steps: int = 200
     save_total_limit: int = 2
     # trackers to log the run to (distill/trackers.py): tensorboard, wandb, trackio, mlflow, several at once (a list or
     # "tensorboard,wandb"); None or "none": none. Each is an extra, checked before any work.
-    report_to: list[str] | str | None = None
+    report_to: list[str] | str | None = setting(None, "Log the training curves and the run's protocol to a tracker, repeatable (each an extra: pip "
+        "install 'reasonkit[wandb]'); TensorBoard writes OUT/tensorboard [none].", choices=REPORT_TO, multiple=True)
 
     # Template and the pre-training lint
     chat_template: str | None = None  # a .jinja file with {% generation %} markers, replacing the student's

@@ -25,6 +25,8 @@ from pathlib import Path
 #: The trackers, each with the module it needs and the extra that installs it.
 TRACKERS = {"tensorboard": ("tensorboard", "tensorboard"), "wandb": ("wandb", "wandb"), "trackio": ("trackio", "trackio"),
             "mlflow": ("mlflow", "mlflow")}
+#: what ``--report-to`` accepts (train, eval): a tracker, or none
+REPORT_TO = (*TRACKERS, "none")
 TENSORBOARD_DIR = "tensorboard"  # OUT/tensorboard: the event files of a run's TensorBoard
 #: A run's project where the tracker groups runs by one (transformers' TrainingArguments.project default, so a
 #: train step's run and its evaluations land together); WANDB_PROJECT and TRACKIO_PROJECT name another.

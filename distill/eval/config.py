@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from reasonkit.config import setting
+from reasonkit.distill.trackers import REPORT_TO
 from reasonkit.engine import EngineSettings, check_engine
 from reasonkit.errors import UserError
 from reasonkit.gen.settings import BackendSettings, PromptSettings, SamplingSettings, ToolSettings
 
-#: trackers a summary can be logged to (distill/trackers.py)
-REPORT_TO = ("tensorboard", "wandb", "trackio", "mlflow", "none")
 #: The group fields ``distill eval`` does not offer as flags (YAML and ``--set`` still reach them).
 NOT_FLAGS = ("system", "prefill_think", "chat_template", "concurrency", "gpu_memory_utilization", "batch_size",
              "tool_timeout", "tool_workers")
