@@ -105,7 +105,8 @@ def _option(f: dataclasses.Field, hint: Any, prefix: str, flag: str | None, requ
     else:
         if multiple:
             kwargs["multiple"] = True
-        elif default is not None:  # shown unless the help says it in words (a newline)
+        elif default is not None and not required:  # a required flag has no default: click would fill it in
+            # shown, unless the help says it in words (a newline)
             kwargs.update(default=default, show_default=meta.get("show_default", True))
         kwargs["type"] = ptype
         if "metavar" in meta:

@@ -53,6 +53,16 @@ def test_a_field_becomes_its_flag_and_only_given_flags_reach_the_config():
     assert CliRunner().invoke(demo, ["--out", "o", "--replicas", "many"]).exit_code == 2
 
 
+def test_a_required_flag_stays_required_though_its_field_has_a_default():
+    @click.command()
+    @options.config_options(Demo, required=("mode",))
+    def command(**flags):
+        pass
+
+    result = CliRunner().invoke(command, ["--out", "o"])
+    assert result.exit_code == 2 and "Missing option '--mode'" in result.output
+
+
 def test_a_user_error_of_a_command_run_on_its_own_is_one_line_and_exit_2():
     result = CliRunner().invoke(demo, ["--out", "o", "--mode", "b"])
     assert result.exit_code == 2 and result.output == "error: mode b: not here\n"

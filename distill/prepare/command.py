@@ -7,19 +7,16 @@ from __future__ import annotations
 
 import click
 
+from reasonkit.distill.prepare.run import PrepareConfig
+from reasonkit.options import Command, config_options, given
 
-@click.command(name="prepare-student", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+@click.command(name="prepare-student", cls=Command,
+               context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("model")
-@click.option("--out", required=True, help="The new model directory (weights hard-linked, never changed).")
-@click.option("--max-positions", type=int, help="New max_position_embeddings (open-r1: 32768 for Qwen2.5-Math).")
-@click.option("--rope-theta", type=float, help="New RoPE base (open-r1: 300000 with 32768 positions).")
-@click.option("--rope-scaling", help="RoPE scaling TYPE:FACTOR, e.g. yarn:4 (the original length is the old positions).")
-@click.option("--template", default="auto", show_default=True,
-              help="Chat template with {% generation %} markers: auto (from the vocabulary), chatml, llama3, keep (the "
-                   "model's own, with its EOS), or a .jinja file.")
-@click.option("--eos", help="The turn-end token to make EOS [the family's: <|im_end|>, <|eot_id|>].")
-@click.option("--overwrite", is_flag=True, help="Replace OUT if it holds something else.")
-def prepare_student_command(model: str, **flags) -> None:
+@config_options(PrepareConfig, required=("out",))
+@click.pass_context
+def prepare_student_command(ctx: click.Context, model: str, **flags) -> None:
     """Prepare MODEL as a student: longer context, RoPE, a marked chat template, EOS = turn end.
 
     \b
@@ -28,9 +25,9 @@ def prepare_student_command(model: str, **flags) -> None:
     distill train --method sft --student students/qwen-math-32k --data runs/sft --out runs/student
     """
     from reasonkit.config import from_dict
-    from reasonkit.distill.prepare.run import PrepareConfig, prepare_student
+    from reasonkit.distill.prepare.run import prepare_student
 
-    cfg = from_dict(PrepareConfig, {"model": model, **{k: v for k, v in flags.items() if v is not None}}, "prepare-student")
+    cfg = from_dict(PrepareConfig, {"model": model, **given(ctx, flags)}, "prepare-student")
     result = prepare_student(cfg)
     for key in ("max_position_embeddings", "rope_theta", "rope_scaling", "eos", "pad", "generation_eos_token_id"):
         if key in result:

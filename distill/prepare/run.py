@@ -30,7 +30,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from reasonkit.config import load_json_object
+from reasonkit.config import load_json_object, setting
 from reasonkit.errors import UserError
 
 RECORD = "prepare.json"
@@ -43,14 +43,18 @@ _REWRITTEN = ("tokenizer_config.json", "special_tokens_map.json", "chat_template
 
 @dataclass(frozen=True)
 class PrepareConfig:
-    model: str  # a model directory or Hub id (from the local cache when offline)
-    out: str = "student"
-    max_positions: int | None = None  # new max_position_embeddings (and tokenizer model_max_length)
-    rope_theta: float | None = None  # new RoPE base (open-r1: 300000 for 32k on Qwen2.5-Math)
-    rope_scaling: str | None = None  # "TYPE:FACTOR", e.g. "yarn:4" or "linear:2" (original length = the old positions)
-    template: str = "auto"  # auto (from the vocabulary), chatml, llama3, keep (the model's own), or a .jinja file
-    eos: str | None = None  # the turn-end token to make EOS; default: the family's (<|im_end|>, <|eot_id|>)
-    overwrite: bool = False
+    model: str = setting(cli=False)  # the command's argument: a model directory or Hub id (from the local cache when offline)
+    out: str = setting("student", "The new model directory (weights hard-linked, never changed).")
+    # new max_position_embeddings (and tokenizer model_max_length)
+    max_positions: int | None = setting(None, "New max_position_embeddings (open-r1: 32768 for Qwen2.5-Math).")
+    rope_theta: float | None = setting(None, "New RoPE base (open-r1: 300000 with 32768 positions).")
+    # "TYPE:FACTOR", e.g. "yarn:4" or "linear:2" (original length = the old positions)
+    rope_scaling: str | None = setting(None, "RoPE scaling TYPE:FACTOR, e.g. yarn:4 (the original length is the old "
+                                             "positions).")
+    template: str = setting("auto", "Chat template with {% generation %} markers: auto (from the vocabulary), chatml, "
+                                    "llama3, keep (the model's own, with its EOS), or a .jinja file.")
+    eos: str | None = setting(None, "The turn-end token to make EOS [the family's: <|im_end|>, <|eot_id|>].")
+    overwrite: bool = setting(False, "Replace OUT if it holds something else.")
 
     def __post_init__(self) -> None:
         if self.max_positions is not None and self.max_positions < 1:

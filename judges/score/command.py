@@ -6,21 +6,16 @@ import json
 
 import click
 
+from reasonkit.judges.score.run import ScoreConfig
+from reasonkit.options import Command, config_options, given
 
-@click.command("score", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+
+@click.command("score", cls=Command, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.argument("input", type=click.Path())
-@click.option("--model", required=True, help="Reward model directory (distill train --method rm / prm) or its LoRA adapter.")
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output stage directory; rerunning resumes it.")
-@click.option("--batch-size", type=int, default=None, help="Rows per forward, sorted by length. [default: 16]")
-@click.option("--shard-size", type=int, default=None, help="Input rows per committed shard. [default: 1024]")
-@click.option("--max-length", type=int, default=None, help="Tokens kept per row. [default: all]")
-@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default=None, help="[default: float32]")
-@click.option("--response-only", "include_reasoning", flag_value=False, default=None,
-              help="Score the response after </think> only, not the reasoning.")
-@click.option("--allow-incomplete", is_flag=True, default=None, help="Read an input stage that has not finished.")
-@click.option("--overwrite", is_flag=True, default=None, help="Replace an --out written with other settings.")
+@config_options(ScoreConfig, required=("model", "out"))
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override any ScoreConfig key (repeatable).")
-def score(sets, **flags) -> None:
+@click.pass_context
+def score(ctx: click.Context, sets: tuple[str, ...], **flags) -> None:
     """Add a reward model's `reward` (a PRM's also `step_rewards`) to every row of a traces or verdicts table.
 
     \b
@@ -30,7 +25,7 @@ def score(sets, **flags) -> None:
     distill filter runs/scored --out runs/best --select reward
     """
     from reasonkit.config import from_dict, override
-    from reasonkit.judges.score.run import ScoreConfig, run_score
+    from reasonkit.judges.score.run import run_score
 
-    cfg = override(from_dict(ScoreConfig, {k: v for k, v in flags.items() if v is not None}, "score"), list(sets), "score")
+    cfg = override(from_dict(ScoreConfig, given(ctx, flags), "score"), list(sets), "score")
     click.echo(json.dumps(run_score(cfg), indent=2))

@@ -23,7 +23,9 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
+from reasonkit.config import setting
 from reasonkit.errors import UserError
+from reasonkit.judges.config import StageRun
 
 #: Settings that change how a run goes, not what it writes (left out of the fingerprint: a run resumed with
 #: another batch size continues the same output).
@@ -32,19 +34,19 @@ RUN_ONLY = ("input", "out", "batch_size", "shard_size", "allow_incomplete", "ove
 SCORE_COLUMNS = ("reward", "step_rewards")
 
 
-@dataclass(frozen=True)
-class ScoreConfig:
-    input: str
-    out: str
-    model: str  # a reward model directory (rm or prm) or a LoRA adapter of one
-    batch_size: int = 16  # rows per forward, sorted by length
-    shard_size: int = 1024  # input rows per committed shard
-    max_length: int | None = None  # tokens kept per row (None: all)
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "float32"
+@dataclass(frozen=True, kw_only=True)
+class ScoreConfig(StageRun):
+    input: str = setting(cli=False)  # the command's argument
+    # a reward model directory (rm or prm) or a LoRA adapter of one
+    model: str = setting(help="Reward model directory (distill train --method rm / prm) or its LoRA adapter.")
+    batch_size: int = setting(16, "Rows per forward, sorted by length.")
+    shard_size: int = setting(1024, "Input rows per committed shard.")
+    max_length: int | None = setting(None, "Tokens kept per row. [default: all]")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = setting("float32", "")
     device: str | None = None  # None: cuda when there is one, else cpu
-    include_reasoning: bool = True  # score the think block with the response (False: the response alone)
-    allow_incomplete: bool = False
-    overwrite: bool = False
+    # score the think block with the response (False: the response alone)
+    include_reasoning: bool = setting(True, "Score the response after </think> only, not the reasoning.",
+                                      flag="--response-only", flag_value=False)
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "shard_size"):
