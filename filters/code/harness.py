@@ -1,7 +1,7 @@
 """The harness that runs every test of one program in ONE sandbox, one process per test (stdlib only).
 
 filters/code/verify.py ships this file's source as ``harness.py`` next to ``solution.py`` (the model's
-program) and ``tests.json`` (the tests' *inputs* only) and runs ``python harness.py`` with the sandbox's
+program) and ``tests.marshal`` (the tests' *inputs* only) and runs ``python harness.py`` with the sandbox's
 report channel (descriptor 3). The expected outputs never enter the sandbox: the harness reports what
 the program printed (or returned), capped, and the caller compares (filters/code/tests.py).
 
@@ -31,24 +31,33 @@ Traceback (most recent call last):
 reasonkit.filters.code.harness.OutputLimit
 """
 
+# Only modules that cost nothing to import here: the harness starts once per answer, and json (its re,
+# enum), typing, copy and ctypes took more CPU than the rest of a three-test run (bench/code.py). json,
+# copy and typing are imported before the first test only when a test needs them (a call test; a
+# program that names a typing name); prctl is called through _ctypes, the input read with marshal.
+import _ctypes
+import _json
+import _signal as signal
 import builtins
-import copy
-import ctypes
 import io
-import json
+import marshal
 import os
 import select
-import signal
 import sys
 import time
-import typing  # noqa: F401 - imported before any test: _namespace's "from typing import *" finds it loaded
 
 REPORT_FD = 3  # the sandbox's report channel (sandbox.run(report=True))
 # What a test's process may say about how it failed; anything else it writes first is no record.
 CLAIMS = ("runtime_error", "memory", "file_size", "processes", "output_limit", "compile_error")
 SETTLED = ("timeout", "memory", "processes", "compile_error")  # the rest of the tests would only spend the budget
 HEADER = 32  # the first line of a record: "ok" or a claimed failure kind
-_LIBC = ctypes.CDLL(None)
+_PRCTL = _ctypes.dlsym(_ctypes.dlopen(None, os.RTLD_NOW), "prctl")
+PR_SET_DUMPABLE = 4
+TYPING = [False]  # whether each test's namespace gets "from typing import *" (main sets it)
+
+
+def _prctl(option, value):
+    return _ctypes.call_function(_PRCTL, (option, value, 0, 0, 0))
 
 
 class TestTimeout(BaseException):
@@ -115,7 +124,8 @@ def _namespace(name):
     """A fresh module namespace with typing's names in it: LeetCode-style starter code (LiveCodeBench's
     ``class Solution`` with ``List[int]`` hints) comes without its imports, as TACO's checker assumes too."""
     namespace = {"__name__": name}
-    exec("from typing import *", namespace)
+    if TYPING[0]:  # the caller found a typing name in the source (verify.py); otherwise the import changes nothing
+        exec("from typing import *", namespace)
     return namespace
 
 
@@ -148,9 +158,13 @@ def _execute(code, fn_name, args, cap):
         if function is None:
             return "compile_error", f"no function {fn_name!r} (top level or a method of class Solution)"
         try:
+            import copy  # loaded before the first test (main)
+
             value = function(*copy.deepcopy(args))
         except SystemExit as e:  # a function has no exit status to end with: a failure
             return "runtime_error", f"SystemExit: {e.code}"
+        import json  # loaded before the first test (main)
+
         try:  # JSON writes a tuple as a list, as the test sets store a returned tuple
             shown = json.dumps(value, sort_keys=True)
         except (TypeError, ValueError, RecursionError):  # a set, an object, too deep: not a value any test expects
@@ -169,7 +183,7 @@ def _test_process(code, fn_name, test, cap, record_fd, stdin_fd, pid1):
     me = os.getpid()
     try:
         os.close(REPORT_FD)  # first of all: no code of the program ever holds the report channel
-        _LIBC.prctl(4, 1, 0, 0, 0)  # dumpable again (its own /proc/self/environ readable): it holds nothing of the harness's
+        _prctl(PR_SET_DUMPABLE, 1)  # dumpable again (its own /proc/self/environ readable): it holds nothing of the harness's
         if not pid1:
             os.setpgid(0, 0)  # without a PID namespace, its group is what the harness kills
         for sig in range(1, signal.NSIG):
@@ -287,9 +301,20 @@ def _verdict_of_test(ended, record, fits, wstatus, seconds):
         return {**line, "reason": kind, "error": body[:300]}
     if wstatus is not None and os.WIFSIGNALED(wstatus):
         sig = os.WTERMSIG(wstatus)
-        name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+        import signal as names  # only here: the full module imports enum
+
+        name = names.Signals(sig).name if sig in signal.valid_signals() else str(sig)
         return {**line, "reason": "file_size" if sig == signal.SIGXFSZ else "runtime_error", "error": f"killed by {name}"}
     return {**line, "reason": "runtime_error", "error": "the test's process ended without a result"}
+
+
+def json_line(record):
+    """A result record (str, int, float or None values) as one JSON line, without the json module."""
+    fields = []
+    for key, value in record.items():
+        text = "null" if value is None else _json.encode_basestring_ascii(value) if isinstance(value, str) else repr(value)
+        fields.append(f"{_json.encode_basestring_ascii(key)}: {text}")
+    return "{" + ", ".join(fields) + "}\n"
 
 
 def run_test(code, fn_name, test, timeout, cap, pid1):
@@ -312,7 +337,7 @@ def run_test(code, fn_name, test, timeout, cap, pid1):
 
 
 def main():
-    _LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no test's process reads its memory or descriptors
+    _prctl(PR_SET_DUMPABLE, 0)  # no test's process reads its memory or descriptors
     for sig in range(1, signal.NSIG):
         if sig not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, 32, 33):
             try:
@@ -322,18 +347,24 @@ def main():
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)  # a test's process writing on fd 1 writes nowhere; what counts is sys.stdout
     os.close(null)
-    with open("tests.json") as f:
-        spec = json.load(f)
+    with open("tests.marshal", "rb") as f:
+        spec = marshal.load(f)
     with open("solution.py") as f:
         source = f.read()
     timeout, cap, fn_name = float(spec["timeout"]), int(spec["output_cap"]), spec.get("fn_name")
+    TYPING[0] = bool(spec.get("typing"))
+    if TYPING[0]:
+        import typing  # noqa: F401 - once here, not in each test's process
+    if fn_name is not None:
+        import copy  # noqa: F401
+        import json  # noqa: F401
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     for name in ("exit", "quit"):  # site's builtins (the sandbox runs python -S): programs end with exit()
         if not hasattr(builtins, name):
             setattr(builtins, name, sys.exit)
 
     def report(**result):
-        _write_all(REPORT_FD, (json.dumps(result) + "\n").encode())
+        _write_all(REPORT_FD, json_line(result).encode())
 
     try:
         code = compile(source, "solution.py", "exec")

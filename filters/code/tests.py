@@ -62,7 +62,7 @@ class Tests:
     tolerance: float | None = None
 
     def spec(self, timeout: float, output_cap: int) -> dict:
-        """The harness's ``tests.json`` (filters/code/harness.py): the inputs only, never the outputs."""
+        """The harness's ``tests.marshal`` (filters/code/harness.py): the inputs only, never the outputs."""
         return {"inputs": [i if self.fn_name is None else list(i) for i, _ in self.cases],
                 "fn_name": self.fn_name, "timeout": timeout, "output_cap": output_cap}
 

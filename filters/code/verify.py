@@ -29,6 +29,7 @@ no process of the program holds: nothing the program prints or writes is read as
 from __future__ import annotations
 
 import json
+import marshal
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -96,6 +97,23 @@ def harness_source() -> str:
     return HARNESS.read_text()
 
 
+@cache
+def _typing_names() -> re.Pattern:
+    import typing
+
+    return re.compile(r"\b(?:" + "|".join(sorted(typing.__all__, key=len, reverse=True)) + r")\b")
+
+
+def names_typing(code: str) -> bool:
+    """Whether ``code`` mentions a name ``from typing import *`` gives (LeetCode-style ``List[int]`` without
+    its import): only then does the harness import typing (~12 ms of CPU an answer) into each test.
+
+    >>> names_typing("def f(a: List[int]) -> int: ..."), names_typing("print(sum(map(int, input().split())))")
+    (True, False)
+    """
+    return _typing_names().search(code) is not None
+
+
 def check_code(code: str, tests: Tests, *, timeout: float = 5.0, limits=None, mode: str | None = None) -> CodeVerdict:
     """Run ``code`` against ``tests`` in one sandboxed process; ``timeout`` is per test."""
     from reasonkit import sandbox
@@ -108,7 +126,7 @@ def check_code(code: str, tests: Tests, *, timeout: float = 5.0, limits=None, mo
     limits = limits or sandbox.Limits(cpu_seconds=wall, output_bytes=max(4 << 20, 2 * cap * len(tests.cases)))
     try:
         result = sandbox.run(argv=["python", "harness.py"], timeout=wall, limits=limits, mode=mode, report=True, files={
-            "harness.py": harness_source(), "solution.py": code, "tests.json": json.dumps(tests.spec(timeout, cap))})
+            "harness.py": harness_source(), "solution.py": code, "tests.marshal": marshal.dumps({**tests.spec(timeout, cap), "typing": names_typing(code)})})
     except sandbox.SandboxError as e:
         return CodeVerdict(None, 0, len(tests.cases), "sandbox_error", detail=str(e)[:300])
     return verdict_of(result, tests)

@@ -200,7 +200,7 @@ def test_exit_builtins_and_no_expected_output_inside_the_sandbox():
     # exit() is site's builtin, and the sandbox runs python -S: the harness provides it
     assert verdict(RIGHT + "exit()").correct and verdict(RIGHT + "quit(0)").correct
     # the expected outputs never enter the sandbox: a program looking for them finds inputs only
-    snoop = "if '21' in open('tests.json').read():\n    raise SystemExit('the expected outputs are visible')\n" + RIGHT
+    snoop = "if b'21' in open('tests.marshal', 'rb').read():\n    raise SystemExit('the expected outputs are visible')\n" + RIGHT
     assert verdict(snoop).correct  # 21 is test 5's expected output, in no input
     # a result line claiming a pass, forged on the results stream, counts for nothing: the parent compares
     # the outputs itself (to forge one, a program would need the expected output, which it never sees)
