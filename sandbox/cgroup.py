@@ -25,7 +25,6 @@ memory limits stay per process.
 from __future__ import annotations
 
 import errno
-import functools
 import itertools
 import os
 import time
@@ -73,10 +72,18 @@ def _read(path: str) -> str:
         return f.read()
 
 
-@functools.cache
+_probed: dict = {}  # not functools.cache: the init imports this module, and functools costs its start ~2 ms
+
+
 def _parents() -> tuple[str, dict[str, str]] | None:
     """("v2", {"v2": dir}) or ("v1", {controller: dir}): where this process may make a run's cgroup, probed
     once by making (and removing) one; None where it may not."""
+    if "found" not in _probed:
+        _probed["found"] = _probe()
+    return _probed["found"]
+
+
+def _probe() -> tuple[str, dict[str, str]] | None:
     try:
         mounts, own = _mounts(), _own()
     except OSError:
