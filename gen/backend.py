@@ -18,20 +18,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from reasonkit.gen.settings import Sampling
+
 FINISH_REASONS = ("stop", "length", "error")
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """Sampling parameters of one request. ``seed`` is the request's own (see :func:`derive_seed`).
-
-    R1's recommended settings are the defaults: temperature 0.6, top-p 0.95.
-    """
-
-    temperature: float = 0.6
-    top_p: float = 0.95
-    max_tokens: int = 32768
-    seed: int | None = None
 
 
 @dataclass(frozen=True)

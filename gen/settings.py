@@ -34,11 +34,18 @@ class SamplingSettings:
     max_tokens: int = setting(32768, "Completion token budget per sample.")
     seed: int = setting(0, "Run seed; each prompt's seed derives from (seed, id).")
 
-    def request_sampling(self, seed: int):
-        """The per-request sampling of gen/backend.py, with that request's own (derived) seed."""
-        from reasonkit.gen.backend import Sampling
+    def request_sampling(self, seed: int) -> Sampling:
+        """One request's sampling (gen/backend.py's Request), with that request's own (derived) seed."""
+        return Sampling(**values_of(self, SamplingSettings, seed=seed))
 
-        return Sampling(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=seed)
+
+@dataclass(frozen=True, kw_only=True)
+class Sampling(SamplingSettings):
+    """Sampling parameters of one request: the stage's sampling group, with the request's own ``seed``
+    (gen/backend.py's :func:`derive_seed`). A field added to the group is here too, so every backend
+    can read it from every request."""
+
+    seed: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

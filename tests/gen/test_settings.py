@@ -76,3 +76,12 @@ def test_a_flag_not_given_leaves_the_yaml_value(tmp_path):
     (tmp_path / "c.yaml").write_text("generate:\n  temperature: -1\n  prompts: nowhere.jsonl\n  teacher: t\n  out: o\n")
     result = CliRunner().invoke(cli, ["generate", "--config", str(tmp_path / "c.yaml"), "--top-p", "0.5"])
     assert result.exit_code == 2 and "--temperature -1.0: expected >= 0" in result.output  # the YAML's, not 0.6
+
+
+def test_a_request_carries_every_sampling_field_with_its_own_seed():
+    from reasonkit.gen.settings import values_of
+
+    config = GenerateConfig(prompts="p", teacher="t", out="o", backend="hf", temperature=0.3, top_p=0.5, max_tokens=7)
+    sampling = config.request_sampling(42)
+    assert names(type(sampling)) == names(SamplingSettings)
+    assert values_of(sampling, SamplingSettings) == {**values_of(config, SamplingSettings), "seed": 42}

@@ -119,7 +119,7 @@ def test_openai_backend_reads_the_servers_parsed_tool_calls(tmp_path, task, tool
             box = load_tools("search", corpus=task[0], k=SEARCH_K)
             question = rows[0]["messages"][:1]
             backend = OpenAIBackend(tool_model, base_url=url)
-            [done] = backend.generate([Request("q", question, 1, Sampling(0.0, 1.0, 64, 0), tools=box.schemas())])
+            [done] = backend.generate([Request("q", question, 1, Sampling(temperature=0.0, top_p=1.0, max_tokens=64, seed=0), tools=box.schemas())])
             assert done.tool_calls and done.tool_calls[0].name == "search" and "<tool_call>" not in done.text
 
 
