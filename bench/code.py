@@ -7,9 +7,9 @@ Both check the same answers (ROWS programs, right, wrong, crashing, over three s
 TESTS tests each, TACO-shaped ``input_output``) on ``--workers`` at once, in one run, rounds
 alternating; their verdicts must agree.
 
-- **ours**: :class:`reasonkit.filters.code.verify.CodeChecker`: one sandboxed process per answer (fresh
-  network/PID/mount namespaces, rlimits, a uid of its own) whose harness runs every test with its
-  own timer (filters/code/harness.py).
+- **ours**: :class:`reasonkit.filters.code.verify.CodeChecker`: one sandbox per answer (fresh
+  network/PID/mount/IPC/UTS/cgroup namespaces, a cgroup and rlimits, a uid of its own) whose harness
+  forks one process per test and times it with its own clock (filters/code/harness.py).
 - **baseline**: SkyThought's ``taco``/``apps`` checkers' way: a ``multiprocessing.Manager`` per
   answer for the results, and one ``multiprocessing.Process`` (spawn start) per test that executes
   the program with the test's stdin and compares its output; ``join(timeout)``. No isolation at all
@@ -22,6 +22,11 @@ Measured (2 CPU cores shared with other jobs, load average 4-8; 48 distinct prog
 
     --tests 10   ours 48 rows in 3.25 s  14.8 rows/s   baseline 36.3 s  1.32 rows/s   11.2x
     --tests 3    ours 48 rows in 3.44 s  13.9 rows/s   baseline 15.3 s  3.14 rows/s    4.4x
+
+After issue 38 (a process per test, the init outside the program's namespaces, a cgroup per run; the
+harness importing only what costs nothing), --tests 3 --rounds 4, load average ~5:
+
+    --tests 3    ours 48 rows in 3.04 s  15.8 rows/s   baseline 20.0 s  2.40 rows/s    6.6x
 
 Ours costs one sandbox start per answer (~135 ms wall here) whatever the test count; the baseline a
 spawn start (~300 ms loaded) per test it runs, fewer for a wrong answer (it stops at the first

@@ -4,9 +4,10 @@ Shared by the ``python`` tool (gen/tools/python.py) and the code verifier; it kn
 call of :func:`run` is one program run, in the strongest mode the machine allows (``root`` as root,
 ``userns`` for everyone else; ``none`` only when the user asks for it by name, ``--sandbox none``):
 
-- fresh PID, mount and network namespaces (``unshare``): no network at all (not even the host's
-  loopback, where a vLLM server may listen), only its own processes visible, and every process of
-  the run (a detached, double-forked daemon included) killed when the program ends;
+- fresh PID, mount, network, IPC, UTS and cgroup namespaces: no network at all (not even the host's
+  loopback, where a vLLM server may listen), only its own processes visible (the init stays outside
+  them), no System V or POSIX IPC object of the host's or another run's, and every process of the run
+  (a detached, double-forked daemon included) killed when the program ends;
 - a **minimal root of its own** (view.py, ``pivot_root``): read-only binds of what the interpreter
   needs, ``/dev`` with four devices, its own ``/proc``, a private size-capped ``/tmp`` holding an
   empty working directory; no home, no project, no run directory, no dataset (so no test's
@@ -14,7 +15,9 @@ call of :func:`run` is one program run, in the strongest mode the machine allows
 - **no privilege** (confine.py): empty effective, permitted, inheritable, ambient and bounding
   capability sets, an unprivileged uid of its own as root, ``no_new_privs``, and a seccomp filter
   refusing mount, umount2, pivot_root, chroot, unshare, setns, ptrace and namespace clones;
-- ``setrlimit`` limits on CPU seconds, address space, file size, open files and process count;
+- limits for the run as a whole where a cgroup can be made (cgroup.py: memory with its tmpfs and memfd
+  pages, process count, CPU time), and ``setrlimit`` limits per process (CPU seconds, address space,
+  file size, open files, process count); ``Result.isolation`` says ``cgroup`` or ``no-cgroup``;
 - a clean environment (``PATH``, ``LANG``, ``HOME``: no token or key of the caller's);
 - a wall-clock timeout that kills everything; stdout and stderr read up to a cap (the run is
   stopped when a stream passes it), never buffered whole.
