@@ -41,6 +41,7 @@ from reasonkit.filters.select import reward_pick, reward_scores, select, select_
 from reasonkit.filters.trajectory import is_trajectories
 from reasonkit.filters.trajectory import report as trajectory_report
 from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
+from reasonkit.sandbox.stage import sandbox_record
 from reasonkit.schema import MESSAGES, TABLES
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
 from reasonkit.ticker import Ticker, plain_ticker
@@ -165,11 +166,11 @@ def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool =
     report = tally.report(funnel_order(config, filters, deduper), sft_rows=tally.rows_out,
                           input=str(config.traces), seconds=round(time.time() - started, 3),
                           config=config.fingerprinted(), **reward_report(work, config), **extra,
-                          **({"sandbox": sandbox_mode} if sandbox_mode else {}))
+                          **sandbox_record(sandbox_mode))
     _write_json(out / REPORT, report)
     rejected_w.finish()
     sft_w.finish()
-    kept_w.finish(rows_in=report["rows_in"], rows_out=report["rows_out"], **({"sandbox": sandbox_mode} if sandbox_mode else {}))
+    kept_w.finish(rows_in=report["rows_in"], rows_out=report["rows_out"], **sandbox_record(sandbox_mode))
     shutil.rmtree(out / WORK, ignore_errors=True)
     timings["write"] = time.perf_counter() - step
     # Where the time went, for the user and for bench/filter.py (not in report.json: it is not a result).

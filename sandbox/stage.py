@@ -15,7 +15,7 @@ import os
 import click
 
 from reasonkit.errors import UserError
-from reasonkit.sandbox.runner import ENV_MODE, SandboxError, preflight
+from reasonkit.sandbox.runner import ENV_MODE, SandboxError, isolation_of, preflight
 
 CHOICES = ("auto", "none")
 
@@ -26,6 +26,12 @@ def require_sandbox(what: str) -> str:
         return preflight()
     except SandboxError as e:
         raise UserError(f"{what}: {e}") from None
+
+
+def sandbox_record(mode: str | None) -> dict:
+    """What a stage's report and manifest say of how its programs ran: the mode and what a run in it
+    isolates here (``no-cgroup`` where the machine gives no cgroup: memory and CPU capped per process only)."""
+    return {"sandbox": mode, "sandbox_isolation": list(isolation_of(mode))} if mode else {}
 
 
 def use_mode(value: str | None) -> str | None:

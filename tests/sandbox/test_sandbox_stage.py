@@ -109,10 +109,12 @@ def test_sandbox_none_opts_in_warns_and_is_recorded(tmp_path):
         report = json.loads((work / "out" / "report.json").read_text())
         manifest = json.loads((work / "out" / "_manifest.json").read_text())
         assert report["sandbox"] == "none" and manifest["sandbox"] == "none"
+        # no cgroup for this user: said in the manifest (issue 38 item 10), memory and CPU per process only
+        assert "no-cgroup" in manifest["sandbox_isolation"] and report["sandbox_isolation"] == manifest["sandbox_isolation"]
         import pyarrow.parquet as pq
 
         isolation = pq.read_table(work / "out" / "part-00000.parquet").column("isolation").to_pylist()
-        assert isolation and all(value.startswith("no-namespaces") for value in isolation)
+        assert isolation and all(value.startswith("no-namespaces") and "no-cgroup" in value for value in isolation)
     finally:
         subprocess.run(["rm", "-rf", str(work)], check=False)
 

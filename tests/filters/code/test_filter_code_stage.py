@@ -44,6 +44,8 @@ def test_code_verdicts_flow_through_the_filter(tmp_path):
         {"id": "p1", "sample": 0, "correct": True, "tests_passed": 3, "tests_total": 3}]
     assert kept.column("pred").to_pylist() == ["a, b = map(int, input().split())\nprint(a + b)\n"]
     assert kept.column("isolation")[0].as_py()  # the isolation in force is recorded (e.g. netns,pidns,...)
+    manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())  # and the run's, cgroup or no-cgroup
+    assert manifest["sandbox_isolation"] == report["sandbox_isolation"] == kept.column("isolation")[0].as_py().split(",")
     why = {(r["id"], r["sample"]): (r["drop_reason"], r["verify_reason"], r["tests_passed"])
            for r in rejected.select(["id", "sample", "drop_reason", "verify_reason", "tests_passed"]).to_pylist()}
     assert why == {("p1", 1): ("wrong", "wrong_answer", 1), ("p1", 2): ("wrong", "timeout", 0),
