@@ -5,13 +5,16 @@ Not imported: ``sandbox/runner.py`` starts it as ``python -I -S sandbox/init.py 
 namespaces, and a user namespace in ``userns`` mode) or bubblewrap. The arguments are descriptors,
 never paths: BUNDLE holds the spec (argv, environment, limits, mode, the view) and the program's
 files; the status (exit, signal, CPU seconds, whether the wall clock ended it, or why the sandbox
-could not start) goes back on STATUS; CONTROL is the caller's: its end closed asks for a stop (and
-in ``userns`` as root, one byte says the user namespace is mapped); REPORT, when given, becomes the
+could not start) goes back on STATUS (marshal, like BUNDLE); CONTROL is the caller's: its end closed
+asks for a stop, one byte ``m`` says the user namespace is mapped (``userns`` as root), one byte ``c``
+that this process was moved into the run's cgroup (cgroup.py); REPORT, when given, becomes the
 program's descriptor 3 (the code verifier's harness reports its tests there).
 
 The init stays **outside** the program's PID namespace: it makes that namespace (``unshare(
 CLONE_NEWPID)``) and forks the program as its PID 1, so nothing the program runs can name it, signal
-it, limit it or read it, whatever uid they share. The program's child, before it execs: builds the
+it, limit it or read it, whatever uid they share. Born in the run's cgroup, the program's child waits, while it builds its
+view, for the init to leave that cgroup (no OOM kill at the program's cap can end the init). The
+program's child, before it execs: builds the
 view (view.py: a minimal read-only root of its own, its own ``/proc``, private size-capped ``/tmp``)
 and pivots into it, sets its rlimits, takes every privilege (confine.py) and execs; a failure there
 goes back on a pipe closed by the exec, the only way the sandbox says it failed. The wall clock is a
@@ -29,7 +32,7 @@ import select
 import _signal as signal  # the full module imports enum (~3 ms of the init's start)
 import sys
 
-# With -I the script's own directory is not on sys.path: its two stdlib-only siblings are added by hand.
+# With -I the script's own directory is not on sys.path: its stdlib-only siblings are added by hand.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgroup  # noqa: E402
 import confine  # noqa: E402
