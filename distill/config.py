@@ -52,32 +52,152 @@ DEFAULT_REWARDS = {"accuracy": 1.0, "format": 0.2}
 #: Where GRPO's vLLM server is (vllm_mode server; TRL's GRPOConfig fields of the same names): they say where
 #: completions are sampled, not what is trained, so they are not fingerprinted.
 VLLM_SERVER_FIELDS = ("vllm_server_base_url", "vllm_server_host", "vllm_server_port", "vllm_server_timeout")
-#: Keys that do not change what a run computes; a resumed run may differ from its start in these.
-NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit", "report_to",
-                     "dataset_num_proc", "gpu_memory_gb", "use_vllm", "vllm_mode", "vllm_gpu_memory_utilization",
-                     "max_prompt_length", "rollouts_every", *VLLM_SERVER_FIELDS)
-#: GRPO with tools (distill/rl/tools.py): left out of a run's fingerprint when it names no tools, so GRPO runs
-#: started before tools existed still resume.
-TOOL_FIELDS = ("tools", "corpus", "max_turns", "tool_timeout", "search_k")
-#: GRPO's own settings: left out of the fingerprint of SFT and DPO runs (which they do not touch), so the
-#: runs started before GRPO existed still resume.
-GRPO_FIELDS = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsilon_high", "max_completion_length",
-               "temperature", "top_p", "rewards", "lang", "verifier", "steps_per_generation", "num_iterations",
-               "mask_truncated_completions", "instruction", "system", "reward_model", *TOOL_FIELDS)
-#: The reward models' own settings (distill/reward/rm.py, distill/reward/prm.py): left out of the other methods' fingerprints.
-SCORER_FIELDS = ("eval_share", "margin_scale", "center_rewards_coefficient", "step_separator")
-#: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
-#: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
-LAUNCH_FIELDS = ("launcher", "num_processes", "accelerate_config", "gpus", "num_machines", "machine_rank", "main_process_ip",
-                 "main_process_port")
 #: Fingerprinted as their product with the process count (the global batch): how a batch is split
 #: between devices and accumulation steps changes memory, not the optimizer's steps, so a run that
 #: hit OOM resumes with batch_size halved and grad_accum doubled, or on 4 GPUs instead of 8.
 BATCH_SPLIT = ("batch_size", "grad_accum")
 
 
+@dataclass(frozen=True, kw_only=True)
+class LoraSettings:
+    """LoRA through peft (distill/student.py); ignored with full=True."""
+
+    lora_r: int = setting(16, "LoRA rank.")
+    lora_alpha: int = setting(32, "LoRA alpha.")
+    lora_dropout: float = setting(0.05, "LoRA dropout.")
+    # peft's shorthand, or comma-separated module names
+    target_modules: str = setting("all-linear", "LoRA target modules, comma-separated.")
+    full: bool = setting(False, "Full fine-tuning instead of LoRA.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GrpoSettings:
+    """GRPO's own settings (TRL's GRPOTrainer; distill/rl/grpo.py): fingerprinted for GRPO runs only."""
+
+    # GRPO (TRL's GRPOTrainer; distill/rl/grpo.py). batch_size counts completions, as TRL's does: a step of
+    # batch_size 8 x grad_accum 8 trains on 64 completions, i.e. 8 prompts of num_generations 8.
+    # G, completions per prompt: the group whose rewards are compared
+    num_generations: int = setting(8, "GRPO: completions sampled per prompt, G.")
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = setting("dapo", "GRPO loss.")
+    scale_rewards: Literal["group", "batch", "none"] = setting("group", "GRPO: divide advantages by the group's reward std, the batch's, or nothing.")
+    # the clip range of the probability ratio
+    epsilon: float = setting(0.2, "GRPO: clip range of the probability ratio.")
+    epsilon_high: float | None = None  # None: epsilon; DAPO's clip-higher uses 0.28
+    max_completion_length: int = setting(256, "GRPO: tokens per sampled completion.")
+    temperature: float = setting(1.0, "GRPO: sampling temperature.")
+    top_p: float = 1.0
+    rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (filters/rewards.py)
+    reward_model: str | None = None  # the rm reward's model (--reward rm=PATH[:WEIGHT]; filters/reward_model.py)
+    lang: str = "en"  # the language reward's target
+    verifier: Literal["math", "int", "exact"] = "math"  # the accuracy reward's Verifier, as `distill filter --verifier`
+    steps_per_generation: int | None = None  # None: grad_accum (TRL's); one generation feeds this many steps
+    num_iterations: int = 1  # optimizer passes over each generation (mu in the GRPO paper)
+    mask_truncated_completions: bool = False  # DAPO: completions cut at max_completion_length train nothing
+    instruction: str | None = R1_INSTRUCTION  # appended to a prompt's problem text, as `distill generate` does
+    system: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GrpoRunSettings:
+    """Where and how GRPO samples (its vLLM, rollouts' commits): not what is trained, never fingerprinted."""
+
+    max_prompt_length: int | None = None  # None: the longest prompt (the lint measures it); sizes vLLM's context
+    use_vllm: bool | None = None  # None: on when CUDA is there and vllm imports
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_gpu_memory_utilization: float = 0.3
+    # vllm_mode server: the `trl vllm-serve` to sample from, by URL ("http://node1:8000") or by host and port (None:
+    # TRL's defaults, 0.0.0.0:8000), and how long to wait for it to come up (None: TRL's 240 s; a 7B loads in ~1 min)
+    vllm_server_base_url: str | None = None
+    vllm_server_host: str | None = None
+    vllm_server_port: int | None = None
+    vllm_server_timeout: float | None = None
+    # commit OUT/rollouts every N steps, at every checkpoint and at the end (None: checkpoints and end only); a
+    # step of 512 R1-length completions holds ~16 MB of text, so waiting for a checkpoint would hold gigabytes
+    rollouts_every: int | None = 10
+
+
+@dataclass(frozen=True, kw_only=True)
+class GrpoToolSettings:
+    """GRPO with tools: fingerprinted when a run names tools."""
+
+    # GRPO with tools: TRL's tool loop (GRPOTrainer(tools=...)) runs the shipped tools between the policy's turns,
+    # as `distill generate --tools` does; the observations' tokens are masked out of the loss (distill/rl/tools.py)
+    # comma-separated: search,python (gen/tools/base.py)
+    tools: str | None = setting(None, "GRPO: comma-separated tools the policy calls between its turns (search,python), run by TRL's "
+        "tool loop as `distill generate --tools` runs them; tool results are masked out of the loss [none].")
+    # the search tool's passages: JSONL or Parquet with id and contents
+    corpus: str | None = setting(None, "GRPO --tools search: the passages, JSONL or Parquet with id and contents.")
+    # assistant turns per completion (TRL's max_tool_calling_iterations = max_turns - 1)
+    max_turns: int = setting(8, "GRPO --tools: assistant turns per completion.")
+    tool_timeout: float = 10.0  # seconds per python call
+    # passages per search observation, as generate and eval show them (the agent teacher reads 1)
+    search_k: int = setting(3, "GRPO --tools search: passages per observation.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScorerSettings:
+    """The reward models' own settings: fingerprinted for rm and prm runs only."""
+
+    # Reward models: rm (TRL's RewardTrainer, distill/reward/rm.py) and prm (token classification, distill/reward/prm.py).
+    # share of the rows held out (seeded) for the report's held-out accuracy; 0: none
+    eval_share: float = setting(0.1, "rm, prm: share of the prompts held out for the report's accuracy.")
+    # rm: the loss is -log sigmoid(r_c - r_r - m) with m = margin_scale x (chosen_score - rejected_score) where both
+    # scores are present (0 where not); 0 turns margins off. pairs writes 1/0 (verified), judge its rubric's points.
+    margin_scale: float = setting(1.0, "rm: margin = this x (chosen_score - rejected_score) where both are given; 0: no margin.")
+    # rm: + coef x mean(r^2), rewards near zero (TRL; 0.01 suggested)
+    center_rewards_coefficient: float | None = setting(None, "rm: TRL's weight on mean(reward^2), rewards near zero [off; 0.01 suggested].")
+    # prm: joins the steps; each step's label sits on its last token (the separator's)
+    step_separator: str = setting("\n", "prm: the text joining the steps, as label-steps' --separator (\\n, \\t read as "
+        "newline, tab); each step is labelled at its last token [newline].", show_default=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchSettings:
+    """How the run is launched: not fingerprinted (the global batch is, instead)."""
+
+    # Several processes (distill/launch.py). "accelerate": training runs as a subprocess under
+    # `accelerate launch` with num_processes processes (None: every GPU of `gpus`) and an accelerate
+    # config: a shipped one by name (ddp, fsdp, zero3: recipes/accelerate/) or a YAML path. "auto": the same on
+    # a machine with more than one GPU of `gpus` (TRL's SFT, DPO and reward trainers refuse to run in one process
+    # that sees several GPUs: nn.DataParallel), in this process otherwise. "none": one process (on the first GPU of
+    # `gpus`). batch_size x grad_accum x (num_processes, else 1) is the global batch: on another process count the
+    # per-device batch and accumulation are split again to keep it (launch.layout).
+    launcher: Literal["auto", "none", "accelerate"] = "auto"
+    num_processes: int | None = None  # every machine's together, as accelerate counts them
+    accelerate_config: str | None = None
+    # The GPUs to train on, by index among those this process sees ([0, 1] or "0,1"; the only ones the training
+    # processes see); None: every visible GPU.
+    gpus: list[int] | str | None = None
+    # Several machines (accelerate launch on each, distill/launch.py): machine_rank, the main machine's address and
+    # port; None: from Slurm's environment (SLURM_NODEID, MASTER_ADDR or the job's first node, MASTER_PORT or 29500)
+    num_machines: int = 1
+    machine_rank: int | None = None
+    main_process_ip: str | None = None
+    main_process_port: int | None = None
+
+
+def field_names(group: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(group))
+
+
+#: Keys that do not change what a run computes; a resumed run may differ from its start in these.
+NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit", "report_to",
+                     "dataset_num_proc", "gpu_memory_gb", *field_names(GrpoRunSettings))
+#: GRPO with tools (distill/rl/tools.py): left out of a run's fingerprint when it names no tools, so GRPO runs
+#: started before tools existed still resume.
+TOOL_FIELDS = field_names(GrpoToolSettings)
+#: GRPO's own settings: left out of the fingerprint of SFT and DPO runs (which they do not touch), so the
+#: runs started before GRPO existed still resume.
+GRPO_FIELDS = (*field_names(GrpoSettings), *TOOL_FIELDS)
+#: The reward models' own settings (distill/reward/rm.py, distill/reward/prm.py): left out of the other methods' fingerprints.
+SCORER_FIELDS = field_names(ScorerSettings)
+#: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
+#: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
+LAUNCH_FIELDS = field_names(LaunchSettings)
+
+
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings, ScorerSettings, LaunchSettings):
     method: Literal["sft", "dpo", "grpo", "rm", "prm"] = setting(help="SFT on sft rows, DPO on prefs rows, GRPO on prompts with verifiable answers, a reward model (rm) on "
         "prefs rows, or a process reward model (prm) on steps rows.")
     # a model directory or Hub id (not a LoRA adapter: merge it first)
@@ -90,14 +210,6 @@ class TrainConfig:
         "takes TRL's string prefs (prompt/chosen/rejected strings); prm: a steps table (prompt, completions, labels).")
     out: str = setting(help="Output directory: adapter/ (or model/ with --full), checkpoints/, report.json, loss.png (rm/prm: "
         "report.md with held-out accuracy).")
-
-    # LoRA through peft; ignored with full=True.
-    lora_r: int = setting(16, "LoRA rank.")
-    lora_alpha: int = setting(32, "LoRA alpha.")
-    lora_dropout: float = setting(0.05, "LoRA dropout.")
-    # peft's shorthand, or comma-separated module names
-    target_modules: str = setting("all-linear", "LoRA target modules, comma-separated.")
-    full: bool = setting(False, "Full fine-tuning instead of LoRA.")
 
     # Schedule. max_steps, when given, overrides epochs.
     epochs: float = setting(1.0, "Passes over the data.")
@@ -126,65 +238,6 @@ class TrainConfig:
     # Plain DPO can lower the chosen answer's likelihood while the margin grows; on near-identical
     # pairs (a slip in one digit) that erodes the shared procedure. The NLL term anchors it.
     rpo_alpha: float = 0.0
-
-    # GRPO (TRL's GRPOTrainer; distill/rl/grpo.py). batch_size counts completions, as TRL's does: a step of
-    # batch_size 8 x grad_accum 8 trains on 64 completions, i.e. 8 prompts of num_generations 8.
-    # G, completions per prompt: the group whose rewards are compared
-    num_generations: int = setting(8, "GRPO: completions sampled per prompt, G.")
-    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = setting("dapo", "GRPO loss.")
-    scale_rewards: Literal["group", "batch", "none"] = setting("group", "GRPO: divide advantages by the group's reward std, the batch's, or nothing.")
-    # the clip range of the probability ratio
-    epsilon: float = setting(0.2, "GRPO: clip range of the probability ratio.")
-    epsilon_high: float | None = None  # None: epsilon; DAPO's clip-higher uses 0.28
-    max_completion_length: int = setting(256, "GRPO: tokens per sampled completion.")
-    max_prompt_length: int | None = None  # None: the longest prompt (the lint measures it); sizes vLLM's context
-    temperature: float = setting(1.0, "GRPO: sampling temperature.")
-    top_p: float = 1.0
-    rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (filters/rewards.py)
-    reward_model: str | None = None  # the rm reward's model (--reward rm=PATH[:WEIGHT]; filters/reward_model.py)
-    lang: str = "en"  # the language reward's target
-    verifier: Literal["math", "int", "exact"] = "math"  # the accuracy reward's Verifier, as `distill filter --verifier`
-    steps_per_generation: int | None = None  # None: grad_accum (TRL's); one generation feeds this many steps
-    num_iterations: int = 1  # optimizer passes over each generation (mu in the GRPO paper)
-    mask_truncated_completions: bool = False  # DAPO: completions cut at max_completion_length train nothing
-    instruction: str | None = R1_INSTRUCTION  # appended to a prompt's problem text, as `distill generate` does
-    system: str | None = None
-    use_vllm: bool | None = None  # None: on when CUDA is there and vllm imports
-    vllm_mode: Literal["colocate", "server"] = "colocate"
-    vllm_gpu_memory_utilization: float = 0.3
-    # vllm_mode server: the `trl vllm-serve` to sample from, by URL ("http://node1:8000") or by host and port (None:
-    # TRL's defaults, 0.0.0.0:8000), and how long to wait for it to come up (None: TRL's 240 s; a 7B loads in ~1 min)
-    vllm_server_base_url: str | None = None
-    vllm_server_host: str | None = None
-    vllm_server_port: int | None = None
-    vllm_server_timeout: float | None = None
-    # commit OUT/rollouts every N steps, at every checkpoint and at the end (None: checkpoints and end only); a
-    # step of 512 R1-length completions holds ~16 MB of text, so waiting for a checkpoint would hold gigabytes
-    rollouts_every: int | None = 10
-    # GRPO with tools: TRL's tool loop (GRPOTrainer(tools=...)) runs the shipped tools between the policy's turns,
-    # as `distill generate --tools` does; the observations' tokens are masked out of the loss (distill/rl/tools.py)
-    # comma-separated: search,python (gen/tools/base.py)
-    tools: str | None = setting(None, "GRPO: comma-separated tools the policy calls between its turns (search,python), run by TRL's "
-        "tool loop as `distill generate --tools` runs them; tool results are masked out of the loss [none].")
-    # the search tool's passages: JSONL or Parquet with id and contents
-    corpus: str | None = setting(None, "GRPO --tools search: the passages, JSONL or Parquet with id and contents.")
-    # assistant turns per completion (TRL's max_tool_calling_iterations = max_turns - 1)
-    max_turns: int = setting(8, "GRPO --tools: assistant turns per completion.")
-    tool_timeout: float = 10.0  # seconds per python call
-    # passages per search observation, as generate and eval show them (the agent teacher reads 1)
-    search_k: int = setting(3, "GRPO --tools search: passages per observation.")
-
-    # Reward models: rm (TRL's RewardTrainer, distill/reward/rm.py) and prm (token classification, distill/reward/prm.py).
-    # share of the rows held out (seeded) for the report's held-out accuracy; 0: none
-    eval_share: float = setting(0.1, "rm, prm: share of the prompts held out for the report's accuracy.")
-    # rm: the loss is -log sigmoid(r_c - r_r - m) with m = margin_scale x (chosen_score - rejected_score) where both
-    # scores are present (0 where not); 0 turns margins off. pairs writes 1/0 (verified), judge its rubric's points.
-    margin_scale: float = setting(1.0, "rm: margin = this x (chosen_score - rejected_score) where both are given; 0: no margin.")
-    # rm: + coef x mean(r^2), rewards near zero (TRL; 0.01 suggested)
-    center_rewards_coefficient: float | None = setting(None, "rm: TRL's weight on mean(reward^2), rewards near zero [off; 0.01 suggested].")
-    # prm: joins the steps; each step's label sits on its last token (the separator's)
-    step_separator: str = setting("\n", "prm: the text joining the steps, as label-steps' --separator (\\n, \\t read as "
-        "newline, tab); each step is labelled at its last token [newline].", show_default=False)
 
     # Output, checkpoints, resume
     # also write OUT/merged: the adapter folded into the base weights
@@ -225,26 +278,6 @@ class TrainConfig:
     gradient_checkpointing_kwargs: dict | None = None  # e.g. {use_reentrant: false}
     dataset_num_proc: int | None = None  # processes tokenizing the dataset
     gpu_memory_gb: float | None = None  # the GPU the lint's memory estimate must fit (None: torch.cuda's, when present)
-
-    # Several processes (distill/launch.py). "accelerate": training runs as a subprocess under
-    # `accelerate launch` with num_processes processes (None: every GPU of `gpus`) and an accelerate
-    # config: a shipped one by name (ddp, fsdp, zero3: recipes/accelerate/) or a YAML path. "auto": the same on
-    # a machine with more than one GPU of `gpus` (TRL's SFT, DPO and reward trainers refuse to run in one process
-    # that sees several GPUs: nn.DataParallel), in this process otherwise. "none": one process (on the first GPU of
-    # `gpus`). batch_size x grad_accum x (num_processes, else 1) is the global batch: on another process count the
-    # per-device batch and accumulation are split again to keep it (launch.layout).
-    launcher: Literal["auto", "none", "accelerate"] = "auto"
-    num_processes: int | None = None  # every machine's together, as accelerate counts them
-    accelerate_config: str | None = None
-    # The GPUs to train on, by index among those this process sees ([0, 1] or "0,1"; the only ones the training
-    # processes see); None: every visible GPU.
-    gpus: list[int] | str | None = None
-    # Several machines (accelerate launch on each, distill/launch.py): machine_rank, the main machine's address and
-    # port; None: from Slurm's environment (SLURM_NODEID, MASTER_ADDR or the job's first node, MASTER_PORT or 29500)
-    num_machines: int = 1
-    machine_rank: int | None = None
-    main_process_ip: str | None = None
-    main_process_port: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("lora_r", "lora_alpha", "batch_size", "grad_accum", "save_steps", "save_total_limit", "lint_rows"):
