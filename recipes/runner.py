@@ -30,7 +30,7 @@ from reasonkit.distill.config import LAUNCH_FIELDS
 from reasonkit.engine import ENGINE_FIELDS
 from reasonkit.errors import UserError
 from reasonkit.recipes.isolate import MODEL_STAGES, StepTask, isolating, jsonable, run_in_child
-from reasonkit.recipes.recipe import Recipe, Step, references, resolve, step_dir
+from reasonkit.recipes.recipe import REF, Recipe, Step, references, resolve, step_dir
 from reasonkit.recipes.stages import STAGES
 from reasonkit.store import fingerprint
 
@@ -74,7 +74,7 @@ def validate(recipe: Recipe) -> list[PlannedStep]:
                 if value and not references(step.config.get(field_name, "")) and not _exists_or_hub_id(value):
                     raise UserError(f"{where}.with.{field_name}: {value}: no such file or directory")
         upstream = sorted({fingerprints[r] for r in references(step.config)})
-        semantic = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FINGERPRINTED}
+        semantic = _semantic(step, spec, config)
         if semantic.get("engine_args"):  # only the vLLM arguments that change what a row says
             from reasonkit.gen.engine_args import output_engine_args
 
@@ -83,6 +83,31 @@ def validate(recipe: Recipe) -> list[PlannedStep]:
         fingerprints[step.name] = fp
         planned.append(PlannedStep(step, config, fp))
     return planned
+
+
+def _semantic(step: Step, spec, config) -> dict[str, Any]:
+    """What a step's config says, as its fingerprint sees it: not where the run lives. The step's own
+    ``out`` and every value that names another step (``${verified}/sft``) or a builtin (``${reasonkit}``)
+    enter as the recipe wrote them, not resolved to this run's paths: what they hold is the upstream
+    fingerprints' and :func:`_contents`' to say. So a run directory copied or moved elsewhere (or the
+    recipe run from another clone) finds its finished steps finished (identity is content)."""
+    semantic = {k: v for k, v in dataclasses.asdict(config).items()
+                if k not in _NOT_FINGERPRINTED and k != spec.out_field}
+    for key, raw in step.config.items():
+        if key in semantic and _names_a_path(raw):
+            semantic[key] = raw
+    return semantic
+
+
+def _names_a_path(value: Any) -> bool:
+    """Whether a raw config value holds a ``${...}`` (a step's directory or a builtin path) anywhere."""
+    if isinstance(value, str):
+        return REF.search(value) is not None
+    if isinstance(value, dict):
+        return any(_names_a_path(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_names_a_path(v) for v in value)
+    return False
 
 
 def _contents(step: Step, spec, config, recipe: Recipe) -> dict[str, list[str]]:

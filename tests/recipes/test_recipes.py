@@ -1,4 +1,5 @@
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -105,6 +106,26 @@ def test_from_and_only(tmp_path, count_stage):
     assert count_stage == [("double", True), ("triple", True)]
     with pytest.raises(UserError, match="no step named 'tripel'; did you mean triple"):
         run(recipe, only="tripel", echo=lambda *_: None)
+
+
+def test_a_copied_run_finds_its_finished_steps_and_reruns_what_changed(tmp_path, count_stage):
+    """Identity is content: a run directory copied (or moved, or run from another clone) is the same run.
+    Before, a step's fingerprint held its own OUT and its inputs' resolved paths: every step of a copy
+    reran as "config changed", and --from on a copy refused ("earlier step has not finished")."""
+    run(parse_recipe(chain(tmp_path), "r.yaml"), echo=lambda *_: None)
+    shutil.copytree(tmp_path / "run", tmp_path / "copy")
+    count_stage.clear()
+    copy = parse_recipe(chain(tmp_path, out=str(tmp_path / "copy")), "r.yaml")
+    lines = []
+    run(copy, echo=lines.append)
+    assert count_stage == [] and len(lines) == 3 and all(line.startswith("[skip]") for line in lines), lines
+    run(copy, start="triple", overwrite=True, echo=lambda *_: None)
+    assert count_stage == [("triple", True)]
+    count_stage.clear()  # a value naming another step is still the config: changing it reruns
+    rewired = chain(tmp_path, out=str(tmp_path / "copy"))
+    rewired["steps"][2]["with"]["source"] = "${problems}"
+    run(parse_recipe(rewired, "r.yaml"), echo=lambda *_: None)
+    assert count_stage == [("triple", True)]
 
 
 def test_cli_run_overwrite_flag_reaches_the_step(tmp_path, count_stage):
