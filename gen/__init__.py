@@ -2,7 +2,9 @@
 
 Light on purpose: nothing here imports torch, vLLM, transformers or openai until used.
 
-- ``gen.stage``: ``GenerateConfig``, ``generate(config, backend=None) -> manifest``, ``make_backend``
+- ``gen.config``: ``GenerateConfig``; ``gen.settings``: the groups every model-holding stage shares (sampling,
+  prompt, backend, tools), declared once
+- ``gen.stage``: ``generate(config, backend=None) -> manifest``, ``make_backend``
 - ``gen.backend``: ``Request``, ``Sampling``, ``Completion``, the ``Backend`` protocol, ``derive_seed``
 - ``gen.vllm_backend`` / ``gen.openai_backend`` / ``gen.hf_backend`` / ``gen.parallel``: the backends
 - ``gen.render``: messages and chat templates; ``gen.think``: the ``<think>`` split
