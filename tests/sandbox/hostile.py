@@ -89,6 +89,21 @@ def forged_results(mode=None) -> list[str]:
     return bad
 
 
+# 1-3 where the harness is within reach (--sandbox none: no PID namespace, the same uid): a wrong
+# program that kills or stops the harness, its tests' parent, is still wrong, never unverifiable.
+HARNESS_ATTACKS = {"kills the harness": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint(0)\n",
+                   "stops the harness": "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\nprint(0)\n"}
+
+
+def harness_attacked(mode=None) -> list[str]:
+    bad = []
+    for name, program in HARNESS_ATTACKS.items():
+        v = verdict(program, mode=mode)
+        if v.correct is not False:
+            bad.append(f"{name}: correct={v.correct} reason={v.reason} ({v.detail})")
+    return bad
+
+
 # 4. Whatever a program writes or returns is a verdict, never an exception.
 DEEP_RETURN = "def f(x):\n    v = []\n    for _ in range(5000):\n        v = [v]\n    return v\n"
 CALL_TEST = json.dumps({"fn_name": "f", "inputs": [[1]], "outputs": [[1]]})
@@ -382,9 +397,12 @@ def io_uring(mode=None) -> list[str]:
     return [] if r.stdout == "[1, 1, 1]\n" else [f"io_uring_setup/enter/register: {r.stdout or r.stderr[-300:]} (1 = EPERM)"]
 
 
-CHECKS = {f.__name__: f for f in (per_test_time, sandbox_failure_claimed, forged_results, unbounded_values,
-                                  ipc_namespace, uts_and_cgroup_namespaces, never_host_root, init_unreachable,
-                                  io_uring, per_run_limits, host_paths)}
+CHECKS = {f.__name__: f for f in (per_test_time, sandbox_failure_claimed, forged_results, harness_attacked,
+                                  unbounded_values, ipc_namespace, uts_and_cgroup_namespaces, never_host_root,
+                                  init_unreachable, io_uring, per_run_limits, host_paths)}
+# What holds without namespaces too (--sandbox none): the verdict and the seccomp filter.
+VERDICT_CHECKS = ("per_test_time", "sandbox_failure_claimed", "forged_results", "harness_attacked", "unbounded_values",
+                  "io_uring")
 
 
 if __name__ == "__main__":
