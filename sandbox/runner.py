@@ -492,10 +492,11 @@ def _bundle(spec: dict, files: dict) -> int:
 
 def _limit_hit(r: Result, limits: Limits, status: dict) -> str | None:
     """The limit that ended the run. ``output`` and ``wall`` are the caller's and the init's own
-    observations, ``cpu`` the kernel's (the signal or the CPU time the init measured); ``file_size``,
-    ``memory`` and ``processes`` are read from what the program printed when it failed (a Python
-    program sees them as exceptions), so a program can claim them: the code verifier does not use
-    them (it has its harness's own account of each test)."""
+    observations, ``cpu`` the kernel's (the signal, or the run's CPU time the init measured and stopped);
+    ``memory`` and ``processes`` the run's cgroup's (an OOM kill, a refused fork) where it has one;
+    else they and ``file_size`` are read from what the program printed when it failed (a Python program
+    sees them as exceptions), so a program can claim them: the code verifier does not use them (it has
+    its harness's own account of each test)."""
     if r.truncated:
         return "output"
     if r.timed_out:
