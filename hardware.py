@@ -79,8 +79,13 @@ def versions() -> dict:
 
 
 def cpu_model() -> str | None:
-    """The CPU's model name as /proc/cpuinfo gives it (Linux), else what ``platform`` knows."""
+    """The CPU's model name as /proc/cpuinfo gives it (Linux), with its family and model numbers where the
+    name alone does not tell the generation (a cloud VM's "AMD EPYC" is a Zen 3 at family 25 model 1, a Zen 4
+    at model 17), else what ``platform`` knows."""
     model = _cpuinfo_field("model name")
+    family, number = _cpuinfo_field("cpu family"), _cpuinfo_field("model")
+    if model and family and number:
+        return f"{model} (family {family} model {number})"
     return model or platform.processor() or platform.machine() or None
 
 
@@ -92,8 +97,9 @@ def _cpu_flags() -> list[str] | None:
 def _cpuinfo_field(field: str) -> str | None:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(field) and ":" in line:
-                return line.split(":", 1)[1].strip()
+            key, colon, value = line.partition(":")
+            if colon and key.strip() == field:  # exactly: "model" is also the start of "model name"
+                return value.strip()
     except OSError:
         pass
     return None

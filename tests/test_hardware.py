@@ -35,7 +35,8 @@ def test_the_cpu_is_named_with_the_flags_that_pick_its_kernels():
     text = open("/proc/cpuinfo").read()
     here = hardware.machine(gpu=False)
     if "model name" in text:
-        assert here["cpu"] and here["cpu"] in text
+        name = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name"))
+        assert here["cpu"] and here["cpu"].startswith(name)
     assert set(here["cpu_flags"]) <= set(hardware.CPU_FLAGS)
     assert ("avx2" in here["cpu_flags"]) == (" avx2" in text)
     assert here["gpu"] is None and here["gpu_driver"] is None
@@ -73,3 +74,16 @@ def test_versions_name_the_libraries_installed_here():
         assert "vllm" not in found
     else:
         assert found["vllm"] == vllm.__version__
+
+
+def test_a_cpu_is_named_with_its_family_and_model_numbers(tmp_path, monkeypatch):
+    """Two cloud VMs both called "AMD EPYC" (a Zen 3 and a Zen 4) gave different figures (issue 36): the
+    record tells them apart. Before, "model" was matched by prefix and would have read "model name"'s line."""
+    from pathlib import Path as RealPath
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+                       "model name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n")
+    monkeypatch.setattr(hardware, "Path", lambda p: cpuinfo if p == "/proc/cpuinfo" else RealPath(p))
+    assert hardware.cpu_model() == "AMD EPYC (family 25 model 1)"
+    assert hardware.machine(gpu=False)["cpu_flags"] == ["avx2", "fma"]
