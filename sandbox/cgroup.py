@@ -24,6 +24,7 @@ memory limits stay per process.
 
 from __future__ import annotations
 
+import _thread
 import errno
 import itertools
 import os
@@ -73,13 +74,15 @@ def _read(path: str) -> str:
 
 
 _probed: dict = {}  # not functools.cache: the init imports this module, and functools costs its start ~2 ms
+_probing = _thread.allocate_lock()  # threads' first runs probe once, not side by side (one's probe is another's EEXIST)
 
 
 def _parents() -> tuple[str, dict[str, str]] | None:
     """("v2", {"v2": dir}) or ("v1", {controller: dir}): where this process may make a run's cgroup, probed
     once by making (and removing) one; None where it may not."""
-    if "found" not in _probed:
-        _probed["found"] = _probe()
+    with _probing:
+        if "found" not in _probed:
+            _probed["found"] = _probe()
     return _probed["found"]
 
 

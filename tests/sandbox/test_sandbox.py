@@ -261,3 +261,26 @@ def test_userns_mode_where_the_kernel_allows_it():
 def test_a_file_outside_the_working_directory_is_refused():
     with pytest.raises(ValueError, match="outside the working directory"):
         run("pass", files={"../escape.py": "x"})
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a cgroup of the run's own is made as root here")
+def test_runs_started_side_by_side_each_get_a_cgroup(monkeypatch):
+    # The probe for a cgroup runs once even when the first runs start in many threads at once (the code
+    # verifier's workers): side by side, one thread's probe directory was another's EEXIST, and its runs
+    # went without a cgroup ("no-cgroup").
+    from concurrent.futures import ThreadPoolExecutor
+
+    from reasonkit.sandbox import cgroup
+
+    real_make = cgroup._make
+
+    def slow_make(*args):  # the probe's window held open, so the threads' first runs meet in it
+        time.sleep(0.05)
+        return real_make(*args)
+
+    monkeypatch.setattr(cgroup, "_probed", {})
+    monkeypatch.setattr(cgroup, "_make", slow_make)
+    with ThreadPoolExecutor(8) as pool:
+        runs = list(pool.map(lambda _: run("print(0)", mode=MODE), range(16)))
+    assert [r.stdout for r in runs] == ["0\n"] * 16
+    assert {r.isolation[-1] for r in runs} == {"cgroup"}
