@@ -3,7 +3,8 @@
 A field gives the flag's name (``top_p`` -> ``--top-p``), its type (``Literal`` -> a choice, ``bool`` ->
 a flag, ``tuple[str, ...]`` -> repeatable), its default and its help; a field's metadata says the rest
 (config.setting lists the keys). So adding a sampling option is one field of gen/settings.py's
-``SamplingSettings``: generate, eval, judge and critique take the flag, the YAML key and ``--set`` from it.
+``SamplingSettings``: generate, eval, judge, critique and label-steps take the flag, the YAML key and ``--set``
+from it, and every request carries it (gen/settings.Sampling).
 
 A command hands only the flags the user gave to the config (:func:`given`), so a YAML or a recipe's
 value is never overridden by a flag's default, and a default lives in the dataclass alone.
