@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from reasonkit.sandbox import cgroup as cgroups
+import reasonkit.sandbox.cgroup as cgroups
 from reasonkit.sandbox.cgroup import RunCgroup
 
 
