@@ -13,12 +13,6 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-# Bare-name imports from any folder of the mirror: the shared helpers here (gen_helpers.py, ...) and the
-# few tests that import another test's pieces (``from test_sandbox import NAMESPACE_MODES``). Test file
-# names stay unique across folders, so a bare name finds one file.
-_TESTS = Path(__file__).resolve().parent
-sys.path[:0] = [str(_TESTS), *sorted(str(d) for d in _TESTS.rglob("*") if d.is_dir() and d.name != "__pycache__")]
-
 REPO = Path(__file__).resolve().parent.parent
 TEACHER_DIR = REPO / "recipes" / "assets" / "teacher"
 AGENT_TEACHER_DIR = REPO / "recipes" / "assets" / "agent_teacher"
@@ -57,7 +51,7 @@ def gen_model(tiny_model_dir) -> str:
 @pytest.fixture(scope="session")
 def vllm_engine(gen_model):
     """One vllm.LLM per session (fp32, eager, max_model_len 512, seed 0), shared by gen and eval."""
-    from gen_helpers import vllm_engine_for
+    from .helpers.gen import vllm_engine_for
 
     with vllm_engine_for(gen_model, 512) as llm:
         yield llm
@@ -66,7 +60,7 @@ def vllm_engine(gen_model):
 @pytest.fixture(scope="session")
 def vllm_server(gen_model, tmp_path_factory):
     """vLLM's OpenAI-compatible server on loopback; yields (base_url, model)."""
-    from gen_helpers import serve_vllm
+    from .helpers.gen import serve_vllm
 
     with serve_vllm(gen_model, tmp_path_factory.mktemp("server") / "server.log", max_model_len=1024) as url:
         yield url, gen_model

@@ -4,7 +4,7 @@ several sources): the ids hashed from the text collide, and each problem is prom
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_reference_prompts import RecordingTeacher, openr1_table
+from .test_reference_prompts import RecordingTeacher, openr1_table
 
 from reasonkit.errors import UserError
 from reasonkit.gen.stage import GenerateConfig, generate

@@ -113,7 +113,7 @@ def test_the_memory_estimate_is_hand_arithmetic():
 @pytest.fixture(scope="module")
 def qwen_math_1_5b_plan(tmp_path_factory):
     """A prepared Qwen2.5-Math-1.5B as the lint sees it: its config.json and a ChatML tokenizer, no weights."""
-    from prepare_helpers import build_qwen_math_like
+    from ..helpers.prepare import build_qwen_math_like
 
     from reasonkit.distill.prepare.run import PrepareConfig, prepare_student
     from reasonkit.recipes.tasks import math as task

@@ -156,7 +156,7 @@ def test_mlflow_file_store_holds_the_curve_and_the_protocol(trained, monkeypatch
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory):
     """An evaluation scored by the eval stage's own score(), its summary logged by log_eval in a process of its own."""
-    from view_helpers import write_eval
+    from ..helpers.view import write_eval
 
     if not INSTALLED:
         pytest.skip("no tracker installed (pip install 'reasonkit[trackers]')")

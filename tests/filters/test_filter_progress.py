@@ -2,7 +2,7 @@
 time left; none under --quiet (issue 36, item 4)."""
 
 from click.testing import CliRunner
-from score_helpers import arithmetic_traces
+from ..helpers.score import arithmetic_traces
 
 from reasonkit.cli import cli
 from reasonkit.filters.config import FilterConfig

@@ -170,12 +170,12 @@ def test_generated_trajectories_filter_into_sft_rows_with_their_tools(tmp_path, 
     """distill generate --tools (a scripted backend, a real tool) -> distill filter: the sft rows carry the schemas
     the model was shown, and the final answers are verified."""
     import pyarrow.parquet as pq
-    from gen_tools_helpers import ScriptedBackend, lookup_script
+    from ..helpers.gen_tools import ScriptedBackend, lookup_script
 
     from reasonkit.gen.stage import GenerateConfig, generate
     from reasonkit.gen.tools import base
 
-    monkeypatch.setitem(base._FACTORIES, "echo", "gen_tools_helpers:make_echo")
+    monkeypatch.setitem(base._FACTORIES, "echo", f"{ScriptedBackend.__module__}:make_echo")
     pq.write_table(pa.table({"id": [f"p{i}" for i in range(4)], "problem": [f"word{i}" for i in range(4)],
                              "answer": ["WORD0", "WORD1", "WORD2", "other"]}), tmp_path / "q.parquet")
     generate(GenerateConfig(prompts=str(tmp_path / "q.parquet"), teacher="fake-teacher", out=str(tmp_path / "traj"), n=1,

@@ -3,7 +3,6 @@ order, with 2 replicas; and a replica SIGKILLed in the middle of a shard costs n
 
 import functools
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,7 @@ from reasonkit.gen.stage import GenerateConfig, generate
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from ray_helpers import filters_that_kill_once, ship_to_workers, stage_rows  # noqa: E402
+from ..helpers.ray import filters_that_kill_once, ship_to_workers, stage_rows
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,7 @@ fp32 on a CPU as before."""
 
 import pytest
 import torch
-from score_helpers import build_reward_model
+from ..helpers.score import build_reward_model
 
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.rl.grpo import build_grpo_trainer, grpo_arguments

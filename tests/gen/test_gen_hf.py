@@ -5,14 +5,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import sys
 
 from reasonkit.gen.command import generate
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest, read_stage
 
-sys.path.insert(0, str(Path(__file__).parent))
-from gen_helpers import check_cut_off_reasoning, think_opening_template  # noqa: E402
+from ..helpers.gen import check_cut_off_reasoning, think_opening_template
 
 TEACHER = Path(__file__).resolve().parents[2] / "recipes" / "assets" / "teacher"
 

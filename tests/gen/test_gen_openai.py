@@ -3,7 +3,6 @@ injects 429 (Retry-After), 500, stalls past the client timeout, slow answers, dr
 connections and truncated responses; and the SIGKILL resume test for this backend."""
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,8 +14,7 @@ from reasonkit.store import load_manifest, read_stage
 
 pytestmark = pytest.mark.slow
 TEACHER = Path(__file__).resolve().parents[2] / "recipes" / "assets" / "teacher"
-sys.path.insert(0, str(Path(__file__).parent))
-from gen_helpers import (  # noqa: E402
+from ..helpers.gen import (
     FaultProxy, check_resumed_equals_whole, distill_generate, kill_after_first_shard, rows, serve_vllm,
 )
 

@@ -5,7 +5,6 @@ resume test runs ``distill generate`` in a subprocess, as a user would, kills it
 processes) with SIGKILL as soon as a shard is committed, and resumes the directory.
 """
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,7 @@ from reasonkit.gen.stage import GenerateConfig, generate, make_backend
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest, read_stage
 
-sys.path.insert(0, str(Path(__file__).parent))
-from gen_helpers import (  # noqa: E402
+from ..helpers.gen import (
     check_cut_off_reasoning, check_resumed_equals_whole, distill_generate, kill_after_first_shard, rows,
     think_opening_template, vllm_engine_for,
 )

@@ -4,7 +4,6 @@ error for a missing Ray or an unreachable cluster, and nothing imports Ray unles
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,7 @@ from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.synthetic import synthetic_rows, write_traces
 from reasonkit.gen.stage import GenerateConfig
 
-sys.path.insert(0, str(Path(__file__).parent))
-from ray_helpers import distill  # noqa: E402
+from ..helpers.ray import distill
 
 
 def closed_port() -> int:

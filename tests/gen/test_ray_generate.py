@@ -3,8 +3,6 @@ write the local engine's rows, and a driver SIGKILLed mid-run resumes from its c
 
 import re
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -12,9 +10,8 @@ from reasonkit.gen.stage import GenerateConfig, generate, make_backend
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from gen_helpers import kill_after_first_shard, vllm_engine_for  # noqa: E402
-from ray_helpers import distill, shard_stamps, stage_rows  # noqa: E402
+from ..helpers.gen import kill_after_first_shard, vllm_engine_for
+from ..helpers.ray import distill, shard_stamps, stage_rows
 
 pytestmark = pytest.mark.slow
 # hf: seeds are per batch, so batch_size divides shard_size and both engines draw the same batches

@@ -1,7 +1,7 @@
 """`distill push` without a network: the dry-run repository loads with `datasets`, the card carries
 its metadata and provenance, the token appears nowhere, and bad input is one clear error.
 
-The stage directories come from tests/hub_helpers.py; the upload itself is in test_hub_upload.py.
+The stage directories come from tests/helpers/hub.py; the upload itself is in test_hub_upload.py.
 """
 
 import json
@@ -21,8 +21,7 @@ from reasonkit.errors import UserError
 from reasonkit.hub.push import push
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from hub_helpers import (  # noqa: E402
+from ..helpers.hub import (
     FILTER_CONFIG, GEN_CONFIG, GEN_FP, PRIVATE_URL, RECIPE, REPORT, TEACHER, TOKEN, _files, _traces, _verdicts, stages,  # noqa: F401
 )
 

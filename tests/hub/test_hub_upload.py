@@ -16,8 +16,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).parent))
-from hub_helpers import TOKEN, _files, stages  # noqa: E402, F401
+from ..helpers.hub import TOKEN, _files, stages  # noqa: F401
 
 
 class _Hub(BaseHTTPRequestHandler):

@@ -3,7 +3,7 @@ a GPU as empty as the first (issue 35, item 2). Forced on here (REASONKIT_ISOLAT
 
 A real recipe (tiny generate and eval on the transformers backend) runs in a fresh interpreter, once in
 children and once in-process: the children's results equal the in-process ones, and only the in-process
-run leaves model objects behind. The failures use a probe stage (isolate_stages.py) standing in for a
+run leaves model objects behind. The failures use a probe stage (tests/helpers/isolate_stages.py) standing in for a
 judge step: a UserError, a traceback, a SIGKILL, Ctrl-C and a killed ``distill run``.
 """
 
@@ -24,8 +24,8 @@ from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import load_state, run
 from reasonkit.recipes.stages import STAGES, StageSpec
 
-HERE = Path(__file__).resolve().parent
-PROBE = StageSpec("isolate_stages:ProbeConfig", "isolate_stages:run_probe")
+# the probe stage by the name a step's child process imports too (the editable install maps reasonkit.tests)
+PROBE = StageSpec("reasonkit.tests.helpers.isolate_stages:ProbeConfig", "reasonkit.tests.helpers.isolate_stages:run_probe")
 # the recipe in a fresh interpreter: what the parent holds afterwards (gc-tracked torch modules, the
 # transformers modules a model load imports) is that run's alone
 FRESH = """
@@ -146,11 +146,10 @@ def test_auto_isolates_where_a_gpu_is_visible(tmp_path, monkeypatch):
 # ``distill run`` with a hanging probe step, its child's grace after Ctrl-C cut short
 HANGING = f"""
 import sys
-sys.path.insert(0, {str(HERE)!r})
 from reasonkit.recipes import isolate, stages
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import run
-stages.STAGES["judge"] = stages.StageSpec("isolate_stages:ProbeConfig", "isolate_stages:run_probe")
+stages.STAGES["judge"] = stages.StageSpec({PROBE.config!r}, {PROBE.run!r})
 isolate.STOP_GRACE_S = 0.5
 steps = [{{"name": "critic", "stage": "judge", "with": {{"mode": "hang"}}}}]
 run(parse_recipe({{"out": sys.argv[1], "report": False, "steps": steps}}, "r.yaml"))

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import yaml
-from test_isolate import model_recipe
+from .test_isolate import model_recipe
 
 from reasonkit.recipes import isolate
 from reasonkit.recipes.runner import load_state

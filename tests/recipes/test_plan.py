@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from recipe_helpers import overrides_for
+from ..helpers.recipes import overrides_for
 
 from reasonkit.config import load_yaml
 from reasonkit.recipes.plan import PUBLISHED, PUBLISHED_SHAPES, model_size, plan, refusals, render

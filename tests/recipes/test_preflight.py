@@ -145,7 +145,7 @@ def test_pairs_from_one_model_train_that_model(tmp_path, teacher_dir):
 
 @pytest.mark.parametrize("name", sorted(p.name for p in ROOT.glob("*.yaml")))
 def test_every_shipped_recipe_is_consistent_across_its_steps(name, tmp_path, teacher_dir):
-    from recipe_helpers import overrides_for
+    from ..helpers.recipes import overrides_for
 
     planned = validate(recipe(name, tmp_path, overrides_for(ROOT / name, teacher_dir)))
     assert problems(planned) == [] and unmet_format_rewards(planned) == []

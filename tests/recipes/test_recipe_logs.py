@@ -4,18 +4,16 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-TESTS = Path(__file__).resolve().parents[1]
 LIBRARY_LINES = ("VLLM-INFO-LINE", "VLLM-WARNING-LINE", "TRANSFORMERS-WARNING-LINE", "LIBRARY-USERWARNING-LINE")
-PROBE = f"""
+PROBE = """
 import sys
-sys.path.insert(0, {str(TESTS)!r})
 from reasonkit.recipes import stages
-stages.STAGES["noisy"] = stages.StageSpec("noisy_stage:NoisyConfig", "noisy_stage:run_noisy")
+stages.STAGES["noisy"] = stages.StageSpec("reasonkit.tests.helpers.noisy_stage:NoisyConfig",
+                                           "reasonkit.tests.helpers.noisy_stage:run_noisy")
 from reasonkit.cli import main
 sys.argv = ["distill", "run", *sys.argv[1:]]
 main()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from recipe_helpers import overrides_for
+from ..helpers.recipes import overrides_for
 
 from reasonkit.cli import cli
 from reasonkit.config import load_yaml

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from as_nobody import NOBODY, run_as_nobody
-from hostile import CALL_TEST, CHECKS, DEEP_RETURN, FAKE_FAILURE, TWO, VERDICT_CHECKS
+from ..helpers.as_nobody import NOBODY, run_as_nobody
+from .hostile import CALL_TEST, CHECKS, DEEP_RETURN, FAKE_FAILURE, TWO, VERDICT_CHECKS
 
-from test_sandbox import NAMESPACE_MODES
+from ..helpers.sandbox import NAMESPACE_MODES
 
 HERE = Path(__file__).resolve().parent
 

@@ -15,23 +15,9 @@ import pytest
 from reasonkit import sandbox
 from reasonkit.sandbox import Limits, run
 
+from ..helpers.sandbox import NAMESPACE_MODES, processes_with
+
 MODE = sandbox.available_mode()
-
-
-def _usable(mode: str) -> bool:
-    if mode == "root" and os.geteuid() != 0:
-        return False
-    try:
-        return run("print('ok')", mode=mode).stdout == "ok\n"
-    except sandbox.SandboxError:
-        return False
-
-
-# Every namespace mode this machine can take: as root "root", "userns" (forced) and "bwrap" where
-# bubblewrap is installed (.ci/run installs it), so the non-root user's modes are tested here too
-# (tests/sandbox/test_sandbox_nonroot.py runs them as a real non-root uid).
-NAMESPACE_MODES = [m for m in ("root", "userns", "bwrap") if _usable(m)] or [
-    pytest.param("none", marks=pytest.mark.skip(reason="no namespaces on this machine"))]
 
 
 @pytest.fixture(params=NAMESPACE_MODES)
@@ -40,19 +26,6 @@ def mode(request) -> str:
 
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def processes_with(marker: str) -> list[int]:
-    """Host pids whose command line contains ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
 
 
 def test_isolation_on_this_machine_is_the_strongest_it_allows():

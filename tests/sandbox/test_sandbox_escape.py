@@ -9,10 +9,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from sandbox_escape import failures, plant, run_escape
+from .sandbox_escape import failures, plant, run_escape
 
 from reasonkit import sandbox
-from test_sandbox import NAMESPACE_MODES
+from ..helpers.sandbox import NAMESPACE_MODES
 
 
 @pytest.fixture

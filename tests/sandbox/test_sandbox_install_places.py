@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from test_sandbox import NAMESPACE_MODES
+from ..helpers.sandbox import NAMESPACE_MODES
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = """

@@ -2,7 +2,7 @@
 cluster user. The escape of tests/sandbox/sandbox_escape.py must fail there too, and a fork bomb must stop
 at the process limit (the kernel exempts only the host's root from RLIMIT_NPROC).
 
-The test runs as root (CI's user) and makes the non-root caller with ``setpriv`` (as_nobody.py: the
+The test runs as root (CI's user) and makes the non-root caller with ``setpriv`` (tests/helpers/as_nobody.py: the
 interpreter, venv and checkout stay reachable to that user, as a user's own install is, from any clone)."""
 
 import json
@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from as_nobody import NOBODY, reach_plan, run_as_nobody
+from ..helpers.as_nobody import NOBODY, reach_plan, run_as_nobody
 
 import reasonkit
 

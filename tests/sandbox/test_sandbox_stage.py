@@ -11,9 +11,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from as_nobody import NOBODY, run_as_nobody
+from ..helpers.as_nobody import NOBODY, run_as_nobody
 from click.testing import CliRunner
-from test_filter_code_stage import rows
+from ..filters.code.test_filter_code_stage import rows
 
 from reasonkit import sandbox
 from reasonkit.errors import UserError

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from reasonkit.view import rows as R
 from reasonkit.view.collect import Options, collect
 from reasonkit.view.command import view
-from view_helpers import BIG_LINE, PAYLOADS, WRONG_PROMPT, WRONG_SAMPLES, make_run, write_hostile
+from ..helpers.view import BIG_LINE, PAYLOADS, WRONG_PROMPT, WRONG_SAMPLES, make_run, write_hostile
 
 DISTILL = Path(sys.executable).parent / "distill"
 REPO = Path(__file__).resolve().parents[2]

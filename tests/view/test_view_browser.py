@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.view.command import view
-from view_helpers import BIG_LINE, PAYLOADS, WRONG_PROMPT, WRONG_SAMPLES, make_run, write_hostile
+from ..helpers.view import BIG_LINE, PAYLOADS, WRONG_PROMPT, WRONG_SAMPLES, make_run, write_hostile
 
 pytestmark = pytest.mark.slow  # a browser start and a page load each: seconds
 

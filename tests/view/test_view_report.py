@@ -5,7 +5,7 @@ import re
 
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.report import write_report
-from view_helpers import WRONG_SAMPLES, make_run
+from ..helpers.view import WRONG_SAMPLES, make_run
 
 
 def _recipe(run):

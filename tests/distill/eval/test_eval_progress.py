@@ -4,7 +4,7 @@ correct as it ends (issue 36, item 4). The backend is scripted: the lines are un
 
 import re
 
-from gen_tools_helpers import ScriptedBackend
+from ...helpers.gen_tools import ScriptedBackend
 
 from reasonkit.distill.eval.run import EvalConfig, run_eval
 from reasonkit.recipes.tasks.math import write_prompts

@@ -9,7 +9,7 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from gen_tools_helpers import ScriptedBackend, call_text
+from ...helpers.gen_tools import ScriptedBackend, call_text
 
 from reasonkit.cli import cli
 from reasonkit.distill.eval.run import EvalConfig, run_eval

@@ -1,15 +1,12 @@
 """distill eval with engine ray: the k samples generated on a local Ray cluster score as locally."""
 
-import sys
-from pathlib import Path
 
 import pytest
 
 from reasonkit.distill.eval.run import EvalConfig, run_eval, summary_equal
 from reasonkit.recipes.tasks.math import write_prompts
 
-sys.path.insert(0, str(Path(__file__).parent))
-from ray_helpers import stage_rows  # noqa: E402
+from ...helpers.ray import stage_rows
 
 pytestmark = pytest.mark.slow
 

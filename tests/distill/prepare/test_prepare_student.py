@@ -1,4 +1,4 @@
-"""`distill prepare-student` on a Qwen2.5-Math-1.5B in miniature (tests/prepare_helpers.py): the lint
+"""`distill prepare-student` on a Qwen2.5-Math-1.5B in miniature (tests/helpers/prepare.py): the lint
 finds the student's three problems before preparation and none after; the prepared directory has the
 new context, RoPE theta, EOS and marked template, shares the weights' bytes, loads in transformers,
 and trains with assistant-only loss."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prepare_helpers import build_qwen_math_like
+from ...helpers.prepare import build_qwen_math_like
 from reasonkit.distill import data
 from reasonkit.distill.lint import checks as lint
 from reasonkit.distill.config import TrainConfig

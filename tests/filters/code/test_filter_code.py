@@ -13,7 +13,7 @@ import pytest
 
 from reasonkit import sandbox
 from reasonkit.filters.code.verify import CodeChecker, check_code, extract_code, parse_tests
-from test_sandbox import processes_with  # host pids whose command line holds a marker
+from ...helpers.sandbox import processes_with  # host pids whose command line holds a marker
 
 MODE = sandbox.available_mode()
 ISOLATION = sandbox.isolation_of(MODE)

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from exact_cases import random_pairs
+from ...helpers.exact_cases import random_pairs
 from reasonkit.filters.math.exact import exact_verdict
 from reasonkit.filters.math.check import check_math
 from reasonkit.filters.math.verify import Verifier
@@ -125,7 +125,7 @@ def test_exact_verdict_is_math_verifys(pred, gold, verdict):
 
 
 def test_random_pairs_agree_with_math_verify():
-    """Pairs of spellings of one value or of near values (tests/exact_cases.py): every decided
+    """Pairs of spellings of one value or of near values (tests/helpers/exact_cases.py): every decided
     verdict is math-verify's, and the fast path decides most of them."""
     pairs = random_pairs(random.Random(14), 300)
     decided = [(p, g, v) for p, g in pairs if (v := exact_verdict(p, g)) is not None]

@@ -2,7 +2,7 @@ r"""Issue 27: verdicts that hold where other projects' math-grader tests look, c
 
 Ours (``extract_answer`` + ``Verifier("math")``) against math-verify alone (default ``parse`` of
 the gold and of the whole response, ``verify``; open-r1's baseline), on the peer-style cases of
-tests/peer_cases.py: ours agrees with every label, at least as often as math-verify alone in every
+tests/helpers/peer_cases.py: ours agrees with every label, at least as often as math-verify alone in every
 class, and never says "correct" where the label says wrong. The fast paths (integers, written
 alike, exact fractions and radicals) are swept against math-verify on the same pairs and on random
 ones: where they decide, they decide as math-verify does.
@@ -12,8 +12,8 @@ import random
 
 import pytest
 
-from exact_cases import random_pairs
-from peer_cases import CASES
+from ...helpers.exact_cases import random_pairs
+from ...helpers.peer_cases import CASES
 from reasonkit.filters.math.extract import extract_answer
 from reasonkit.filters.math.check import check_math
 from reasonkit.filters.math.pool import TimeoutPool

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from gen_tools_helpers import ScriptedBackend, call_text, lookup_script, make_echo, make_slow
+from ...helpers.gen_tools import ScriptedBackend, call_text, lookup_script, make_echo, make_slow
 
 from reasonkit.gen.backend import Request, Sampling
 from reasonkit.gen.tools import base
@@ -217,7 +217,7 @@ def test_window_bounds_the_trajectories_alive():
 @pytest.fixture
 def echo_tool(monkeypatch):
     """`--tools echo`: a test tool registered as the shipped ones are."""
-    monkeypatch.setitem(base._FACTORIES, "echo", "gen_tools_helpers:make_echo")
+    monkeypatch.setitem(base._FACTORIES, "echo", f"{make_echo.__module__}:make_echo")
 
 
 def write_questions(path, n=7):

@@ -8,7 +8,6 @@ tiny model with the same tokenizer and template stands in, and only the plumbing
 """
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,7 @@ from reasonkit.recipes.tasks import agent as agent_task
 from reasonkit.recipes.teachers.agent import SEARCH_K  # passages per observation: what the teacher learnt to read
 from reasonkit.store import load_manifest, read_stage
 
-sys.path.insert(0, str(Path(__file__).parent))
-from gen_helpers import distill_generate, kill_after_first_shard, serve_vllm, vllm_engine_for  # noqa: E402
+from ...helpers.gen import distill_generate, kill_after_first_shard, serve_vllm, vllm_engine_for
 
 pytestmark = pytest.mark.slow
 AGENT_TEACHER = Path(__file__).resolve().parents[3] / "recipes" / "assets" / "agent_teacher"

@@ -5,7 +5,7 @@ import json
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
-from score_helpers import TEACHER, arithmetic_traces, build_reward_model
+from ...helpers.score import TEACHER, arithmetic_traces, build_reward_model
 
 from reasonkit.cli import cli
 from reasonkit.filters.synthetic import write_traces

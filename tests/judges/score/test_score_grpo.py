@@ -5,7 +5,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from score_helpers import build_reward_model
+from ...helpers.score import build_reward_model
 
 from reasonkit.cli import cli
 from reasonkit.distill.command import parse_rewards

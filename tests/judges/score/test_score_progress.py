@@ -1,7 +1,7 @@
 """`distill score` with stderr in a file: plain lines, rows committed of the input's rows, rows/s, rows scored this
 run, time left, at a steady interval rather than a line per shard (issue 36, item 4)."""
 
-from score_helpers import arithmetic_traces, build_reward_model
+from ...helpers.score import arithmetic_traces, build_reward_model
 
 from reasonkit.filters.synthetic import write_traces
 from reasonkit.judges.score.run import ScoreConfig, run_score

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 from click.testing import CliRunner
-from step_helpers import corrupt, corrupted_stage, problems, reasoning_lines, traces_stage
+from ...helpers.steps import corrupt, corrupted_stage, problems, reasoning_lines, traces_stage
 
 from reasonkit.cli import cli
 from reasonkit.judges.steps.run import run_label_steps
@@ -117,7 +117,7 @@ def test_cli_help():
     assert code == 0 and "--policy" in output and "step_dpo" in output
 
 
-@pytest.mark.parametrize("name", ["reasonkit.judges.steps.text", "reasonkit.judges.steps.config", "step_helpers"])
+@pytest.mark.parametrize("name", ["reasonkit.judges.steps.text", "reasonkit.judges.steps.config", corrupt.__module__])
 def test_doctests(name):
     import doctest
     import importlib

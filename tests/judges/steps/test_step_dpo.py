@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from step_helpers import corrupt, problems, reasoning_lines
+from ...helpers.steps import corrupt, problems, reasoning_lines
 
 from reasonkit.distill.data import load_rows
 from reasonkit.errors import UserError

@@ -1,5 +1,5 @@
 """Helpers shared by the Ray tests: stage directories compared row for row, and a worker that
-kills itself once. (Imported with the tests folder on sys.path.)"""
+kills itself once."""
 
 import os
 import signal

@@ -1,7 +1,7 @@
 """Stage directories for the `distill push` tests: a generate stage (traces) that read a prompts
 file and a filter stage (verdicts) over it with `rejected/`, `sft/` and a report, built with
 StageWriter from literal rows and linked by `input_path` as the stages record it.
-(Imported with the tests folder on sys.path; `stages` is a fixture the importing module exposes.)"""
+(`stages` is a fixture: a test module that uses it imports it.)"""
 
 import json
 from pathlib import Path

@@ -1,5 +1,5 @@
 """Helpers shared by the gen tests: running `distill generate` and killing it, comparing stage
-directories, and a fault-injecting HTTP proxy. (Imported with the tests folder on sys.path.)"""
+directories, and a fault-injecting HTTP proxy."""
 
 import asyncio
 import contextlib

@@ -1,6 +1,6 @@
 """A recipe stage that reports which process ran it, or fails in each way a model step can, for
-tests/recipes/test_isolate.py. (Imported by module path, with the tests folders on sys.path: a step's
-child process finds it through the parent's sys.path.)"""
+tests/recipes/test_isolate.py. (Named by module path, ``reasonkit.tests.helpers.isolate_stages``: a
+step's child process imports it as the checkout's editable install maps it.)"""
 
 import logging
 import os

@@ -1,4 +1,4 @@
-"""What the shipped-recipe tests need to know about the recipes. (Imported with the tests folder on sys.path.)"""
+"""What the shipped-recipe tests need to know about the recipes."""
 
 # Recipes that start from another recipe's output: the tests point them at a model that exists here.
 READS_ANOTHER_RUN = {"step-dpo.yaml": ["sft_student.model={teacher}"]}  # runs/quickstart/sft/model

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"
+TEACHER = Path(__file__).resolve().parents[2] / "recipes" / "assets" / "teacher"
 
 
 def build_reward_model(out_dir, kind: str = "rm", seed: int = 0, separator: str = "\n", std: float = 1.0) -> str:

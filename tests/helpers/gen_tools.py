@@ -1,5 +1,5 @@
 """Helpers of the tool-loop tests: tools to register, a scripted backend for the loop's logic, and
-the tiny tool-using models. (Imported with the tests folder on sys.path.)"""
+the tiny tool-using models."""
 
 import json
 import threading

@@ -1,5 +1,5 @@
 """Helpers of the label-steps and Step-DPO tests: a traces stage of the task's worked solutions, one of
-them with a wrong number in a chosen line. (Imported with the tests folder on sys.path.)"""
+them with a wrong number in a chosen line."""
 
 import re
 
