@@ -22,7 +22,7 @@ Python 3.11, bm25s 0.3.16 with scipy 1.17, rank-bm25 0.2.2), defaults::
 
 Queries are 2-5 Zipf-drawn words, often common ones, so their own passage comes first about half the
 time with either package (the IDFs differ, hence top-1 agreeing on 70%); the agent's queries are
-rare names and titles (tests/test_tool_search.py).
+rare names and titles (tests/gen/tools/test_search.py).
 """
 import sys
 import time

@@ -9,7 +9,7 @@ keeps only those numbers.
 The loss (``--loss sigmoid``) of a pair is ``-log sigmoid(beta * ((logp_c - ref_c) - (logp_r - ref_r)))``
 where ``logp`` sums the policy's log-probabilities of the completion tokens (everything after the
 prompt the chat template renders with its generation prompt) and ``ref`` the same under the
-reference; tests/test_train_dpo.py recomputes it independently. ``--loss ipo`` is IPO's squared
+reference; tests/distill/test_dpo.py recomputes it independently. ``--loss ipo`` is IPO's squared
 loss on length-normalised log-ratios. ``--set rpo_alpha=A`` adds ``A`` times the chosen
 completion's mean token NLL (TRL's ``"sft"`` loss term), as RPO does.
 

@@ -4,7 +4,7 @@ A DPO run can end with a fine-looking loss curve and a model that is, for practi
 one it started from (a few steps at a small learning rate on a zero-initialised LoRA). The figure
 that says so is the log-ratio DPO itself optimises: per completion, ``log pi(y|x) - log pi_ref(y|x)``
 summed over the completion's tokens (TRL's prompt/completion boundary, which
-tests/test_train_dpo.py checks against an independent tokenisation), divided by its token count so
+tests/distill/test_dpo.py checks against an independent tokenisation), divided by its token count so
 that a 100-token and a 4000-token trace are on one scale (IPO's length normalisation). Its mean
 absolute value over the first ``MAX_PAIRS`` training pairs, for the chosen and for the rejected
 completions, goes into the last step's record of the Trainer's log history, so report.json's

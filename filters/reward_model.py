@@ -8,7 +8,7 @@ The completion is read as the filter reads a trace (filters/completions.py: the 
 prefilled ``<think>``) and scored by judges/score/scorer.py's :class:`~reasonkit.judges.score.scorer.Scorer` on
 the assistant turn the prefs and sft tables carry, under the reward model's chat template, exactly as
 ``distill score`` scores a traces row: the number GRPO optimises is the number ``distill score`` writes
-for the same completion (tests/test_score_grpo.py checks it on a real run's rollouts). In a trainer the reward
+for the same completion (tests/judges/score/test_grpo.py checks it on a real run's rollouts). In a trainer the reward
 model loads in the policy's dtype (bf16 on a GPU, where ``distill score`` loads fp32: the same number to bf16's
 precision), so each of a run's processes holds half the memory fp32 would.
 

@@ -8,7 +8,7 @@ paths, the same symlinks and masked files, the four devices, size-capped ``/tmp`
 PID 1 (``--as-pid-1``) holding two capabilities of bubblewrap's user namespace (``--cap-add``: to make
 the program's own PID namespace and mount its ``/proc``; the program's process drops both before it
 execs), then starts the program as in the other modes, so the verdicts are the same
-(tests/test_sandbox*.py and test_hostile.py run the whole matrix in every mode the machine takes).
+(tests/sandbox/test_runner.py and tests/sandbox/test_hostile.py run the whole matrix in every mode the machine takes).
 
 The init reads its spec and the program's files from one descriptor and writes the status to
 another; its own directory, bound for it to start, is unbound from the program's view.

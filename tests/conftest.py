@@ -37,7 +37,7 @@ def teacher_dir() -> str:
 @pytest.fixture(scope="session")
 def agent_teacher_dir() -> str:
     """The committed tool-using teacher (recipes/teachers/agent.py: TRL's Qwen2.5 template, calls search), read-only."""
-    if not (AGENT_TEACHER_DIR / "model.safetensors").is_file():  # as tests/test_agent_teacher.py waits for it
+    if not (AGENT_TEACHER_DIR / "model.safetensors").is_file():  # as tests/recipes/teachers/test_agent_teacher.py waits for it
         pytest.skip(f"embedded agent teacher not trained yet at {AGENT_TEACHER_DIR} (distill make-teacher --task agent)")
     return str(AGENT_TEACHER_DIR)
 
@@ -85,8 +85,8 @@ def ray_cluster() -> str:
 @pytest.fixture(scope="session")
 def quickstart(tmp_path_factory):
     """The README's main job at full size, run once per session as a user runs it:
-    `distill quickstart --out OUT` (vLLM, ~9 min on 2 cores). tests/test_quickstart.py checks its
-    headline figures and its terminal; tests/test_hub_quickstart.py publishes its stages.
+    `distill quickstart --out OUT` (vLLM, ~9 min on 2 cores). tests/recipes/test_quickstart.py checks its
+    headline figures and its terminal; tests/hub/test_quickstart.py publishes its stages.
     Yields (out, completed process, seconds)."""
     import subprocess
     import time

@@ -8,7 +8,7 @@ std (``scale_rewards group``; ``batch`` divides by the whole batch's std, ``none
 clipped policy-gradient loss of ``loss_type`` is applied to every completion token. A group whose
 rewards are all equal has zero advantage and teaches nothing; the report counts those groups.
 
-Everything above is TRL's (tests/test_train_grpo_advantages.py checks the advantages it computes);
+Everything above is TRL's (tests/distill/rl/test_grpo_advantages.py checks the advantages it computes);
 reasonkit adds, by subclassing without changing the loss:
 
 - sampling from the policy itself: TRL's transformers generation runs inside the training step with

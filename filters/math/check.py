@@ -56,7 +56,7 @@ def check_math(pred: str, gold: str) -> tuple[bool | None, str | None]:
 def check_response(response: str, gold: str) -> tuple[bool | None, str | None]:
     """math-verify alone (default ``parse`` of the gold and of the whole response, then ``verify``), as
     open-r1's accuracy reward does it: the baseline
-    our extractor is measured against (tests/test_filter_answer_cases.py), not a path the filter takes.
+    our extractor is measured against (tests/filters/math/test_answer_cases.py), not a path the filter takes.
 
     >>> check_response(r"So $x = \\boxed{-3}$ or $x = \\boxed{3}$.", "$-3, 3$")
     (True, None)

@@ -21,7 +21,7 @@ calls it) is certain to give the same verdict, and ``None`` ("ask math-verify") 
   most 6 decimals, unequal only when 1e-5 away; exact values unequal only when 1e-9 away (sympy
   chops differences under ~2e-15 to zero). Between those: ``None``.
 
-tests/test_filter_exact.py checks every decided verdict against ``check_math`` itself.
+tests/filters/math/test_exact.py checks every decided verdict against ``check_math`` itself.
 
 >>> exact_verdict(r"\dfrac{56}{212}", r"\frac{14}{53}"), exact_verdict("29/91", r"\frac{91}{29}")
 (True, False)

@@ -108,7 +108,7 @@ def _int_verdict(pred: str, gold_int: int) -> bool | None:
 def fast_verdict(pred: str, gold: str, gold_int: int | None = None) -> bool | None:
     r"""The math verifier's verdict where it is certain without math-verify (both integers, written
     alike, or read exactly by filters/math/exact.py), else None: ask math-verify. ``gold_int`` is
-    ``parse_int(gold)`` when the caller has it. tests/test_filter_peer_classes.py sweeps it against
+    ``parse_int(gold)`` when the caller has it. tests/filters/math/test_peer_classes.py sweeps it against
     ``check_math``.
 
     >>> fast_verdict("1{,}000", "1000"), fast_verdict(r"\dfrac{1}{2}", r"\frac{1}{2}"), fast_verdict("x = 3", "3")

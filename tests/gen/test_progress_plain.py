@@ -4,7 +4,7 @@ the rate, samples and tokens/s, time left (issue 36, item 4); on a terminal the 
 import io
 
 import pytest
-from .test_gen_units import FakeBackend, config
+from .test_units import FakeBackend, config
 
 from reasonkit.gen.progress import Progress
 from reasonkit.gen.stage import generate

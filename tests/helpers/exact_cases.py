@@ -1,4 +1,4 @@
-r"""Answer spellings for the exact fast path's tests (tests/test_filter_exact.py) and its
+r"""Answer spellings for the exact fast path's tests (tests/filters/math/test_exact.py) and its
 offline sweep: pairs of answers whose value is the same or close, in every shape
 filters/math/exact.py reads and some it must refuse.
 

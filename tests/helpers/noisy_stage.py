@@ -1,5 +1,5 @@
 """A recipe stage that logs the way the libraries under a real step do (vLLM's own logger setup,
-transformers' stderr handler, a ``warnings.warn`` as torch issues them), for tests/recipes/test_recipe_logs.py.
+transformers' stderr handler, a ``warnings.warn`` as torch issues them), for tests/recipes/test_logs.py.
 (Named by module path, ``reasonkit.tests.helpers.noisy_stage``, in the test's child process.)"""
 
 import sys

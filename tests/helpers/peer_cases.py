@@ -1,7 +1,7 @@
 r"""Whole responses against labels, by class, in the style of other projects' math-grader tests
 (open-r1's tests/test_rewards.py, Math-Verify's tests/test_all.py): a gold, a response, and whether
 the response's final answer is the gold (1) or not (0). Written here, not copied; used by
-tests/test_filter_peer_classes.py (ours against math-verify alone, class by class) and its sweep
+tests/filters/math/test_peer_classes.py (ours against math-verify alone, class by class) and its sweep
 of the fast paths.
 
 A label-0 case is one where saying "correct" would be a false positive; an answer that cannot be

@@ -1,5 +1,5 @@
 """An escape attempt and what must come of it, shared by the in-process matrix (every mode this machine
-can take) and the non-root run (tests/sandbox/test_sandbox_nonroot.py runs this file as a script as uid 65534).
+can take) and the non-root run (tests/sandbox/test_nonroot.py runs this file as a script as uid 65534).
 
 ``plant(dir)`` writes, outside ``/tmp``: a 0600 secret (a token file's place), a 0644 file holding a
 test's expected output (the Parquet's neighbour), a victim file. ``ESCAPE`` is the model's program:

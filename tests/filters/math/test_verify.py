@@ -80,7 +80,7 @@ def test_spaced_digits_are_not_an_integer_but_math_verifys_call():
 
 def test_an_answer_written_as_its_gold_needs_no_parse():
     """Exact spelling (up to \\dfrac and \\left/\\right) is correct in this process; any other
-    spelling of an answer the exact reader cannot read (tests/test_filter_exact.py), a space moved
+    spelling of an answer the exact reader cannot read (tests/filters/math/test_exact.py), a space moved
     included, still goes to math-verify."""
     v = Verifier("math", timeout=5, workers=1)
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from ..helpers.as_nobody import NOBODY, run_as_nobody
 from click.testing import CliRunner
-from ..filters.code.test_filter_code_stage import rows
+from ..filters.code.test_stage import rows
 
 from reasonkit import sandbox
 from reasonkit.errors import UserError

@@ -1,5 +1,5 @@
 """The multi-turn tool loop's logic, with a scripted backend (fine for logic: the real backends are in
-tests/test_gen_tools_real.py), the tool-call parser on literal strings, and `distill generate --tools`
+tests/gen/tools/test_loop_real.py), the tool-call parser on literal strings, and `distill generate --tools`
 as a stage: its table, its resume, its bad input."""
 
 import doctest

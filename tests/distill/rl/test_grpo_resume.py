@@ -8,8 +8,8 @@ import sys
 from collections import Counter
 
 import pytest
-from .test_train_grpo import settings, write_prompts
-from ...distill.test_train_resume import kill_after_first_checkpoint
+from .test_grpo import settings, write_prompts
+from ..test_train_resume import kill_after_first_checkpoint
 
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.train import train

@@ -1,7 +1,7 @@
 """`distill push` without a network: the dry-run repository loads with `datasets`, the card carries
 its metadata and provenance, the token appears nowhere, and bad input is one clear error.
 
-The stage directories come from tests/helpers/hub.py; the upload itself is in test_hub_upload.py.
+The stage directories come from tests/helpers/hub.py; the upload itself is in tests/hub/test_upload.py.
 """
 
 import json

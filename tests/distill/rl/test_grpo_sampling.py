@@ -13,7 +13,7 @@ from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.rl.grpo import merges_exactly, sampling_policy
 from reasonkit.distill.train import train
 
-from .test_train_grpo import settings, write_prompts
+from .test_grpo import settings, write_prompts
 
 
 def lora_teacher(teacher_dir, dtype=torch.float32):

@@ -2,7 +2,7 @@
 test's expected output, a committed shard) cannot be read, written beside, deleted or listed; no
 mount can be undone or made; no capability is held; links lead nowhere. In every namespace mode this
 machine can take (root, and userns forced as root: a cluster user's mode); as a real non-root user
-in tests/sandbox/test_sandbox_nonroot.py."""
+in tests/sandbox/test_nonroot.py."""
 
 import json
 import tempfile

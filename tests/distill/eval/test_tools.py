@@ -3,7 +3,7 @@ scores it, with the tools' figures (calls and turns per trajectory, tool-error r
 settings in the protocol, so an eval with tools never pairs with one without.
 
 The backend is scripted (the loop's logic and the scoring are under test here; the real models run the same loop in
-tests/test_gen_tools_real.py); the search tool is the real BM25 over the agent task's corpus."""
+tests/gen/tools/test_loop_real.py); the search tool is the real BM25 over the agent task's corpus."""
 
 import re
 

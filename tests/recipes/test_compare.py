@@ -7,7 +7,7 @@ import pytest
 from reasonkit.errors import UserError
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.report import write_report
-from ..distill.eval.test_eval_compare import BASE, problems, write_eval
+from ..distill.eval.test_compare import BASE, problems, write_eval
 
 
 def _recipe(tmp_path, compare):

@@ -112,7 +112,7 @@ def test_compare_and_cli_errors(teacher_dir, test_set, tmp_path):
         protocol = json.loads((tmp_path / name / "summary.json").read_text())["protocol"]
         scored = json.loads((tmp_path / name / "samples" / "_manifest.json").read_text())["config"]
         assert protocol["score_truncated"] is scored["score_truncated"] is bool(extra)
-    # other temperatures: a paired difference is refused (tests/test_eval_compare.py), the table is not
+    # other temperatures: a paired difference is refused (tests/distill/eval/test_compare.py), the table is not
     result = runner.invoke(cli, ["eval", "compare", str(tmp_path / "cold"), str(tmp_path / "hot"), "--out", str(tmp_path / "cmp.md"),
                                  "--no-paired"])
     assert result.exit_code == 0, result.output
