@@ -7,14 +7,13 @@ end as :class:`Unreadable` (a verdict for the caller: ``bad_output``), never as 
 
 >>> loads('{"test": 0, "output": "3"}', max_chars=100)
 {'test': 0, 'output': '3'}
->>> loads("[" * 100_000, max_chars=1 << 20)
-Traceback (most recent call last):
-...
-reasonkit.sandbox.decode.Unreadable: nested deeper than 64 levels
->>> loads('"x' * 10, max_chars=8)
-Traceback (most recent call last):
-...
-reasonkit.sandbox.decode.Unreadable: 20 characters, more than 8
+>>> for text, cap in (("[" * 100_000, 1 << 20), ('"x' * 10, 8)):
+...     try:
+...         loads(text, max_chars=cap)
+...     except Unreadable as e:
+...         print("Unreadable:", e)
+Unreadable: nested deeper than 64 levels
+Unreadable: 20 characters, more than 8
 """
 
 from __future__ import annotations

@@ -2,7 +2,6 @@
 
 import ast
 import dataclasses
-import doctest
 from pathlib import Path
 from typing import Literal
 
@@ -13,10 +12,6 @@ import reasonkit
 from reasonkit import options
 from reasonkit.config import setting
 from reasonkit.errors import UserError
-
-
-def test_doctests():
-    assert doctest.testmod(options).failed == 0
 
 
 def test_errors_imports_nothing():

@@ -34,7 +34,7 @@ from reasonkit.judges.pairs import run_pairs
 from reasonkit.readers import read_table
 from reasonkit.schema import MESSAGES, TOOL_MESSAGES, validate
 from reasonkit.stage_card import CARD, is_ours
-from reasonkit.store import MANIFEST, StageWriter, load_manifest, read_stage, sub_stages, write_card
+from reasonkit.store import MANIFEST, StageWriter, load_manifest, read_stage, write_card
 
 TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"
 TRL = str(Path(sys.executable).with_name("trl"))
@@ -360,14 +360,6 @@ def test_a_damaged_parent_gets_no_card(tmp_path):
     (out / MANIFEST).write_text("{not json")
     write_card(out)
     assert not (out / CARD).exists()
-
-
-def test_doctests():
-    import doctest
-
-    from reasonkit import stage_card
-
-    assert doctest.testmod(stage_card).failed == 0
 
 
 # -- the real eval, and TRL's own CLIs on the directories (slow) ----------------------------------------

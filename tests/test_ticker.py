@@ -96,12 +96,3 @@ def test_lines_only_where_the_stream_is_no_terminal():
     log = io.StringIO()
     assert plain_ticker("score", 10, "rows", stream=log) is not None
     assert log.getvalue() == "[score] 0/10 rows (0%), starting\n"
-
-
-def test_doctests():
-    import doctest
-
-    from reasonkit import ticker as module
-
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted and not result.failed

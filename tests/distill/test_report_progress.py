@@ -2,14 +2,12 @@
 total, steps/s, loss and tokens/s and time left, from the main process alone, marked for the launcher when
 distill/launch.py started it (issue 36, item 4: an SFT step ran 11 minutes without a line in its log)."""
 
-import doctest
 import os
 import sys
 
 import pytest
 from transformers import TrainerState
 
-from reasonkit.distill import report
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.launch import LAUNCHED, MARK, PROGRESS_MARK, _follow
 from reasonkit.distill.report import Monitor
@@ -73,11 +71,6 @@ def test_a_train_step_in_a_log_prints_its_progress(tiny_model_dir, tmp_path, mon
     second = [line for line in lines if line.startswith("[sft] 2/3 steps (66%), ")]
     assert second and ", loss " in second[0] and " tok/s, ~" in second[0]
     assert lines[-1].startswith("[sft] done: 3/3 steps (100%), ")
-
-
-def test_doctests():
-    result = doctest.testmod(report, optionflags=doctest.ELLIPSIS)
-    assert result.attempted and not result.failed
 
 
 @pytest.mark.slow

@@ -1,6 +1,8 @@
 """`distill filter` from the command line: help, a run, and bad input as one line with exit 2."""
 
 import json
+import subprocess
+import sys
 
 from click.testing import CliRunner
 
@@ -61,3 +63,11 @@ def test_the_run_says_where_its_time_went(tmp_path):
     assert set(steps) >= {"setup", "read", "format", "verify", "language", "dedup keys", "write"}
     assert all(float(v) >= 0 for v in steps.values())
     assert "time" not in json.loads((out / "report.json").read_text())  # a log line, not a result
+
+
+def test_command_module_imports_nothing_heavy():
+    code = ("import sys, reasonkit.filters.command; "
+            "print(sorted(m for m in ('numpy', 'pyarrow', 'lingua', 'math_verify', 'sympy', 'polars', 'torch') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

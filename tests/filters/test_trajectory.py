@@ -157,15 +157,6 @@ def test_unrecovered_error(tools, expected):
     assert unrecovered_error([result(text, name) for name, text in tools]) == expected
 
 
-def test_doctests():
-    import doctest
-
-    from reasonkit.filters import trajectory
-
-    result_ = doctest.testmod(trajectory, optionflags=doctest.ELLIPSIS)
-    assert result_.failed == 0 and result_.attempted > 5
-
-
 def test_generated_trajectories_filter_into_sft_rows_with_their_tools(tmp_path, monkeypatch):
     """distill generate --tools (a scripted backend, a real tool) -> distill filter: the sft rows carry the schemas
     the model was shown, and the final answers are verified."""

@@ -85,11 +85,3 @@ def test_a_request_carries_every_sampling_field_with_its_own_seed():
     sampling = config.request_sampling(42)
     assert names(type(sampling)) == names(SamplingSettings)
     assert values_of(sampling, SamplingSettings) == {**values_of(config, SamplingSettings), "seed": 42}
-
-
-def test_doctests():
-    import doctest
-
-    from reasonkit.gen import settings
-
-    assert doctest.testmod(settings).failed == 0

@@ -1,8 +1,6 @@
 """gen/ without a model: rendering, the think split, retries, sharding and resume with a fake
 backend, config and command-line errors. Seconds, not minutes."""
 
-import doctest
-import importlib
 import json
 
 import pyarrow as pa
@@ -18,15 +16,6 @@ from reasonkit.gen.retry import RetryPolicy, parse_retry_after
 from reasonkit.gen.stage import GenerateConfig, generate, output_settings
 from reasonkit.gen.think import split
 from reasonkit.store import fingerprint, load_manifest, read_stage
-
-GEN_MODULES = ["backend", "think", "render", "retry", "shards", "progress", "preflight", "stage", "command"]
-
-
-@pytest.mark.parametrize("name", GEN_MODULES)
-def test_doctests(name):
-    module = importlib.import_module(f"reasonkit.gen.{name}")
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
 
 
 def test_command_module_imports_nothing_heavy():

@@ -268,14 +268,6 @@ def test_missing_token(stages, tmp_path, monkeypatch, distill):
 # -- what a public card may say about a local run ---------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["hub.public", "hub.provenance", "hub.card"])
-def test_doctests(module):
-    import doctest
-    import importlib
-
-    assert doctest.testmod(importlib.import_module(f"reasonkit.{module}")).failed == 0
-
-
 def _recipe_run(root: Path, teacher: str, identity: str) -> Path:
     """run/verified <- run/traces as a recipe records them: absolute paths, the filter's inputs as a list."""
     config = {**GEN_CONFIG, "teacher": teacher, "teacher_identity": identity}

@@ -45,11 +45,3 @@ def test_the_code_reward_pays_nothing_for_a_claimed_failure_or_an_unbounded_valu
     right = "```python\ndef f(x):\n    return x\n```"
     rows = [f"```python\n{FAKE_FAILURE}```", f"```python\n{DEEP_RETURN}```", right]
     assert code_scores(rows, [TWO, CALL_TEST, CALL_TEST], timeout=0.5) == [0.0, 0.0, 1.0]
-
-
-def test_sandbox_modules_doctests():
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module("reasonkit.sandbox.decode"))
-    assert result.failed == 0 and result.attempted > 0

@@ -195,11 +195,3 @@ def test_the_wheel_ships_every_asset_with_katex_licence():
     assert Path("assets/katex/LICENSE") in assets and Path("assets/katex/katex.min.js") in assets
     for asset in assets:
         assert any(asset.match(g) for g in globs), asset
-
-
-def test_doctests():
-    import doctest
-
-    from reasonkit.view import page, rows
-
-    assert doctest.testmod(rows).failed == 0 and doctest.testmod(page).failed == 0

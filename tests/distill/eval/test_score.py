@@ -137,14 +137,6 @@ def test_vote_groups_ask_the_verifier_in_rounds_across_problems_never_for_two_in
     ]
 
 
-@pytest.mark.parametrize("module", ["eval.vote", "eval.score", "eval.metrics"])
-def test_doctests(module):
-    import doctest
-    import importlib
-
-    assert doctest.testmod(importlib.import_module(f"reasonkit.distill.{module}")).failed == 0
-
-
 def test_summary_md_states_the_counts_and_the_problems_pass_at_k_left_out(scored, tmp_path):
     from reasonkit.distill.eval.report import markdown_table, write_markdown
 

@@ -172,11 +172,3 @@ def test_accuracy_without_an_answer_column_is_one_line_exit_2_nothing_written(te
                        "--batch-size", "64")
     assert result.exit_code == 2, result.output
     assert "lint (group): 4 prompts, but one generation batch samples 8 distinct prompts" in result.stderr, result.stderr
-
-
-@pytest.mark.parametrize("module", ["rl.rollouts", "rl.report", "lint.prompt", "rl.vllm_support", "config", "data", "command"])
-def test_doctests(module):
-    import doctest
-    import importlib
-
-    assert doctest.testmod(importlib.import_module(f"reasonkit.distill.{module}"), optionflags=doctest.ELLIPSIS).failed == 0

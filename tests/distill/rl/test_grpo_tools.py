@@ -262,16 +262,6 @@ def test_a_template_without_tool_calls_is_one_line_exit_2_nothing_written(teache
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("module", ["rl.tools"])
-def test_doctests(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(f"reasonkit.distill.{module}"))
-    assert result.failed == 0 and result.attempted > 0
-
-
-
 def test_the_fingerprint_holds_the_tools_and_the_corpus_content_and_plain_runs_are_unchanged(tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "a", "contents": "Favi Guges won the Kuge Prize in 1983."}) + "\n")

@@ -155,15 +155,6 @@ def test_bad_tests_are_reported():
     assert os.environ.get("HF_TOKEN") != PLANTED  # monkeypatch restored it
 
 
-@pytest.mark.parametrize("name", ["code.verify", "code.tests", "code.harness"])
-def test_doctests(name):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(f"reasonkit.filters.{name}"))
-    assert result.failed == 0 and result.attempted > 0
-
-
 def test_code_reward_agrees_with_the_checker_and_has_trl_signature():
     from reasonkit.filters.rewards import make_rewards
 

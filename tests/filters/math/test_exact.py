@@ -146,12 +146,3 @@ def test_verifier_decides_exact_answers_without_the_pool():
         assert v.pooled == 1
     finally:
         v.close()
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    import reasonkit.filters.math.exact as module
-
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0

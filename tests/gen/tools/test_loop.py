@@ -2,8 +2,6 @@
 tests/gen/tools/test_loop_real.py), the tool-call parser on literal strings, and `distill generate --tools`
 as a stage: its table, its resume, its bad input."""
 
-import doctest
-import importlib
 import json
 import time
 
@@ -19,13 +17,6 @@ from reasonkit.gen.tools.base import ToolBox
 from reasonkit.gen.tools.calls import openai_messages, parse_turn, template_messages
 from reasonkit.gen.tools.loop import rollouts
 from reasonkit.schema import schema
-
-
-@pytest.mark.parametrize("name", ["calls", "loop", "trajectories"])
-def test_doctests(name):
-    module = importlib.import_module(f"reasonkit.gen.tools.{name}")
-    result = doctest.testmod(module)
-    assert result.attempted and not result.failed
 
 
 # -- parsing ------------------------------------------------------------------------------------

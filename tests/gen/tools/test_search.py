@@ -2,7 +2,6 @@
 observation a model reads, the call through ToolBox and load_tools, and every bad corpus as one
 UserError naming the file."""
 
-import doctest
 import gzip
 import json
 import shutil
@@ -12,7 +11,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from reasonkit.errors import UserError
-from reasonkit.gen.tools import search as search_module
 from reasonkit.gen.tools.base import ToolBox, load_tools
 from reasonkit.gen.tools.search import PASSAGE_CHARS, index_for, make_search, read_corpus
 
@@ -45,11 +43,6 @@ def write(path, rows):
 def corpus_file(request, tmp_path):
     rows = [{**r, "id": str(r["id"])} for r in ROWS] if request.param.endswith(".parquet") else ROWS
     return write(tmp_path / request.param, rows)
-
-
-def test_doctests():
-    result = doctest.testmod(search_module)
-    assert result.attempted and not result.failed
 
 
 def test_reads_every_passage_in_file_order(corpus_file):

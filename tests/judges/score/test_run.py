@@ -208,15 +208,6 @@ def test_report_and_cli_output(models, traces, tmp_path):
     assert report["rows"] == 24 and report["unscored"] == 0 and report["reward"]["min"] < report["reward"]["max"]
 
 
-@pytest.mark.parametrize("name", ["reasonkit.judges.score.scorer", "reasonkit.judges.score.run", "reasonkit.filters.reward_model"])
-def test_doctests(name):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
-
-
 def test_the_command_and_config_import_nothing_heavy():
     import subprocess
     import sys

@@ -1,18 +1,12 @@
 """The synthetic tool-use task: a deterministic world, a Search-R1 corpus, prompts split by book, reference trajectories."""
 
-import doctest
 import json
 
 import pyarrow.parquet as pq
 import pytest
 
 from reasonkit.errors import UserError
-from reasonkit.recipes.tasks import agent as agent_task
 from reasonkit.recipes.tasks.agent import corpus, make_world, questions, reference_messages, write_corpus, write_prompts
-
-
-def test_doctests():
-    assert doctest.testmod(agent_task).failed == 0
 
 
 def test_world_is_deterministic_per_seed_and_consistent():

@@ -1,7 +1,6 @@
 """The synthetic code task (the code quickstart's data): its reference programs pass the code verifier
 through `distill filter --verifier code`, a program that only prints the example fails, splits hold."""
 
-import doctest
 import json
 
 from reasonkit.filters.config import FilterConfig
@@ -10,11 +9,6 @@ from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.recipes.tasks import code as code_task
 from reasonkit.recipes.tasks import math as task
 from reasonkit.store import read_stage
-
-
-def test_doctests():
-    result = doctest.testmod(code_task)
-    assert result.failed == 0 and result.attempted > 0
 
 
 def test_problems_are_distinct_seeded_and_keep_the_math_split():

@@ -60,11 +60,3 @@ def test_tools_render_and_trl_parses_the_call_back(tok):
     assert full[: len(prefix)] == prefix  # the template is prefix-preserving: generation continues the prompt
     parsed = parse_response(tok, full[len(prefix) :], prefix=prefix)
     assert parsed["tool_calls"] == [CALL]
-
-
-def test_doctests():
-    import doctest
-
-    from reasonkit.recipes.teachers import tiny_tools
-
-    assert doctest.testmod(tiny_tools).failed == 0
