@@ -19,15 +19,23 @@ from reasonkit.options import ExitOnUserError
 
 # name -> (import path of a click command, one-line help shown by `distill --help`).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "generate": ("reasonkit.gen.command:generate", "Sample teacher reasoning traces (vLLM, OpenAI-compatible, transformers)."),
+    "generate": (
+        "reasonkit.gen.command:generate",
+        "Sample teacher reasoning traces (vLLM, OpenAI-compatible, transformers).",
+    ),
     "filter": ("reasonkit.filters.command:filter", "Verify, language-check, dedup and decontaminate traces."),
     "pairs": ("reasonkit.judges.command:pairs", "Build DPO pairs from verified and rejected samples."),
     "judge": ("reasonkit.judges.command:judge", "LLM-as-judge preferences (pointwise or pairwise)."),
     "critique": ("reasonkit.judges.command:critique", "Constitutional critique and revision (RLAIF)."),
-    "label-steps": ("reasonkit.judges.steps.command:label_steps", "Math-Shepherd step labels from policy rollouts, and Step-DPO pairs."),
+    "label-steps": (
+        "reasonkit.judges.steps.command:label_steps",
+        "Math-Shepherd step labels from policy rollouts, and Step-DPO pairs.",
+    ),
     "score": ("reasonkit.judges.score.command:score", "Score traces with a reward model (or a PRM, per step)."),
-    "prepare-student": ("reasonkit.distill.prepare.command:prepare_student_command",
-                        "Longer context, RoPE, a marked chat template and EOS = turn end for a base model."),
+    "prepare-student": (
+        "reasonkit.distill.prepare.command:prepare_student_command",
+        "Longer context, RoPE, a marked chat template and EOS = turn end for a base model.",
+    ),
     "train": ("reasonkit.distill.command:train", "SFT, DPO, GRPO, reward and process reward models (TRL + peft)."),
     "eval": ("reasonkit.distill.eval.command:eval_", "pass@1 over k samples, cons@k, pass@k; protocol recorded."),
     "push": ("reasonkit.hub.push:push_command", "Publish a stage directory to the Hugging Face Hub."),
@@ -35,8 +43,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("reasonkit.recipes.command:validate", "Check a recipe YAML without loading any model."),
     "quickstart": ("reasonkit.recipes.command:quickstart", "The whole loop on this CPU with the embedded teacher."),
     "inspect": ("reasonkit.inspect_stage:inspect", "Show a stage directory: manifest, schema, counts, a sample row."),
-    "view": ("reasonkit.view.command:view", "One offline HTML page of a stage directory or a run: funnel, rows, evals."),
-    "make-teacher": ("reasonkit.recipes.teachers.command:make_teacher_command", "Train the embedded tiny teacher from scratch."),
+    "view": (
+        "reasonkit.view.command:view",
+        "One offline HTML page of a stage directory or a run: funnel, rows, evals.",
+    ),
+    "make-teacher": (
+        "reasonkit.recipes.teachers.command:make_teacher_command",
+        "Train the embedded tiny teacher from scratch.",
+    ),
 }
 
 

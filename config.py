@@ -34,7 +34,9 @@ from reasonkit.errors import UserError
 T = TypeVar("T")
 
 
-def setting(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING, **meta: Any) -> Any:
+def setting(
+    default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING, **meta: Any
+) -> Any:
     """A config field that carries its own help: the one place a setting is declared.
 
     The command's option is generated from it (options.py: flag name, type, choices and default from the

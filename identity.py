@@ -38,9 +38,20 @@ from pathlib import Path
 #: Top-level files of a model/adapter directory that decide what it generates. Checkpoint
 #: folders, training logs and ``training_args.bin`` are not the model.
 MODEL_FILES = (
-    "config.json", "generation_config.json", "adapter_config.json",
-    "*.safetensors", "*.bin", "*.index.json", "*.gguf",
-    "tokenizer*", "special_tokens_map.json", "added_tokens.json", "vocab.*", "merges.txt", "*.model", "*.tiktoken",
+    "config.json",
+    "generation_config.json",
+    "adapter_config.json",
+    "*.safetensors",
+    "*.bin",
+    "*.index.json",
+    "*.gguf",
+    "tokenizer*",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.*",
+    "merges.txt",
+    "*.model",
+    "*.tiktoken",
     "chat_template*",
 )
 _NOT_MODEL = ("training_args.bin", "optimizer*", "scheduler*", "rng_state*")
@@ -58,8 +69,10 @@ def looks_like_hub_id(name: str) -> bool:
 def model_files(directory: str | os.PathLike) -> list[Path]:
     """The files of ``directory`` that identify a model or adapter, sorted by name."""
     return sorted(
-        p for p in Path(directory).iterdir()
-        if p.is_file() and not p.name.startswith(".")
+        p
+        for p in Path(directory).iterdir()
+        if p.is_file()
+        and not p.name.startswith(".")
         and any(fnmatch.fnmatch(p.name, pat) for pat in MODEL_FILES)
         and not any(fnmatch.fnmatch(p.name, pat) for pat in _NOT_MODEL)
     )
@@ -89,8 +102,11 @@ def _hash_all(files: list[Path], what: str) -> list[str]:
     todo = [f for f in files if _key(f) not in _MEMO]
     size = sum(f.stat().st_size for f in todo)
     if size > _ANNOUNCE_BYTES:
-        print(f"hashing {what}: {len(todo)} files, {size / 2**30:.1f} GiB (once; recorded in the manifest)",
-              file=sys.stderr, flush=True)
+        print(
+            f"hashing {what}: {len(todo)} files, {size / 2**30:.1f} GiB (once; recorded in the manifest)",
+            file=sys.stderr,
+            flush=True,
+        )
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1, max(1, len(todo)))) as pool:
         list(pool.map(file_sha256, todo))
     return [file_sha256(f) for f in files]
@@ -136,7 +152,8 @@ def hub_revision(repo_id: str, repo_type: str = "model", revision: str | None = 
     if not huggingface_hub.is_offline_mode():
         try:
             info = (HfApi().model_info if repo_type == "model" else HfApi().dataset_info)(
-                repo_id, revision=revision, timeout=10)
+                repo_id, revision=revision, timeout=10
+            )
             if info.sha:
                 return info.sha
         except Exception:  # unknown id, no network, gated: the cache may still know it

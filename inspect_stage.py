@@ -27,8 +27,12 @@ def describe(path: str | Path) -> dict:
         raise UserError(f"{path}: no such directory")
     container = None if is_stage_dir(path) else layout_of(path)
     if container is not None:
-        return {"path": str(path), "stage": container[0], "configs": configs(path, layout=container[1]),
-                "card": card_state(path)}
+        return {
+            "path": str(path),
+            "stage": container[0],
+            "configs": configs(path, layout=container[1]),
+            "card": card_state(path),
+        }
     manifest = load_manifest(path)
     shards = manifest.get("shards", [])
     info = {
@@ -65,8 +69,16 @@ def configs(path: Path, *, manifest: dict | None = None, layout: list[str] | Non
     from reasonkit.store import card_tables
 
     tables = card_tables(path, manifest=manifest, layout=layout)
-    return [{"config": t.name, "table": t.kind, "rows": t.rows, "complete": t.complete,
-             "load": load_line(str(path), t, default=i == 0)} for i, t in enumerate(tables)]
+    return [
+        {
+            "config": t.name,
+            "table": t.kind,
+            "rows": t.rows,
+            "complete": t.complete,
+            "load": load_line(str(path), t, default=i == 0),
+        }
+        for i, t in enumerate(tables)
+    ]
 
 
 def card_state(path: Path) -> str:
@@ -77,16 +89,22 @@ def card_state(path: Path) -> str:
         return "written"
     if (path / CARD).exists():
         return f"{CARD} is not reasonkit's: its configs, if any, decide what load_dataset reads; left as it is"
-    return (f"missing (written before reasonkit wrote cards): load_dataset may misread it; "
-            f"`distill inspect {path} --write-card` writes it")
+    return (
+        f"missing (written before reasonkit wrote cards): load_dataset may misread it; "
+        f"`distill inspect {path} --write-card` writes it"
+    )
 
 
 @click.command("inspect")
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
 @click.option("--width", default=200, show_default=True, help="Truncate sample values to this many characters.")
-@click.option("--write-card", is_flag=True, help="Write the dataset card (.huggingface.yaml) of a directory made before "
-              "reasonkit wrote one, so load_dataset(DIR) reads its tables; a card not reasonkit's is left alone.")
+@click.option(
+    "--write-card",
+    is_flag=True,
+    help="Write the dataset card (.huggingface.yaml) of a directory made before "
+    "reasonkit wrote one, so load_dataset(DIR) reads its tables; a card not reasonkit's is left alone.",
+)
 def inspect(directory: str, as_json: bool, width: int, write_card: bool) -> None:
     """Show a stage directory: manifest, schema, row counts, completeness, one sample row, and the
     dataset configs it offers with the line of Python that loads each."""

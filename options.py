@@ -68,8 +68,13 @@ def _options(cls: type, exclude: set[str], required: set[str], prefix: str):
         if dataclasses.is_dataclass(hint) and "flags" in meta:  # columns -> --id-col, --problem-col, ...
             for inner in dataclasses.fields(hint):
                 if "help" in inner.metadata:
-                    yield _option(inner, typing.get_type_hints(hint)[inner.name], f"{prefix}{f.name}{_NEST}",
-                                  meta["flags"].format(inner.name.replace("_", "-")), False)
+                    yield _option(
+                        inner,
+                        typing.get_type_hints(hint)[inner.name],
+                        f"{prefix}{f.name}{_NEST}",
+                        meta["flags"].format(inner.name.replace("_", "-")),
+                        False,
+                    )
             continue
         yield _option(f, hint, prefix, None, f.name in required)
 
@@ -122,7 +127,7 @@ def _strip_none(hint: Any) -> Any:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(args) == 1:
             return args[0]
-        return Union[tuple(args)]
+        return Union[tuple(args)]  # noqa: UP007 (a union built at run time: `|` takes two operands)
     return hint
 
 
@@ -155,7 +160,10 @@ def given(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in values.items():
         if ctx is not None and ctx.get_parameter_source(name) in (
-                click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP, None):
+            click.core.ParameterSource.DEFAULT,
+            click.core.ParameterSource.DEFAULT_MAP,
+            None,
+        ):
             continue
         if ctx is None and value is None:
             continue

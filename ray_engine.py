@@ -47,13 +47,20 @@ def import_ray():
         import ray
         import ray.data  # noqa: F401  (Ray Data is the extra's part this engine needs)
     except ImportError as e:
-        raise UserError(f"--engine ray: Ray Data is not installed ({e.name or e}); "
-                        "pip install 'reasonkit[ray]' (ray[data]>=2.40), or use --engine local") from None
+        raise UserError(
+            f"--engine ray: Ray Data is not installed ({e.name or e}); "
+            "pip install 'reasonkit[ray]' (ray[data]>=2.40), or use --engine local"
+        ) from None
     return ray
 
 
-def connect(address: str | None = None, *, num_cpus: int | None = None, object_store_mb: int | None = None,
-            forward_env: Sequence[str] = ()):
+def connect(
+    address: str | None = None,
+    *,
+    num_cpus: int | None = None,
+    object_store_mb: int | None = None,
+    forward_env: Sequence[str] = (),
+):
     """Join the cluster at ``address``, or start a local one; reuses a connection already made.
 
     ``num_cpus`` / ``object_store_mb`` size a local cluster (None: Ray's defaults, every core and
@@ -69,8 +76,10 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, object_s
         try:
             ray.init(address=address, **common)
         except (ConnectionError, RuntimeError, ValueError) as e:
-            raise UserError(f"--ray-address {address}: could not join a Ray cluster there ({_first_line(e)}); "
-                            "expected a running cluster (`ray start --head` on its head node)") from None
+            raise UserError(
+                f"--ray-address {address}: could not join a Ray cluster there ({_first_line(e)}); "
+                "expected a running cluster (`ray start --head` on its head node)"
+            ) from None
     else:
         memory = None if object_store_mb is None else object_store_mb * 2**20
         ray.init(num_cpus=num_cpus, object_store_memory=memory, include_dashboard=False, **common)
@@ -88,8 +97,10 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as e:
-        raise UserError(f"--ray-address {address}: no Ray cluster reachable there ({e.strerror or e}); "
-                        "expected the head node's GCS address (`ray start --head` prints it)") from None
+        raise UserError(
+            f"--ray-address {address}: no Ray cluster reachable there ({e.strerror or e}); "
+            "expected the head node's GCS address (`ray start --head` prints it)"
+        ) from None
 
 
 def _first_line(error: BaseException) -> str:
@@ -123,8 +134,12 @@ def warn_if_short(replicas: int, per_replica: dict[str, float]) -> None:
     for name, amount in per_replica.items():
         need = amount * replicas
         if amount and have.get(name, 0) < need:
-            print(f"ray: {replicas} replicas x {amount:g} {name} need {need:g}, the cluster has {have.get(name, 0):g} "
-                  "now; replicas wait for resources (lower --replicas, or add nodes)", file=sys.stderr, flush=True)
+            print(
+                f"ray: {replicas} replicas x {amount:g} {name} need {need:g}, the cluster has {have.get(name, 0):g} "
+                "now; replicas wait for resources (lower --replicas, or add nodes)",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def run_shards(
@@ -168,9 +183,16 @@ def run_shards(
         # without them Ray Data would retry a shard that kills its worker forever.
         warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
         ds = ds.map_batches(
-            replica, fn_constructor_kwargs=replica_kwargs, batch_size=1, batch_format="pyarrow",
-            compute=ray.data.ActorPoolStrategy(size=replicas), num_cpus=num_cpus, num_gpus=num_gpus,
-            max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES, **placed,
+            replica,
+            fn_constructor_kwargs=replica_kwargs,
+            batch_size=1,
+            batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=replicas),
+            num_cpus=num_cpus,
+            num_gpus=num_gpus,
+            max_restarts=MAX_RETRIES,
+            max_task_retries=MAX_RETRIES,
+            **placed,
         )
     pending: dict[int, list[pa.Table]] = {}
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):

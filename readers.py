@@ -36,7 +36,9 @@ def stable_id(text: str) -> str:
     return hashlib.sha256(text.strip().encode()).hexdigest()[:16]
 
 
-def read_table(path: str | os.PathLike, *, allow_incomplete: bool = False, split: str | None = None) -> tuple[pa.Table, str]:
+def read_table(
+    path: str | os.PathLike, *, allow_incomplete: bool = False, split: str | None = None
+) -> tuple[pa.Table, str]:
     """Any supported input as an Arrow table, and a short name of it for error messages.
 
     A Hugging Face dataset, by Hub id or as a folder in the Hub's layout, is named by a reference
@@ -126,8 +128,12 @@ def read_prompts(
         if trimmed is not None:
             out["messages"], dropped = trimmed
             notes["reference_turns_dropped"] = dropped
-            print(f"{name}: {columns.messages!r} end with an assistant turn in {dropped} rows (a reference "
-                  "solution); prompting with the turns before it", file=sys.stderr, flush=True)
+            print(
+                f"{name}: {columns.messages!r} end with an assistant turn in {dropped} rows (a reference "
+                "solution); prompting with the turns before it",
+                file=sys.stderr,
+                flush=True,
+            )
     elif columns.problem in cols:
         problems = table.column(columns.problem).to_pylist()
         for i, text in enumerate(problems):
@@ -144,7 +150,9 @@ def read_prompts(
     if not hashed:
         out["id"] = table.column(columns.id).cast(pa.string())
     else:
-        texts = out["problem"].to_pylist() if "problem" in out else [_last_user(m) for m in out["messages"].to_pylist()]
+        texts = (
+            out["problem"].to_pylist() if "problem" in out else [_last_user(m) for m in out["messages"].to_pylist()]
+        )
         out["id"] = pa.array([stable_id(t) for t in texts], pa.string())
     if columns.answer in cols:
         out["answer"] = table.column(columns.answer).cast(pa.string())
@@ -159,8 +167,12 @@ def read_prompts(
         prompts, repeats = _first_of_each_problem(prompts)
         if repeats:
             notes["duplicate_problems_dropped"] = repeats
-            print(f"{name}: {repeats} rows repeat an earlier row's problem text; each problem is prompted once "
-                  "(its first row)", file=sys.stderr, flush=True)
+            print(
+                f"{name}: {repeats} rows repeat an earlier row's problem text; each problem is prompted once "
+                "(its first row)",
+                file=sys.stderr,
+                flush=True,
+            )
     _check_unique_ids(prompts, name)
     if limit is not None:
         prompts = prompts.slice(0, limit)
@@ -179,8 +191,7 @@ def prompt_notes(table: pa.Table) -> dict:
 _NOTES_KEY = b"reasonkit.prompt_notes"
 
 
-def _without_reference_turns(column: pa.ChunkedArray, problems: pa.ChunkedArray | None, name: str,
-                             columns: ColumnMap):
+def _without_reference_turns(column: pa.ChunkedArray, problems: pa.ChunkedArray | None, name: str, columns: ColumnMap):
     """``(messages, rows changed)`` with trailing assistant turns removed, or None when no row ends
     with one. The teacher must not be shown the answer it is asked for, and a prompt that ended with
     an assistant turn would give SFT rows two of them. A row left without a user turn is prompted
@@ -190,8 +201,11 @@ def _without_reference_turns(column: pa.ChunkedArray, problems: pa.ChunkedArray 
     as Python strings), and only the short turns before them are kept.
     """
     kind = column.type
-    if not (pa.types.is_list(kind) and pa.types.is_struct(kind.value_type)
-            and {"role", "content"} <= {f.name for f in kind.value_type}):
+    if not (
+        pa.types.is_list(kind)
+        and pa.types.is_struct(kind.value_type)
+        and {"role", "content"} <= {f.name for f in kind.value_type}
+    ):
         return None  # not messages: validate() names the column and the type it expected
     chunks, changed, row = [], 0, 0
     for chunk in column.chunks:
@@ -231,8 +245,9 @@ def _trim_chunk(chunk: pa.ListArray) -> tuple[pa.Array | None, int]:
     new_offsets = np.concatenate([[0], np.cumsum(lengths)])
     take = np.repeat(starts - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
     values = chunk.values.take(pa.array(take, pa.int64()))
-    turns = pa.StructArray.from_arrays([values.field("role").cast(pa.string()), values.field("content").cast(pa.string())],
-                                       names=["role", "content"])
+    turns = pa.StructArray.from_arrays(
+        [values.field("role").cast(pa.string()), values.field("content").cast(pa.string())], names=["role", "content"]
+    )
     out = pa.ListArray.from_arrays(pa.array(new_offsets, pa.int32()), turns, mask=chunk.is_null())
     return out.cast(MESSAGES), int(ends_with_assistant.sum())
 

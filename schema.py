@@ -26,8 +26,9 @@ MESSAGES = pa.list_(MESSAGE)
 TOOL_CALL = pa.struct([("name", pa.string()), ("arguments", pa.string())])
 #: A turn of a tool-use trajectory: MESSAGE + the assistant's ``tool_calls`` and the ``tool`` turn's ``name``
 #: (null elsewhere), the shape transformers chat templates and TRL read (gen/tools/calls.py converts).
-TOOL_MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()),
-                          ("tool_calls", pa.list_(TOOL_CALL)), ("name", pa.string())])
+TOOL_MESSAGE = pa.struct(
+    [("role", pa.string()), ("content", pa.string()), ("tool_calls", pa.list_(TOOL_CALL)), ("name", pa.string())]
+)
 TOOL_MESSAGES = pa.list_(TOOL_MESSAGE)
 
 
@@ -217,7 +218,7 @@ def validate(table: pa.Table, kind: str, source: str = "<table>") -> pa.Table:
     Traceback (most recent call last):
     ...
     reasonkit.errors.UserError: p.jsonl: missing required column 'messages' (expected list<struct<role: string, content: string>>); found columns ['id']
-    """
+    """  # noqa: E501
     columns = _columns(kind)
     out: dict[str, pa.ChunkedArray] = {}
     for col in columns:
@@ -260,8 +261,7 @@ def _conform_column(arr: pa.ChunkedArray, col: Column, source: str) -> pa.Chunke
     row, value = _first_uncastable(arr, col.type)
     where = f"; first bad row {row}: {value!r}" if row is not None else ""
     raise UserError(
-        f"{source}: column {col.name!r} has type {_type_name(arr.type)}, "
-        f"expected {_type_name(col.type)}{where}"
+        f"{source}: column {col.name!r} has type {_type_name(arr.type)}, expected {_type_name(col.type)}{where}"
     )
 
 

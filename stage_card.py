@@ -52,8 +52,14 @@ class Table:
 
 def configs(tables: list[Table], split: str = SPLIT) -> list[dict]:
     """The YAML ``configs:`` list: one config per table, the first the default."""
-    return [{"config_name": t.name, "data_files": [{"split": split, "path": t.path}],
-             **({"default": True} if i == 0 else {})} for i, t in enumerate(tables)]
+    return [
+        {
+            "config_name": t.name,
+            "data_files": [{"split": split, "path": t.path}],
+            **({"default": True} if i == 0 else {}),
+        }
+        for i, t in enumerate(tables)
+    ]
 
 
 def configs_yaml(tables: list[Table], split: str = SPLIT) -> str:
@@ -83,13 +89,18 @@ def load_line(where: str, table: Table, *, default: bool | None = None, split: s
 
 def tables_section(where: str, tables: list[Table], *, split: str = SPLIT) -> list[str]:
     """The configs as a Markdown table, each with the line that loads it (the stage card's and `distill push`'s)."""
-    lines = ["| config | table | rows | shards | completion tokens | complete "
-             "| load with `from datasets import load_dataset` |", "|---|---|---:|---:|---:|---|---|"]
+    lines = [
+        "| config | table | rows | shards | completion tokens | complete "
+        "| load with `from datasets import load_dataset` |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
     for i, t in enumerate(tables):
         rows = "not written yet" if t.rows is None else f"{t.rows:,}"
         name = f"`{t.name}`" + (" (default)" if i == 0 and t.name != "default" else "")
-        lines.append(f"| {name} | {t.kind or '-'} | {rows} | {t.shards} | {f'{t.tokens:,}' if t.tokens else '-'} | "
-                     f"{'yes' if t.complete else '**no**'} | `{load_line(where, t, default=i == 0, split=split)}` |")
+        lines.append(
+            f"| {name} | {t.kind or '-'} | {rows} | {t.shards} | {f'{t.tokens:,}' if t.tokens else '-'} | "
+            f"{'yes' if t.complete else '**no**'} | `{load_line(where, t, default=i == 0, split=split)}` |"
+        )
     return lines
 
 
@@ -112,18 +123,22 @@ def render(where: str, tables: list[Table], *, stage: str | None, layout: list[s
         what = f"A reasonkit stage directory: the `{main.kind or 'untyped'}` table of the `{stage or '?'}` stage"
         what += f", with its sub-tables {', '.join(f'`{t.name}`' for t in others)}." if others else "."
     else:
-        what = (f"A reasonkit `{stage or '?'}` directory of {len(tables)} table{'s' if len(tables) > 1 else ''}; "
-                f"`load_dataset` reads `{main.name}` unless another config is named.")
+        what = (
+            f"A reasonkit `{stage or '?'}` directory of {len(tables)} table{'s' if len(tables) > 1 else ''}; "
+            f"`load_dataset` reads `{main.name}` unless another config is named."
+        )
     example = next((t for t in tables if t.kind in _TRAINABLE), others[0] if others else main)
     prose = [f"{Path(where).name}: {what}", *_state(tables), ""]
     prose += tables_section(where, tables) + [""]
     # On a config's files, not the folder: pyarrow (so pandas) reads sub-folders too, and a stage's report.json
-    prose += [f"Other readers, on a config's data files: polars `pl.read_parquet(\"{where}/{example.path}\")`, "
-              f"pandas `pd.read_parquet(sorted(glob.glob(\"{where}/{example.path}\")))`; "
-              f"TRL's CLIs `--dataset_name {where}"
-              + (f" --dataset_config {example.name}`." if example is not main else "`.")
-              + " The JSON files beside them (`_manifest.json`, `report.json`, ...) are the stage's records,"
-              " never rows."]
+    prose += [
+        f'Other readers, on a config\'s data files: polars `pl.read_parquet("{where}/{example.path}")`, '
+        f'pandas `pd.read_parquet(sorted(glob.glob("{where}/{example.path}")))`; '
+        f"TRL's CLIs `--dataset_name {where}"
+        + (f" --dataset_config {example.name}`." if example is not main else "`.")
+        + " The JSON files beside them (`_manifest.json`, `report.json`, ...) are the stage's records,"
+        " never rows."
+    ]
     out = [f"# {line}".rstrip() for line in prose]
     out += [_MARK + json.dumps({"stage": stage, "layout": layout}), configs_yaml(tables), ""]
     return "\n".join(out)
@@ -134,10 +149,13 @@ def _state(tables: list[Table]) -> list[str]:
     unfinished = [t for t in tables if not t.complete]
     if not unfinished:
         return []
-    why = ", ".join(f"`{t.name}` " + ("not written yet" if t.rows is None else f"has {t.rows:,} rows so far")
-                    for t in unfinished)
-    return [f"**Incomplete**: the stage has not finished ({why}). `load_dataset` reads the rows committed so far; "
-            "reasonkit's readers refuse them unless `--allow-incomplete`; rerunning the stage resumes it."]
+    why = ", ".join(
+        f"`{t.name}` " + ("not written yet" if t.rows is None else f"has {t.rows:,} rows so far") for t in unfinished
+    )
+    return [
+        f"**Incomplete**: the stage has not finished ({why}). `load_dataset` reads the rows committed so far; "
+        "reasonkit's readers refuse them unless `--allow-incomplete`; rerunning the stage resumes it."
+    ]
 
 
 def is_ours(folder: Path) -> bool:

@@ -354,12 +354,14 @@ def sub_stages(directory: str | os.PathLike) -> list[Path]:
     """The sub-stage folders of a stage directory (``rejected/``, ``sft/``, ``record/`` ...), by name:
     visible folders holding a manifest. The card and `distill push` name a sub-stage's config after it."""
     d = Path(directory)
-    return sorted(p for p in d.iterdir()
-                  if p.is_dir() and not p.name.startswith((".", "_")) and (p / MANIFEST).is_file())
+    return sorted(
+        p for p in d.iterdir() if p.is_dir() and not p.name.startswith((".", "_")) and (p / MANIFEST).is_file()
+    )
 
 
-def card_tables(directory: str | os.PathLike, *, manifest: dict | None = None,
-                layout: Sequence[str] | None = None) -> list[Table]:
+def card_tables(
+    directory: str | os.PathLike, *, manifest: dict | None = None, layout: Sequence[str] | None = None
+) -> list[Table]:
     """The tables of a directory, the main one first, as its card names them.
 
     A stage directory: its own table (config ``default``), then each sub-stage with a table kind (a work
@@ -380,8 +382,13 @@ def card_tables(directory: str | os.PathLike, *, manifest: dict | None = None,
     return tables
 
 
-def write_card(directory: str | os.PathLike, *, manifest: dict | None = None, layout: Sequence[str] | None = None,
-               stage: str | None = None) -> None:
+def write_card(
+    directory: str | os.PathLike,
+    *,
+    manifest: dict | None = None,
+    layout: Sequence[str] | None = None,
+    stage: str | None = None,
+) -> None:
     """Write (or rewrite) the card of ``directory``: a stage directory's from its manifests; a directory
     of stages from the ``layout`` its stage declares (later calls may omit it: the card keeps it). A card
     that reasonkit did not write is left as it is, and so is a stage's scratch folder (``.work/``)."""
@@ -419,8 +426,15 @@ def _raw_manifest(directory: Path) -> dict | None:
 
 
 def _stage_table(name: str, prefix: str, m: dict) -> Table:
-    return Table(name, f"{prefix}part-*.parquet", m.get("kind"), int(m.get("rows") or 0), len(m.get("shards") or []),
-                 bool(m.get("complete")), tokens=int(m.get("tokens") or 0))
+    return Table(
+        name,
+        f"{prefix}part-*.parquet",
+        m.get("kind"),
+        int(m.get("rows") or 0),
+        len(m.get("shards") or []),
+        bool(m.get("complete")),
+        tokens=int(m.get("tokens") or 0),
+    )
 
 
 def _declared_table(d: Path, entry: str) -> Table:

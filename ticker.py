@@ -55,8 +55,9 @@ def is_terminal(stream) -> bool:
         return False
 
 
-def plain_ticker(step: str, total: int | None, unit: str, *, done: int = 0, stream=None,
-                 write: Callable[[str], None] | None = None) -> Ticker | None:
+def plain_ticker(
+    step: str, total: int | None, unit: str, *, done: int = 0, stream=None, write: Callable[[str], None] | None = None
+) -> Ticker | None:
     """A :class:`Ticker` when ``stream`` (stderr by default) is not a terminal; None on a terminal,
     where the step draws its bar (or prints its own lines) instead."""
     stream = stream or sys.stderr
@@ -94,8 +95,18 @@ class Ticker:
     to ``stream``, stderr); ``every`` seconds between lines (default: :func:`interval`); ``clock``: a
     monotonic clock (tests pass a fake one)."""
 
-    def __init__(self, step: str, total: int | None, unit: str, *, done: int = 0, every: float | None = None,
-                 stream=None, write: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        step: str,
+        total: int | None,
+        unit: str,
+        *,
+        done: int = 0,
+        every: float | None = None,
+        stream=None,
+        write: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.step, self.total, self.unit = step, total, unit
         self.done = self.done_at_start = done
         self.every = interval() if every is None else every

@@ -58,10 +58,10 @@ def sequential(llm, toolbox, prompts: list[list[dict]], *, max_tokens: int, max_
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
+    from reasonkit.gen.backend import Completion
     from reasonkit.gen.render import encode, prompt_text
     from reasonkit.gen.tools.calls import assistant_message, stored_messages, tool_message
     from reasonkit.gen.tools.loop import run_calls, turn_of
-    from reasonkit.gen.backend import Completion
 
     tok = llm.get_tokenizer()
     schemas = toolbox.schemas()
@@ -71,8 +71,9 @@ def sequential(llm, toolbox, prompts: list[list[dict]], *, max_tokens: int, max_
         messages = stored_messages(messages)
         for turn in range(max_turns):
             ids = encode(tok, prompt_text(tok, messages, tools=schemas))
-            params = SamplingParams(temperature=0.0, max_tokens=min(max_tokens, MAX_MODEL_LEN - len(ids)),
-                                    skip_special_tokens=False)
+            params = SamplingParams(
+                temperature=0.0, max_tokens=min(max_tokens, MAX_MODEL_LEN - len(ids)), skip_special_tokens=False
+            )
             out = llm.generate([TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)[0].outputs[0]
             counts["turns"] += 1
             content, calls = turn_of(Completion("x", 0, out.text, "stop", 0, 0))
@@ -89,8 +90,9 @@ def sequential(llm, toolbox, prompts: list[list[dict]], *, max_tokens: int, max_
 
 
 def distill(llm, cfg, work: Path) -> tuple[int, dict, float]:
-    import pyarrow.compute as pc
     from dataclasses import replace
+
+    import pyarrow.compute as pc
 
     from reasonkit.gen.stage import generate, make_backend
     from reasonkit.store import read_stage
@@ -100,8 +102,11 @@ def distill(llm, cfg, work: Path) -> tuple[int, dict, float]:
     manifest = generate(cfg, backend=make_backend(cfg, llm=llm))
     seconds = time.perf_counter() - start
     t = read_stage(cfg.out)
-    counts = {"turns": pc.sum(t["turns"]).as_py(), "tool_calls": pc.sum(t["tool_calls"]).as_py(),
-              "answered": pc.sum(pc.equal(t["finish_reason"], "stop")).as_py()}
+    counts = {
+        "turns": pc.sum(t["turns"]).as_py(),
+        "tool_calls": pc.sum(t["tool_calls"]).as_py(),
+        "answered": pc.sum(pc.equal(t["finish_reason"], "stop")).as_py(),
+    }
     return manifest["rows"], counts, seconds
 
 
@@ -121,14 +126,15 @@ def main() -> None:
 
         args.search_k = SEARCH_K
 
+    import pyarrow.parquet as pq
+    import vllm
+
     from reasonkit.gen.stage import GenerateConfig
     from reasonkit.gen.tools import base
     from reasonkit.gen.tools.base import ToolBox
     from reasonkit.gen.tools.search import make_search
     from reasonkit.gen.vllm_backend import engine_kwargs
     from reasonkit.recipes.tasks import agent as agent_task
-    import pyarrow.parquet as pq
-    import vllm
 
     work = Path(tempfile.mkdtemp(prefix="bench-agent-"))
     model = args.model or (str(AGENT_TEACHER) if (AGENT_TEACHER / "config.json").is_file() else None)
@@ -149,9 +155,22 @@ def main() -> None:
     base._FACTORIES["search"] = f"{__name__}:_bench_search"
     globals()["_bench_search"] = lambda corpus=None, k=3: search
     toolbox = ToolBox([search])
-    cfg = GenerateConfig(prompts=prompts, teacher=model, out="", n=1, temperature=0.0, max_tokens=args.max_tokens,
-                         dtype="float32", max_model_len=MAX_MODEL_LEN, tools="search", corpus=corpus,
-                         max_turns=args.max_turns, tool_workers=args.tool_workers, search_k=args.search_k, shard_size=max(1, args.prompts // 4))
+    cfg = GenerateConfig(
+        prompts=prompts,
+        teacher=model,
+        out="",
+        n=1,
+        temperature=0.0,
+        max_tokens=args.max_tokens,
+        dtype="float32",
+        max_model_len=MAX_MODEL_LEN,
+        tools="search",
+        corpus=corpus,
+        max_turns=args.max_turns,
+        tool_workers=args.tool_workers,
+        search_k=args.search_k,
+        shard_size=max(1, args.prompts // 4),
+    )
 
     llm = vllm.LLM(**engine_kwargs(model, dtype="float32", max_model_len=MAX_MODEL_LEN, seed=0))
     times: dict[str, list[float]] = {"sequential": [], "distill": []}
@@ -167,8 +186,10 @@ def main() -> None:
             counts[name] = c
             print(f"{name:>10}: {n} trajectories in {s:6.2f} s = {n / s:6.2f}/s  {c}", flush=True)
     best = {k: max(v) for k, v in times.items()}
-    print(f"model {model}, {args.prompts} prompts, max {args.max_turns} turns x {args.max_tokens} tokens, "
-          f"tool latency {args.tool_latency}s, {os.cpu_count()} cpus")
+    print(
+        f"model {model}, {args.prompts} prompts, max {args.max_turns} turns x {args.max_tokens} tokens, "
+        f"tool latency {args.tool_latency}s, {os.cpu_count()} cpus"
+    )
     for k, v in times.items():
         print(f"{k:>10}: best {max(v):.2f} traj/s, median {statistics.median(v):.2f}")
     print(f"distill/sequential: {best['distill'] / best['sequential']:.2f}x (target >= 3x)")

@@ -2,28 +2,28 @@
 
     python bench/agent_search.py [PASSAGES] [QUERIES] [BASELINE_QUERIES]   # defaults 100000 1000 200
 
-The corpus: PASSAGES passages of 40-80 words drawn Zipf-like (s=1.1) from a 50,000-word vocabulary of
-made-up words, seeded. Queries: 2-5 words of a random passage (literal lookups, as the agent makes).
-Both packages index the same tokens (``search.tokenize``, timed alone too: it is in both build times)
-with k1=1.5, b=0.75 (bm25s: Lucene's IDF, its default and the tool's; rank-bm25: BM25Okapi's IDF).
-What is timed for bm25s is the tool's own path (``Bm25Index``: text in, scores, then the top-k), for
-rank-bm25 ``BM25Okapi`` on the tokens and ``get_scores`` then the same top-k. rank-bm25 scores each query term in a Python loop over every
-passage, so it runs on BASELINE_QUERIES of the same queries (p50/p99 over those); both must put the
-same passage first on every shared query (the printed ``same top-1``).
+The corpus: PASSAGES passages of 40-80 words drawn Zipf-like (s=1.1) from a 50,000-word vocabulary of made-up words,
+seeded. Queries: 2-5 words of a random passage (literal lookups, as the agent makes). Both packages index the same
+tokens (``search.tokenize``, timed alone too: it is in both build times) with k1=1.5, b=0.75 (bm25s: Lucene's IDF, its
+default and the tool's; rank-bm25: BM25Okapi's IDF). What is timed for bm25s is the tool's own path (``Bm25Index``:
+text in, scores, then the top-k), for rank-bm25 ``BM25Okapi`` on the tokens and ``get_scores`` then the same top-k.
+rank-bm25 scores each query term in a Python loop over every passage, so it runs on BASELINE_QUERIES of the same
+queries (p50/p99 over those); both must put the same passage first on every shared query (the printed ``same top-1``).
 
 Measured here (2 CPU cores shared with other jobs at load ~10, so CPU time is the steadier figure;
 Python 3.11, bm25s 0.3.16 with scipy 1.17, rank-bm25 0.2.2), defaults::
 
-    tokenize (in both builds):   8.69 s (CPU   3.00 s)
-    bm25s (ours):         index  26.56 s (CPU   6.18 s) | query p50    1.80 ms  p99   16.59 ms  (CPU p50    1.52 ms; 1000 queries)
-    rank-bm25 (baseline): index  19.12 s (CPU   5.05 s) | query p50  465.67 ms  p99 3352.68 ms  (CPU p50  179.02 ms; 200 queries)
-    source passage first: bm25s 444/1000, rank-bm25 90/200; same top-1: 140/200
-    ratio rank-bm25 / bm25s on the same 200 queries: query p50 279x wall, 125x CPU; index build 0.72x wall, 0.82x CPU
+    tokenize (in both builds):   8.69 s (CPU   3.00 s) bm25s (ours):         index  26.56 s (CPU   6.18 s) | query p50
+    1.80 ms  p99   16.59 ms  (CPU p50    1.52 ms; 1000 queries) rank-bm25 (baseline): index  19.12 s (CPU   5.05 s) |
+    query p50  465.67 ms  p99 3352.68 ms  (CPU p50  179.02 ms; 200 queries) source passage first: bm25s 444/1000,
+    rank-bm25 90/200; same top-1: 140/200 ratio rank-bm25 / bm25s on the same 200 queries: query p50 279x wall, 125x
+    CPU; index build 0.72x wall, 0.82x CPU
 
 Queries are 2-5 Zipf-drawn words, often common ones, so their own passage comes first about half the
 time with either package (the IDFs differ, hence top-1 agreeing on 70%); the agent's queries are
 rare names and titles (tests/gen/tools/test_search.py).
 """
+
 import sys
 import time
 
@@ -40,7 +40,7 @@ def synthetic_corpus(n: int, seed: int = 0, vocab: int = 50_000) -> list[str]:
     drawn = rng.choice(vocab, size=int(lengths.sum()), p=p)
     out, at = [], 0
     for length in lengths:
-        out.append(" ".join(words[j] for j in drawn[at:at + length]))
+        out.append(" ".join(words[j] for j in drawn[at : at + length]))
         at += length
     return out
 
@@ -52,7 +52,7 @@ def queries_from(corpus: list[str], n: int, seed: int = 1) -> tuple[list[str], l
     for i in sources:
         words = corpus[i].split()
         start = int(rng.integers(0, len(words) - 5))
-        out.append(" ".join(words[start:start + int(rng.integers(2, 6))]))
+        out.append(" ".join(words[start : start + int(rng.integers(2, 6))]))
     return out, sources
 
 
@@ -82,8 +82,10 @@ class Clock:
 
 
 def line(name: str, build: Clock, wall: np.ndarray, cpu: np.ndarray) -> str:
-    return (f"{name:<21} index {build} | query p50 {np.percentile(wall, 50):7.2f} ms  p99 "
-            f"{np.percentile(wall, 99):7.2f} ms  (CPU p50 {np.percentile(cpu, 50):7.2f} ms; {len(wall)} queries)")
+    return (
+        f"{name:<21} index {build} | query p50 {np.percentile(wall, 50):7.2f} ms  p99 "
+        f"{np.percentile(wall, 99):7.2f} ms  (CPU p50 {np.percentile(cpu, 50):7.2f} ms; {len(wall)} queries)"
+    )
 
 
 def main():
@@ -99,8 +101,11 @@ def main():
     t0 = time.perf_counter()
     corpus = synthetic_corpus(n)
     queries, sources = queries_from(corpus, nq)
-    print(f"corpus: {n} passages, {sum(len(c.split()) for c in corpus) / n:.0f} words each "
-          f"(made in {time.perf_counter() - t0:.1f} s); {nq} queries, {nb} for the baseline", flush=True)
+    print(
+        f"corpus: {n} passages, {sum(len(c.split()) for c in corpus) / n:.0f} words each "
+        f"(made in {time.perf_counter() - t0:.1f} s); {nq} queries, {nb} for the baseline",
+        flush=True,
+    )
 
     with Clock() as tok:
         tokens = [tokenize(c) for c in corpus]
@@ -109,7 +114,7 @@ def main():
 
     with Clock() as build_ours:
         index = Bm25Index(corpus)
-    ours, wall_ours, cpu_ours = timed_queries(lambda q: [i for i, _ in index.top(q, k)], queries)
+    ours, wall_ours, cpu_ours = timed_queries(lambda q: [i for i, _ in index.top(q, k)], queries)  # noqa: F821 (runs before the del below)
     print(line("bm25s (ours):", build_ours, wall_ours, cpu_ours), flush=True)
     del index
 
@@ -124,8 +129,10 @@ def main():
     print(f"source passage first: bm25s {found_ours}/{nq}, rank-bm25 {found_base}/{nb}; same top-1: {same}/{nb}")
     cpu50 = np.percentile(cpu_base, 50) / np.percentile(cpu_ours[:nb], 50)
     wall50 = np.percentile(wall_base, 50) / np.percentile(wall_ours[:nb], 50)
-    print(f"ratio rank-bm25 / bm25s on the same {nb} queries: query p50 {wall50:.0f}x wall, {cpu50:.0f}x CPU; "
-          f"index build {build_base.wall / build_ours.wall:.2f}x wall, {build_base.cpu / build_ours.cpu:.2f}x CPU")
+    print(
+        f"ratio rank-bm25 / bm25s on the same {nb} queries: query p50 {wall50:.0f}x wall, {cpu50:.0f}x CPU; "
+        f"index build {build_base.wall / build_ours.wall:.2f}x wall, {build_base.cpu / build_ours.cpu:.2f}x CPU"
+    )
 
 
 if __name__ == "__main__":

@@ -51,15 +51,23 @@ def boxed_cases(root: Path, *, every: bool = False) -> list[dict]:
                     continue
                 names = mark.args[0]
                 names = [n.strip() for n in (names.split(",") if isinstance(names, str) else names)]
-                if not {"gold", "pred"} <= set(names) or (every and not set(names) <= {"gold", "pred", "expected", "precision"}):
+                if not {"gold", "pred"} <= set(names) or (
+                    every and not set(names) <= {"gold", "pred", "expected", "precision"}
+                ):
                     continue
                 for values in mark.args[1]:
                     row = dict(zip(names, getattr(values, "values", values)))
                     label = row.get("expected", row.get("result"))
                     boxed = "\\boxed" in row["pred"] or "\\fbox" in row["pred"]
                     if isinstance(label, (bool, int)) and isinstance(row["pred"], str) and (boxed or every):
-                        cases.append({"where": f"{path.name}::{name}", "gold": row["gold"], "response": row["pred"],
-                                      "label": int(label)})
+                        cases.append(
+                            {
+                                "where": f"{path.name}::{name}",
+                                "gold": row["gold"],
+                                "response": row["pred"],
+                                "label": int(label),
+                            }
+                        )
     return cases
 
 
@@ -71,7 +79,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("math_verify_src", type=Path, help="an unpacked math-verify sdist (holds tests/)")
     ap.add_argument("-v", "--verbose", action="store_true")
-    ap.add_argument("--all", action="store_true", help="every case at default settings, boxed or not, counted per test")
+    ap.add_argument(
+        "--all", action="store_true", help="every case at default settings, boxed or not, counted per test"
+    )
     args = ap.parse_args()
     cases = boxed_cases(args.math_verify_src, every=args.all)
     preds = [extract_answer(c["response"]) for c in cases]
@@ -80,8 +90,12 @@ def main() -> None:
         ours = verifier.check([(p, c["gold"]) for (p, _), c in zip(preds, cases)])
     finally:
         verifier.close()
-    with TimeoutPool("reasonkit.filters.math.check:check_response", workers=verifier.workers, timeout=5,
-                     preload=["reasonkit.filters.math.check"]) as pool:
+    with TimeoutPool(
+        "reasonkit.filters.math.check:check_response",
+        workers=verifier.workers,
+        timeout=5,
+        preload=["reasonkit.filters.math.check"],
+    ) as pool:
         alone = pool.map([(c["response"], c["gold"]) for c in cases])
     agree_ours = agree_alone = 0
     groups: dict[str, list[int]] = {}
@@ -91,12 +105,17 @@ def main() -> None:
         g = groups.setdefault(c["where"], [0, 0, 0])
         g[0], g[1], g[2] = g[0] + 1, g[1] + a, g[2] + b
         if args.verbose or not (a and b):
-            print(f"{'ours ok ' if a else 'ours BAD'} {'alone ok ' if b else 'alone BAD'} {c['where']} "
-                  f"label={c['label']} pred={pred!r:.60} ({reason or why}) tail={c['response'][-80:]!r}")
+            print(
+                f"{'ours ok ' if a else 'ours BAD'} {'alone ok ' if b else 'alone BAD'} {c['where']} "
+                f"label={c['label']} pred={pred!r:.60} ({reason or why}) tail={c['response'][-80:]!r}"
+            )
     if args.all:
         for where, (n, a, b) in sorted(groups.items()):
             print(f"{where:55s} {n:3d} cases: ours {a:3d}, math-verify alone {b:3d}")
-    print(f"{len(cases)} {'' if args.all else 'boxed '}cases: ours agrees with {agree_ours}, math-verify alone with {agree_alone}")
+    print(
+        f"{len(cases)} {'' if args.all else 'boxed '}cases: ours agrees with {agree_ours}, math-verify alone with "
+        f"{agree_alone}"
+    )
 
 
 if __name__ == "__main__":

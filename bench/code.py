@@ -47,21 +47,30 @@ from concurrent.futures import ThreadPoolExecutor
 STARTUP_ALLOWANCE = 10.0
 
 PROBLEMS = {
-    "sum": (lambda v: str(sum(v)), [
-        "import sys\nprint(sum(map(int, sys.stdin.read().split())))",
-        "n = list(map(int, input().split()))\ntotal = 0\nfor x in n:\n    total += x\nprint(total)",
-        "print(max(map(int, input().split())))",  # wrong
-    ]),
-    "max": (lambda v: str(max(v)), [
-        "print(max(map(int, input().split())))",
-        "v = sorted(int(x) for x in input().split())\nprint(v[-1])",
-        "print(int(input().split()[0]))",  # wrong on most tests
-    ]),
-    "sorted": (lambda v: " ".join(map(str, sorted(v))), [
-        "print(*sorted(map(int, input().split())))",
-        "v = list(map(int, input().split()))\nv.sort()\nprint(' '.join(str(x) for x in v))",
-        "v = input().split()\nprint(v[10])",  # runtime error
-    ]),
+    "sum": (
+        lambda v: str(sum(v)),
+        [
+            "import sys\nprint(sum(map(int, sys.stdin.read().split())))",
+            "n = list(map(int, input().split()))\ntotal = 0\nfor x in n:\n    total += x\nprint(total)",
+            "print(max(map(int, input().split())))",  # wrong
+        ],
+    ),
+    "max": (
+        lambda v: str(max(v)),
+        [
+            "print(max(map(int, input().split())))",
+            "v = sorted(int(x) for x in input().split())\nprint(v[-1])",
+            "print(int(input().split()[0]))",  # wrong on most tests
+        ],
+    ),
+    "sorted": (
+        lambda v: " ".join(map(str, sorted(v))),
+        [
+            "print(*sorted(map(int, input().split())))",
+            "v = list(map(int, input().split()))\nv.sort()\nprint(' '.join(str(x) for x in v))",
+            "v = input().split()\nprint(v[10])",  # runtime error
+        ],
+    ),
 }
 
 
@@ -74,8 +83,9 @@ def make_rows(rows: int, tests: int) -> list[tuple[str, str]]:
     sets = {}
     for name, (answer, _) in PROBLEMS.items():
         inputs = [[rng.randint(-50, 50) for _ in range(rng.randint(2, 8))] for _ in range(tests)]
-        sets[name] = json.dumps({"inputs": [" ".join(map(str, v)) + "\n" for v in inputs],
-                                 "outputs": [answer(v) + "\n" for v in inputs]})
+        sets[name] = json.dumps(
+            {"inputs": [" ".join(map(str, v)) + "\n" for v in inputs], "outputs": [answer(v) + "\n" for v in inputs]}
+        )
     names = list(PROBLEMS)
     # every row a distinct program (as sampled answers are): no checker may reuse a verdict
     return [(PROBLEMS[names[i % 3]][1][(i // 3) % 3] + f"\n# sample {i}\n", sets[names[i % 3]]) for i in range(rows)]
@@ -157,8 +167,24 @@ def start_cost(runs: int) -> None:
     floor = []
     for _ in range(runs):
         t = time.perf_counter()
-        subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", sys.executable,
-                        "-I", "-S", "-c", "print(1)"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "unshare",
+                "--user",
+                "--map-root-user",
+                "--mount",
+                "--net",
+                "--pid",
+                "--fork",
+                sys.executable,
+                "-I",
+                "-S",
+                "-c",
+                "print(1)",
+            ],
+            check=True,
+            capture_output=True,
+        )
         floor.append(time.perf_counter() - t)
     print(f"floor   unshare + python -I -S  {pct(floor)}")
 
@@ -187,8 +213,10 @@ def main() -> None:
     med = {who: statistics.median(s) for who, s in seconds.items()}
     for who in ("ours", "baseline"):
         print(f"{who:9} {args.rows} rows in {med[who]:6.2f} s  {args.rows / med[who]:6.2f} rows/s")
-    print(f"ratio     {med['baseline'] / med['ours']:.1f} x  ({sum(verdicts['ours'])} of {args.rows} correct, "
-          f"{args.tests} tests each, {args.workers} workers)")
+    print(
+        f"ratio     {med['baseline'] / med['ours']:.1f} x  ({sum(verdicts['ours'])} of {args.rows} correct, "
+        f"{args.tests} tests each, {args.workers} workers)"
+    )
 
 
 if __name__ == "__main__":

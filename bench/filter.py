@@ -94,7 +94,7 @@ def end_to_end(kind: str, n: int, out: Path, repeats: int, extra: Sequence[str] 
     rounds, steps = [], {}
     for k in range(repeats):
         walls = {}
-        for who in (("ours", "baseline") if k % 2 == 0 else ("baseline", "ours")):
+        for who in ("ours", "baseline") if k % 2 == 0 else ("baseline", "ours"):
             target = out / f"{who}-{kind}"
             shutil.rmtree(target, ignore_errors=True)
             cmd = distill + ["--out", str(target), *extra] if who == "ours" else baseline + [str(target) + ".parquet"]
@@ -106,13 +106,26 @@ def end_to_end(kind: str, n: int, out: Path, repeats: int, extra: Sequence[str] 
             if who == "ours":
                 steps = _time_line(done.stderr)
                 steps["start-up (imports, arguments)"] = walls[who] - sum(steps.values())
-        rounds.append({"ours_s": round(walls["ours"], 2), "baseline_s": round(walls["baseline"], 2),
-                       "ratio": round(walls["baseline"] / walls["ours"], 2)})
+        rounds.append(
+            {
+                "ours_s": round(walls["ours"], 2),
+                "baseline_s": round(walls["baseline"], 2),
+                "ratio": round(walls["baseline"] / walls["ours"], 2),
+            }
+        )
     agree, rows = _agreement(out / f"ours-{kind}", out / f"baseline-{kind}.parquet")
     ratios = sorted(r["ratio"] for r in rounds)  # median: the lower middle of an even count
-    return {"kind": kind, "rows": rows, "flags": list(extra), "rounds": rounds, "ratio_median": ratios[(len(ratios) - 1) // 2],
-            "ratio_min": ratios[0], "ratio_max": ratios[-1], "agreement": agree,
-            "ours_steps_s": {k: round(v, 2) for k, v in steps.items()}}
+    return {
+        "kind": kind,
+        "rows": rows,
+        "flags": list(extra),
+        "rounds": rounds,
+        "ratio_median": ratios[(len(ratios) - 1) // 2],
+        "ratio_min": ratios[0],
+        "ratio_max": ratios[-1],
+        "agreement": agree,
+        "ours_steps_s": {k: round(v, 2) for k, v in steps.items()},
+    }
 
 
 def _time_line(stderr: str) -> dict[str, float]:
@@ -120,7 +133,7 @@ def _time_line(stderr: str) -> dict[str, float]:
     import re
 
     line = [ln for ln in stderr.splitlines() if ln.startswith("time: ")][-1]
-    return {name.strip(): float(sec) for name, sec in re.findall(r"([^,:]+?) ([0-9.]+) s", line[len("time: "):])}
+    return {name.strip(): float(sec) for name, sec in re.findall(r"([^,:]+?) ([0-9.]+) s", line[len("time: ") :])}
 
 
 def _agreement(ours: Path, baseline: Path) -> tuple[float, int]:
@@ -129,9 +142,16 @@ def _agreement(ours: Path, baseline: Path) -> tuple[float, int]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tables = [pq.read_table(p, columns=["id", "sample", "correct"]) for d in (ours, ours / "rejected")
-              for p in sorted(d.glob("part-*.parquet"))]
-    mine = {(i, s): c is True for t in tables for i, s, c in zip(*(t.column(k).to_pylist() for k in ("id", "sample", "correct")))}
+    tables = [
+        pq.read_table(p, columns=["id", "sample", "correct"])
+        for d in (ours, ours / "rejected")
+        for p in sorted(d.glob("part-*.parquet"))
+    ]
+    mine = {
+        (i, s): c is True
+        for t in tables
+        for i, s, c in zip(*(t.column(k).to_pylist() for k in ("id", "sample", "correct")))
+    }
     b = pq.read_table(baseline, columns=["id", "sample", "b_correct"])
     theirs = {(i, s): c is True for i, s, c in zip(*(b.column(k).to_pylist() for k in ("id", "sample", "b_correct")))}
     assert isinstance(b, pa.Table) and mine.keys() == theirs.keys(), "the two outputs hold different rows"
@@ -176,9 +196,18 @@ def minhash(n_docs: int, words: int, planted: int, threshold: float = 0.8, num_p
     found = [set(lsh.query(m)) for m in hashes]
     t_ds = time.perf_counter() - start
     ds_found = sum(b in found[a] for a, b in pairs) / len(pairs)
-    return {"docs": len(docs), "words": words, "bands": d.n_bands, "rows": d.rows, "ours_s": round(t_ours, 2),
-            "datasketch_s": round(t_ds, 2), "ratio": round(t_ds / t_ours, 2), "ours_recall": ours_found,
-            "datasketch_recall": ds_found, "ours_originals_dropped": originals_dropped}
+    return {
+        "docs": len(docs),
+        "words": words,
+        "bands": d.n_bands,
+        "rows": d.rows,
+        "ours_s": round(t_ours, 2),
+        "datasketch_s": round(t_ds, 2),
+        "ratio": round(t_ds / t_ours, 2),
+        "ours_recall": ours_found,
+        "datasketch_recall": ds_found,
+        "ours_originals_dropped": originals_dropped,
+    }
 
 
 _RSS_CHILD = """
@@ -223,7 +252,7 @@ def engines(n: int, workers: int, out: Path, rounds: int = 2) -> dict:
     wall = {"local": 0.0, "ray": 0.0}
     reports = {}
     for k in range(rounds):
-        for engine in (("local", "ray") if k % 2 == 0 else ("ray", "local")):
+        for engine in ("local", "ray") if k % 2 == 0 else ("ray", "local"):
             kw = dict(engine="ray", replicas=workers, workers=1) if engine == "ray" else dict(workers=workers)
             target = out / f"{engine}-{k}"
             shutil.rmtree(target, ignore_errors=True)
@@ -231,10 +260,18 @@ def engines(n: int, workers: int, out: Path, rounds: int = 2) -> dict:
             reports[engine] = run_filter(FilterConfig(traces=str(traces), out=str(target), **kw))
             wall[engine] += time.perf_counter() - t0
     same = {k: v for k, v in reports["ray"].items() if k != "seconds"} == {
-        k: v for k, v in reports["local"].items() if k != "seconds"}
-    return {"rows": n, "workers": workers, "rounds": rounds, "local_s": round(wall["local"] / rounds, 2),
-            "ray_s": round(wall["ray"] / rounds, 2), "ratio": round(wall["ray"] / wall["local"], 3),
-            "cluster_start_s": round(cluster_s, 2), "same_report": same}
+        k: v for k, v in reports["local"].items() if k != "seconds"
+    }
+    return {
+        "rows": n,
+        "workers": workers,
+        "rounds": rounds,
+        "local_s": round(wall["local"] / rounds, 2),
+        "ray_s": round(wall["ray"] / rounds, 2),
+        "ratio": round(wall["ray"] / wall["local"], 3),
+        "cluster_start_s": round(cluster_s, 2),
+        "same_report": same,
+    }
 
 
 def main() -> None:
@@ -248,32 +285,45 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=10_000, help="MinHash documents (plus 20%% planted copies)")
     ap.add_argument("--rss-rows", type=int, default=20_000, help="1x input of the RSS runs (10x is the other)")
     ap.add_argument("--out", default=None)
-    ap.add_argument("--engine", choices=["local", "ray"], default="local",
-                    help="ray: only section 4, the Ray engine against the local one")
+    ap.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="ray: only section 4, the Ray engine against the local one",
+    )
     args = ap.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="bench-filter-"))
     out.mkdir(parents=True, exist_ok=True)
     if args.engine == "ray":
         e = engines(args.n, args.workers, out)
-        print(f"engines {e['rows']} rows, {e['workers']} CPUs: local {e['local_s']} s, ray {e['ray_s']} s "
-              f"(mean of {e['rounds']}) -> ray/local {e['ratio']}x wall; cluster start {e['cluster_start_s']} s "
-              f"(once per job); same report: {e['same_report']}", flush=True)
+        print(
+            f"engines {e['rows']} rows, {e['workers']} CPUs: local {e['local_s']} s, ray {e['ray_s']} s "
+            f"(mean of {e['rounds']}) -> ray/local {e['ratio']}x wall; cluster start {e['cluster_start_s']} s "
+            f"(once per job); same report: {e['same_report']}",
+            flush=True,
+        )
         (out / "bench-engines.json").write_text(json.dumps(e, indent=2))
         return
     results: dict = {"cpus": os.cpu_count(), "command": []}
-    comparisons = {"int": ("int", args.n, 10.0, ()), "int-nolang": ("int", args.n, None, ("--lang", "none")),
-                   "latex": ("latex", args.n_latex, 2.5, ())}
+    comparisons = {
+        "int": ("int", args.n, 10.0, ()),
+        "int-nolang": ("int", args.n, None, ("--lang", "none")),
+        "latex": ("latex", args.n_latex, 2.5, ()),
+    }
     for kind, n, target, extra in (comparisons[c] for c in args.compare.split(",")):
         r = end_to_end(kind, n, out, args.repeats, extra)
         r["target"] = target
         r["meets"] = target is None or (r["ratio_median"] >= target and r["agreement"] >= 0.999)
         results["command"].append(r)
         steps = ", ".join(f"{k} {v}" for k, v in sorted(r["ours_steps_s"].items(), key=lambda kv: -kv[1]))
-        print(f"distill filter {' '.join(extra) or '(defaults)'} vs open-r1 baseline, {kind} answers, {r['rows']} rows: "
-              f"{r['ratio_median']}x median of {args.repeats} (spread {r['ratio_min']}-{r['ratio_max']}x"
-              f"{f'; target {target}x' if target else ''}); rounds (ours s, baseline s): "
-              f"{[(x['ours_s'], x['baseline_s']) for x in r['rounds']]}; agreement {100 * r['agreement']:.2f}%; "
-              f"our seconds in the last round: {steps}", flush=True)
+        print(
+            f"distill filter {' '.join(extra) or '(defaults)'} vs open-r1 baseline, {kind} answers, {r['rows']} rows: "
+            f"{r['ratio_median']}x median of {args.repeats} (spread {r['ratio_min']}-{r['ratio_max']}x"
+            f"{f'; target {target}x' if target else ''}); rounds (ours s, baseline s): "
+            f"{[(x['ours_s'], x['baseline_s']) for x in r['rounds']]}; agreement {100 * r['agreement']:.2f}%; "
+            f"our seconds in the last round: {steps}",
+            flush=True,
+        )
     if args.only_command:
         (out / "bench.json").write_text(json.dumps(results, indent=2))
         print(f"results in {out / 'bench.json'}")
@@ -281,13 +331,21 @@ def main() -> None:
     m = minhash(args.docs, 400, args.docs // 5)
     m["meets"] = m["ratio"] >= 3.0 and m["ours_recall"] >= m["datasketch_recall"] - 0.01
     results["minhash"] = m
-    print(f"minhash {m['docs']} docs ({m['bands']} bands x {m['rows']} rows): ours {m['ours_s']} s, datasketch "
-          f"{m['datasketch_s']} s -> {m['ratio']}x (target 3x); recall {m['ours_recall']:.3f} vs "
-          f"{m['datasketch_recall']:.3f}", flush=True)
+    print(
+        f"minhash {m['docs']} docs ({m['bands']} bands x {m['rows']} rows): ours {m['ours_s']} s, datasketch "
+        f"{m['datasketch_s']} s -> {m['ratio']}x (target 3x); recall {m['ours_recall']:.3f} vs "
+        f"{m['datasketch_recall']:.3f}",
+        flush=True,
+    )
     rss = {f"{k}x": peak_rss(args.rss_rows * k, out) for k in (1, 10)}
     results["rss"] = rss
-    print("peak RSS of run_filter: " + ", ".join(f"{k} ({v['rows_in']} rows) {v['peak_rss_mb']:.0f} MB in {v['seconds']} s"
-                                                for k, v in rss.items()), flush=True)
+    print(
+        "peak RSS of run_filter: "
+        + ", ".join(
+            f"{k} ({v['rows_in']} rows) {v['peak_rss_mb']:.0f} MB in {v['seconds']} s" for k, v in rss.items()
+        ),
+        flush=True,
+    )
     (out / "bench.json").write_text(json.dumps(results, indent=2))
     print(f"results in {out / 'bench.json'}")
 

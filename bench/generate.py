@@ -32,7 +32,11 @@ TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teach
 
 
 def bare(llm, texts, params, shard_size=None):
-    chunks = [slice(0, len(texts))] if shard_size is None else [slice(i, i + shard_size) for i in range(0, len(texts), shard_size)]
+    chunks = (
+        [slice(0, len(texts))]
+        if shard_size is None
+        else [slice(i, i + shard_size) for i in range(0, len(texts), shard_size)]
+    )
     start = time.perf_counter()
     tokens = 0
     for c in chunks:
@@ -80,14 +84,30 @@ def main() -> None:
 
         model = build_tiny(work / "tiny")
     prompts = write_prompts(work / "prompts.parquet", args.prompts, seed=0, variant="aime")
-    cfg = GenerateConfig(prompts=prompts, teacher=model, out="", n=args.n, max_tokens=args.max_tokens,
-                         shard_size=args.shard_size, dtype="float32", max_model_len=1024)
+    cfg = GenerateConfig(
+        prompts=prompts,
+        teacher=model,
+        out="",
+        n=args.n,
+        max_tokens=args.max_tokens,
+        shard_size=args.shard_size,
+        dtype="float32",
+        max_model_len=1024,
+    )
     llm = vllm.LLM(**engine_kwargs(model, dtype="float32", max_model_len=1024, seed=0))
     tok = llm.get_tokenizer()
     table = read_prompts(prompts)
     texts = [prompt_text(tok, m) for m in table.column("messages").to_pylist()]
-    params = [SamplingParams(n=args.n, temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=args.max_tokens,
-                             seed=derive_seed(cfg.seed, i)) for i in table.column("id").to_pylist()]
+    params = [
+        SamplingParams(
+            n=args.n,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            max_tokens=args.max_tokens,
+            seed=derive_seed(cfg.seed, i),
+        )
+        for i in table.column("id").to_pylist()
+    ]
     bare(llm, texts[:8], params[:8])  # warm-up
 
     runs: dict[str, list[float]] = {"bare": [], "bare/shard": [], "distill": []}
@@ -112,17 +132,23 @@ def main() -> None:
 
     med = {k: statistics.median(v) for k, v in runs.items()}
     best = {k: max(v) for k, v in runs.items()}  # the least disturbed run (timeit's rule)
-    print(f"\nmodel {model}: {args.prompts} prompts x n={args.n}, max_tokens {args.max_tokens}, "
-          f"shard {args.shard_size}, {args.repeats} runs each, machine load {os.getloadavg()[0]:.1f}")
+    print(
+        f"\nmodel {model}: {args.prompts} prompts x n={args.n}, max_tokens {args.max_tokens}, "
+        f"shard {args.shard_size}, {args.repeats} runs each, machine load {os.getloadavg()[0]:.1f}"
+    )
     print(f"{'':<12} {'best':>9} {'median':>9}  tok/s")
     for name in runs:
         print(f"{name:<12} {best[name]:9.1f} {med[name]:9.1f}")
     print(f"{'hf':<12} {hf_rate:9.1f} {'':>9}  ({args.hf_prompts} prompts, {hf_wall:.1f} s with model load)")
     for base in ("bare", "bare/shard"):
-        print(f"ratio distill/{base:<10} best {best['distill'] / best[base]:.3f}  median {med['distill'] / med[base]:.3f}"
-              "   (target >= 0.95)")
+        print(
+            f"ratio distill/{base:<10} best {best['distill'] / best[base]:.3f}  median "
+            f"{med['distill'] / med[base]:.3f}"
+            "   (target >= 0.95)"
+        )
     print(f"ratio hf/distill         best {hf_rate / best['distill']:.3f}")
     shutil.rmtree(work, ignore_errors=True)
+
 
 if __name__ == "__main__":
     main()

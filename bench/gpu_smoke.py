@@ -56,50 +56,153 @@ GiB = 1 << 30
 WHEELS = ROOT / "bench" / "gpu_wheels"
 #: What the steps import beyond torch, transformers, peft, accelerate and their own dependencies: module -> the
 #: distribution that provides it (the header's wheel list, in the same order).
-NEEDED = {"trl": "trl", "datasets": "datasets", "dill": "dill", "multiprocess": "multiprocess", "xxhash": "xxhash",
-          "click": "click", "rich": "rich", "markdown_it": "markdown-it-py", "mdurl": "mdurl", "pygments": "pygments",
-          "dateutil": "python-dateutil", "tzdata": "tzdata", "pandas": "pandas", "matplotlib": "matplotlib",
-          "contourpy": "contourpy", "cycler": "cycler", "fontTools": "fonttools", "kiwisolver": "kiwisolver",
-          "PIL": "pillow", "pyparsing": "pyparsing", "pyarrow": "pyarrow"}
+NEEDED = {
+    "trl": "trl",
+    "datasets": "datasets",
+    "dill": "dill",
+    "multiprocess": "multiprocess",
+    "xxhash": "xxhash",
+    "click": "click",
+    "rich": "rich",
+    "markdown_it": "markdown-it-py",
+    "mdurl": "mdurl",
+    "pygments": "pygments",
+    "dateutil": "python-dateutil",
+    "tzdata": "tzdata",
+    "pandas": "pandas",
+    "matplotlib": "matplotlib",
+    "contourpy": "contourpy",
+    "cycler": "cycler",
+    "fontTools": "fonttools",
+    "kiwisolver": "kiwisolver",
+    "PIL": "pillow",
+    "pyparsing": "pyparsing",
+    "pyarrow": "pyarrow",
+}
 
 
 def sizes(tiny: bool) -> dict:
     """Step counts and lengths: ``tiny`` for a CPU test here (about a minute), else an H100 run of a few minutes."""
     if tiny:
-        return dict(sft_rows=32, prefs_rows=16, rl_rows=8, eval_rows=4, sft_steps=4, dpo_steps=2, grpo_steps=2,
-                    rm_steps=2, batch=8, k=2, completion=32, generations=4)
-    return dict(sft_rows=2000, prefs_rows=512, rl_rows=256, eval_rows=60, sft_steps=300, dpo_steps=60, grpo_steps=20,
-                rm_steps=60, batch=32, k=4, completion=192, generations=8)
+        return dict(
+            sft_rows=32,
+            prefs_rows=16,
+            rl_rows=8,
+            eval_rows=4,
+            sft_steps=4,
+            dpo_steps=2,
+            grpo_steps=2,
+            rm_steps=2,
+            batch=8,
+            k=2,
+            completion=32,
+            generations=4,
+        )
+    return dict(
+        sft_rows=2000,
+        prefs_rows=512,
+        rl_rows=256,
+        eval_rows=60,
+        sft_steps=300,
+        dpo_steps=60,
+        grpo_steps=20,
+        rm_steps=60,
+        batch=32,
+        k=4,
+        completion=192,
+        generations=8,
+    )
 
 
 def step_stage_config(step: str, work: Path, device: str, n: dict) -> tuple[str, dict]:
     """The stage a step runs and its config, as a recipe's ``with:`` would give it."""
     cuda = device == "cuda"
-    train = dict(device=device, bf16=cuda, threads=None if cuda else 2, warmup=0, max_length=256, save_steps=10_000,
-                 attn_implementation="auto", overwrite=True)
+    train = dict(
+        device=device,
+        bf16=cuda,
+        threads=None if cuda else 2,
+        warmup=0,
+        max_length=256,
+        save_steps=10_000,
+        attn_implementation="auto",
+        overwrite=True,
+    )
     data = work / "data"
     if step == "sft":
-        return "train", dict(train, method="sft", student=TEACHER, data=str(data / "sft"), out=str(work / "sft"),
-                             full=True, max_steps=n["sft_steps"], batch_size=n["batch"], lr=1e-4)
+        return "train", dict(
+            train,
+            method="sft",
+            student=TEACHER,
+            data=str(data / "sft"),
+            out=str(work / "sft"),
+            full=True,
+            max_steps=n["sft_steps"],
+            batch_size=n["batch"],
+            lr=1e-4,
+        )
     if step == "dpo":
-        return "train", dict(train, method="dpo", student=str(work / "sft" / "model"), data=str(data / "prefs"),
-                             out=str(work / "dpo"), lora_r=16, lora_alpha=32, max_steps=n["dpo_steps"],
-                             batch_size=n["batch"] // 2, lr=5e-5)
+        return "train", dict(
+            train,
+            method="dpo",
+            student=str(work / "sft" / "model"),
+            data=str(data / "prefs"),
+            out=str(work / "dpo"),
+            lora_r=16,
+            lora_alpha=32,
+            max_steps=n["dpo_steps"],
+            batch_size=n["batch"] // 2,
+            lr=5e-5,
+        )
     if step == "grpo":
-        return "train", dict(train, method="grpo", student=str(work / "sft" / "model"), data=str(data / "rl"),
-                             out=str(work / "grpo"), full=True, use_vllm=False, num_generations=n["generations"],
-                             batch_size=2 * n["generations"], max_steps=n["grpo_steps"], lr=2e-5, temperature=0.6,
-                             max_completion_length=n["completion"], rewards={"accuracy": 1.0, "format": 0.2})
+        return "train", dict(
+            train,
+            method="grpo",
+            student=str(work / "sft" / "model"),
+            data=str(data / "rl"),
+            out=str(work / "grpo"),
+            full=True,
+            use_vllm=False,
+            num_generations=n["generations"],
+            batch_size=2 * n["generations"],
+            max_steps=n["grpo_steps"],
+            lr=2e-5,
+            temperature=0.6,
+            max_completion_length=n["completion"],
+            rewards={"accuracy": 1.0, "format": 0.2},
+        )
     if step == "rm":
-        return "train", dict(train, method="rm", student=TEACHER, data=str(data / "prefs"), out=str(work / "rm"),
-                             full=True, max_steps=n["rm_steps"], batch_size=n["batch"] // 2, lr=1e-4)
+        return "train", dict(
+            train,
+            method="rm",
+            student=TEACHER,
+            data=str(data / "prefs"),
+            out=str(work / "rm"),
+            full=True,
+            max_steps=n["rm_steps"],
+            batch_size=n["batch"] // 2,
+            lr=1e-4,
+        )
     dtype = "bfloat16" if cuda else "float32"
     if step == "eval":
-        return "eval", dict(model=str(work / "grpo" / "model"), data=str(data / "eval"), out=str(work / "eval"),
-                            backend="hf", k=n["k"], max_tokens=n["completion"], dtype=dtype, verifier="int",
-                            batch_size=16, overwrite=True)
-    return "score", dict(input=str(work / "eval" / "generations"), model=str(work / "rm" / "model"),
-                         out=str(work / "score"), dtype=dtype, overwrite=True)
+        return "eval", dict(
+            model=str(work / "grpo" / "model"),
+            data=str(data / "eval"),
+            out=str(work / "eval"),
+            backend="hf",
+            k=n["k"],
+            max_tokens=n["completion"],
+            dtype=dtype,
+            verifier="int",
+            batch_size=16,
+            overwrite=True,
+        )
+    return "score", dict(
+        input=str(work / "eval" / "generations"),
+        model=str(work / "rm" / "model"),
+        out=str(work / "score"),
+        dtype=dtype,
+        overwrite=True,
+    )
 
 
 def build_data(work: Path, n: dict) -> None:
@@ -109,8 +212,11 @@ def build_data(work: Path, n: dict) -> None:
 
     data = work / "data"
     for name, split, seed in (("rl", "train", 2), ("eval", "test", 1)):  # eval's problems are held out of training
-        run_synth(SynthConfig(out=str(data / name), n=n[f"{name}_rows"], variant="aime", split=split, seed=seed,
-                              overwrite=True))
+        run_synth(
+            SynthConfig(
+                out=str(data / name), n=n[f"{name}_rows"], variant="aime", split=split, seed=seed, overwrite=True
+            )
+        )
     write_stage(data / "sft", "sft", sft_table(n["sft_rows"], seed=0, variant="aime"))
     write_stage(data / "prefs", "prefs", prefs_table(n["prefs_rows"], seed=3, variant="aime"))
 
@@ -130,9 +236,15 @@ def child(step: str, work: Path, device: str, tiny: bool, imports: str | None) -
     spec = STAGES[stage]
     started = time.perf_counter()
     result = spec.run_function()(from_dict(spec.config_class(), values))
-    metrics = {"step": step, "pid": os.getpid(), "seconds_in_step": round(time.perf_counter() - started, 2),
-               "free_at_start": free, "total": total,
-               "peak_allocated": torch.cuda.max_memory_allocated() if cuda else None, **summary(step, result)}
+    metrics = {
+        "step": step,
+        "pid": os.getpid(),
+        "seconds_in_step": round(time.perf_counter() - started, 2),
+        "free_at_start": free,
+        "total": total,
+        "peak_allocated": torch.cuda.max_memory_allocated() if cuda else None,
+        **summary(step, result),
+    }
     (work / "metrics" / f"{step}.json").write_text(json.dumps(metrics))
     if imports:
         record_imports(imports)
@@ -143,8 +255,10 @@ def summary(step: str, result) -> dict:
     result = result if isinstance(result, dict) else {}
     if step in ("sft", "dpo", "grpo", "rm"):
         loss = result.get("loss_final")
-        return {"note": f"{result.get('steps')} steps, loss {loss if loss is None else round(loss, 4)}, "
-                        f"attention {result.get('attn_implementation')}"}
+        return {
+            "note": f"{result.get('steps')} steps, loss {loss if loss is None else round(loss, 4)}, "
+            f"attention {result.get('attn_implementation')}"
+        }
     if step == "eval":
         metrics = result.get("metrics", result)
         return {"note": f"pass@1 {metrics.get('pass@1')}"}
@@ -186,17 +300,21 @@ def install_missing(wheels: Path = WHEELS) -> str | None:
     have = {w.name.split("-")[0].lower().replace("_", "-"): w for w in wheels.glob("*.whl")} if wheels.is_dir() else {}
     found = [str(have[d]) for d in absent if d in have]
     if found:
-        subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "-q", "--target", str(site),
-                        *found], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "-q", "--target", str(site), *found],
+            check=True,
+        )
         import importlib
 
         importlib.invalidate_caches()
         absent = missing()
     if not absent:
         return None
-    return (f"missing here: {', '.join(absent)}; fetch their wheels where PyPI is reachable (the versions in this "
-            f"script's header): python -m pip download --only-binary=:all: --python-version 3.12 --platform "
-            f"manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --no-deps -d bench/gpu_wheels {' '.join(absent)}")
+    return (
+        f"missing here: {', '.join(absent)}; fetch their wheels where PyPI is reachable (the versions in this "
+        f"script's header): python -m pip download --only-binary=:all: --python-version 3.12 --platform "
+        f"manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --no-deps -d bench/gpu_wheels {' '.join(absent)}"
+    )
 
 
 def importable_env(wheels: Path) -> dict:
@@ -266,9 +384,18 @@ def run_steps(work: Path, args, env: dict) -> int:
     started = time.perf_counter()
     for step in STEPS:
         t0 = time.perf_counter()
-        command = [sys.executable, str(Path(__file__).resolve()), "--child", step, "--work", str(work),
-                   "--device", args.device, *(["--tiny"] if args.tiny else []),
-                   *(["--imports", args.imports] if args.imports else [])]
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            step,
+            "--work",
+            str(work),
+            "--device",
+            args.device,
+            *(["--tiny"] if args.tiny else []),
+            *(["--imports", args.imports] if args.imports else []),
+        ]
         log = work / f"{step}.log"
         with open(log, "w") as out:
             done = subprocess.run(command, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -279,16 +406,20 @@ def run_steps(work: Path, args, env: dict) -> int:
             return 1
         print(line(json.loads((work / "metrics" / f"{step}.json").read_text()), wall), flush=True)
     after = free_now(args.device, env)
-    print(f"gpu-smoke: all {len(STEPS)} steps in {time.perf_counter() - started:.1f} s"
-          + (f"; free after the last step: {after}" if after else ""))
+    print(
+        f"gpu-smoke: all {len(STEPS)} steps in {time.perf_counter() - started:.1f} s"
+        + (f"; free after the last step: {after}" if after else "")
+    )
     return 0
 
 
 def line(m: dict, wall: float) -> str:
     """One step's figures: wall time (process start to exit), peak allocated, free when it started."""
     if m["total"]:
-        memory = (f"peak {m['peak_allocated'] / GiB:.2f} GiB | free at start {m['free_at_start'] / GiB:.2f} GiB "
-                  f"of {m['total'] / GiB:.2f} GiB")
+        memory = (
+            f"peak {m['peak_allocated'] / GiB:.2f} GiB | free at start {m['free_at_start'] / GiB:.2f} GiB "
+            f"of {m['total'] / GiB:.2f} GiB"
+        )
     else:
         memory = "peak n/a (cpu) | free at start n/a (cpu)"
     return f"{m['step']:<6} wall {wall:6.1f} s (in step {m['seconds_in_step']:.1f} s) | {memory} | {m['note']}"

@@ -71,7 +71,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REWARDS = {"accuracy": 1.0, "format": 0.2}  # ours' defaults (distill/config.py DEFAULT_REWARDS)
-MAX_COMPLETION = 256  # ours' default max_completion_length, given to both (TRL's is 512; completions here end near 135)
+MAX_COMPLETION = (
+    256  # ours' default max_completion_length, given to both (TRL's is 512; completions here end near 135)
+)
 MODES = ("defaults", "full", "lora")
 TRL_LR, TRL_SEED = 1e-6, 42  # GRPOConfig's defaults, given to ours in the full and lora modes
 
@@ -90,7 +92,11 @@ def baseline(args) -> None:
     torch.set_num_threads(args.threads)
     rows = [json.loads(line) for line in Path(args.data).read_text().splitlines()]
     dataset = datasets.Dataset.from_list(
-        [{"prompt": [{"role": "user", "content": task.user_content(r["problem"])}], "answer": r["answer"]} for r in rows])
+        [
+            {"prompt": [{"role": "user", "content": task.user_content(r["problem"])}], "answer": r["answer"]}
+            for r in rows
+        ]
+    )
     funcs, weights = make_rewards(REWARDS, max_completion_length=MAX_COMPLETION)
 
     class Timed(GRPOTrainer):  # the same three wrappers as distill/rl/grpo.py's RolloutGRPOTrainer, nothing else
@@ -121,12 +127,24 @@ def baseline(args) -> None:
 
         peft = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules="all-linear", task_type="CAUSAL_LM")
     config = GRPOConfig(
-        output_dir=args.out, use_cpu=True, bf16=False, gradient_checkpointing=args.baseline_checkpointing,
-        num_generations=args.group, per_device_train_batch_size=args.batch, max_steps=args.steps,
-        max_completion_length=MAX_COMPLETION, reward_weights=weights, logging_steps=1, save_strategy="no",
-        report_to="none", disable_tqdm=True,
+        output_dir=args.out,
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=args.baseline_checkpointing,
+        num_generations=args.group,
+        per_device_train_batch_size=args.batch,
+        max_steps=args.steps,
+        max_completion_length=MAX_COMPLETION,
+        reward_weights=weights,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
     )
-    class CPU(TrainerCallback):  # the training loop's CPU seconds, over the window ours' Monitor counts (distill/report.py)
+
+    class CPU(
+        TrainerCallback
+    ):  # the training loop's CPU seconds, over the window ours' Monitor counts (distill/report.py)
         def on_train_begin(self, *a, **kw):
             self.cpu_s = -time.process_time()
 
@@ -134,26 +152,60 @@ def baseline(args) -> None:
             self.cpu_s += time.process_time()
 
     cpu = CPU()
-    trainer = Timed(model=args.model, reward_funcs=funcs, args=config, train_dataset=dataset, peft_config=peft, callbacks=[cpu])
+    trainer = Timed(
+        model=args.model, reward_funcs=funcs, args=config, train_dataset=dataset, peft_config=peft, callbacks=[cpu]
+    )
     result = trainer.train()
     close()
     logs = [r for r in trainer.state.log_history if "step_time" in r]
-    steps = [{"step_s": r["step_time"], "generate_s": r["time/generate"], "reward_s": r["time/reward"],
-              "score_s": r["time/score"], "completion_length": r["completions/mean_length"]} for r in logs]
+    steps = [
+        {
+            "step_s": r["step_time"],
+            "generate_s": r["time/generate"],
+            "reward_s": r["time/reward"],
+            "score_s": r["time/score"],
+            "completion_length": r["completions/mean_length"],
+        }
+        for r in logs
+    ]
     print("RESULT " + json.dumps({"runtime_s": result.metrics["train_runtime"], "cpu_s": cpu.cpu_s, "steps": steps}))
 
 
 # -- ours: the command --------------------------------------------------------------------------
 def ours_command(args, out: Path) -> list[str]:
     distill = Path(sys.executable).with_name("distill")
-    return [str(distill), "train", "--method", "grpo", "--student", args.model, "--data", args.data, "--out", str(out),
-            "--max-steps", str(args.steps), "--num-generations", str(args.group), "--batch-size", str(args.batch),
-            "--max-completion-length", str(MAX_COMPLETION), "--set", f"threads={args.threads}", "--set", "save_steps=100000"]
+    return [
+        str(distill),
+        "train",
+        "--method",
+        "grpo",
+        "--student",
+        args.model,
+        "--data",
+        args.data,
+        "--out",
+        str(out),
+        "--max-steps",
+        str(args.steps),
+        "--num-generations",
+        str(args.group),
+        "--batch-size",
+        str(args.batch),
+        "--max-completion-length",
+        str(MAX_COMPLETION),
+        "--set",
+        f"threads={args.threads}",
+        "--set",
+        "save_steps=100000",
+    ]
 
 
 def ours_result(out: Path) -> dict:
     report = json.loads((out / "report.json").read_text())
-    steps = [{k: r[k] for k in ("step_s", "generate_s", "reward_s", "score_s", "completion_length")} for r in report["history"]]
+    steps = [
+        {k: r[k] for k in ("step_s", "generate_s", "reward_s", "score_s", "completion_length")}
+        for r in report["history"]
+    ]
     return {"runtime_s": report["train_runtime_s"], "cpu_s": report["train_cpu_s"], "steps": steps}
 
 
@@ -164,8 +216,26 @@ def run(contender: str, args, work: Path, i: int) -> dict:
         if args.mode != "defaults":  # the same training as the baseline: TRL's learning rate and seed
             cmd += ["--lr", str(TRL_LR), "--seed", str(TRL_SEED)] + ["--full"] * (args.mode == "full")
     else:
-        cmd = [sys.executable, __file__, "--one", "baseline", "--model", args.model, "--data", args.data, "--out", str(out),
-               "--steps", str(args.steps), "--group", str(args.group), "--batch", str(args.batch), "--threads", str(args.threads)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--one",
+            "baseline",
+            "--model",
+            args.model,
+            "--data",
+            args.data,
+            "--out",
+            str(out),
+            "--steps",
+            str(args.steps),
+            "--group",
+            str(args.group),
+            "--batch",
+            str(args.batch),
+            "--threads",
+            str(args.threads),
+        ]
         cmd += ["--mode", args.mode] + ["--baseline-checkpointing"] * args.baseline_checkpointing
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -176,7 +246,7 @@ def run(contender: str, args, work: Path, i: int) -> dict:
         r = ours_result(out)
     else:
         line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-        r = json.loads(line[len("RESULT "):])
+        r = json.loads(line[len("RESULT ") :])
     return summarize(r, args, wall)
 
 
@@ -186,14 +256,23 @@ def summarize(r: dict, args, wall: float) -> dict:
     total = {k: sum(s[k] for s in steps) for k in ("step_s", "generate_s", "reward_s", "score_s")}
     tokens = sum(s["completion_length"] for s in steps) * args.batch  # completions a step (grad_accum 1)
     return {
-        "steps": len(steps), "tokens": tokens, "runtime_s": r["runtime_s"], "cpu_s": r["cpu_s"], "process_s": wall,
-        "tokens_per_s": tokens / r["runtime_s"], "tokens_per_cpu_s": tokens / r["cpu_s"],
+        "steps": len(steps),
+        "tokens": tokens,
+        "runtime_s": r["runtime_s"],
+        "cpu_s": r["cpu_s"],
+        "process_s": wall,
+        "tokens_per_s": tokens / r["runtime_s"],
+        "tokens_per_cpu_s": tokens / r["cpu_s"],
         "steps_per_min": 60 * len(steps) / r["runtime_s"],
-        "mean_length": tokens / (len(steps) * args.batch), "step_s": total["step_s"] / len(steps),
-        "share": {"generate": total["generate_s"] / total["step_s"], "reward": total["reward_s"] / total["step_s"],
-                  "logprobs": (total["score_s"] - total["generate_s"] - total["reward_s"]) / total["step_s"],
-                  "loss+backward+optimizer": (total["step_s"] - total["score_s"]) / total["step_s"],
-                  "outside steps": max(0.0, r["runtime_s"] - total["step_s"]) / r["runtime_s"]},
+        "mean_length": tokens / (len(steps) * args.batch),
+        "step_s": total["step_s"] / len(steps),
+        "share": {
+            "generate": total["generate_s"] / total["step_s"],
+            "reward": total["reward_s"] / total["step_s"],
+            "logprobs": (total["score_s"] - total["generate_s"] - total["reward_s"]) / total["step_s"],
+            "loss+backward+optimizer": (total["step_s"] - total["score_s"]) / total["step_s"],
+            "outside steps": max(0.0, r["runtime_s"] - total["step_s"]) / r["runtime_s"],
+        },
         # per step: the median, since the first non-integer answer starts math-verify's pool once (~1 s)
         "reward_ms": statistics.median(s["reward_s"] for s in steps) * 1000,
         "reward_step_share": statistics.median(s["reward_s"] / s["step_s"] for s in steps),
@@ -203,36 +282,52 @@ def summarize(r: dict, args, wall: float) -> dict:
 
 def line(name: str, i: int, r: dict) -> str:
     share = ", ".join(f"{k} {v:.0%}" for k, v in r["share"].items())
-    return (f"  {name:8s} round {i}: {r['tokens_per_s']:6.1f} rollout tokens/s, {r['steps_per_min']:5.1f} steps/min "
-            f"({r['steps']} steps in {r['runtime_s']:.1f} s, {r['step_s']:.2f} s a step, mean completion "
-            f"{r['mean_length']:.0f} tokens; process {r['process_s']:.1f} s); {r['tokens_per_cpu_s']:.0f} tokens/CPU-s; "
-            f"step: {share}; rewards {r['reward_ms']:.1f} ms a step (median; slowest {r['reward_max_ms']:.0f} ms)")
+    return (
+        f"  {name:8s} round {i}: {r['tokens_per_s']:6.1f} rollout tokens/s, {r['steps_per_min']:5.1f} steps/min "
+        f"({r['steps']} steps in {r['runtime_s']:.1f} s, {r['step_s']:.2f} s a step, mean completion "
+        f"{r['mean_length']:.0f} tokens; process {r['process_s']:.1f} s); {r['tokens_per_cpu_s']:.0f} tokens/CPU-s; "
+        f"step: {share}; rewards {r['reward_ms']:.1f} ms a step (median; slowest {r['reward_max_ms']:.0f} ms)"
+    )
 
 
 def spread(values: list[float]) -> str:
-    return f"median {statistics.median(values):.2f}x (min {min(values):.2f}, max {max(values):.2f}, {len(values)} rounds)"
+    return (
+        f"median {statistics.median(values):.2f}x (min {min(values):.2f}, max {max(values):.2f}, {len(values)} rounds)"
+    )
 
 
 def compare(args, work: Path) -> dict:
     """One mode: ours and the baseline alternating for ``--repeats`` rounds; prints each run and the ratios."""
-    label = {"defaults": "each with its defaults: ours LoRA r 16, the baseline every weight",
-             "full": "every weight (ours --full; TRL's default)",
-             "lora": "LoRA r 16 (ours' default; the baseline given the same peft config)"}
+    label = {
+        "defaults": "each with its defaults: ours LoRA r 16, the baseline every weight",
+        "full": "every weight (ours --full; TRL's default)",
+        "lora": "LoRA r 16 (ours' default; the baseline given the same peft config)",
+    }
     print(f"{args.mode}: {label[args.mode]}", flush=True)
     results: dict[str, list[dict]] = {"ours": [], "baseline": []}
     for i in range(args.repeats):
-        for contender in (("ours", "baseline") if i % 2 == 0 else ("baseline", "ours")):
+        for contender in ("ours", "baseline") if i % 2 == 0 else ("baseline", "ours"):
             r = run(contender, args, work, i)
             results[contender].append(r)
             print(line(contender, i, r), flush=True)
     ratios = {}
-    for key, what in (("tokens_per_s", "rollout tokens/s"), ("steps_per_min", "steps/min"), ("tokens_per_cpu_s", "tokens/CPU-s")):
+    for key, what in (
+        ("tokens_per_s", "rollout tokens/s"),
+        ("steps_per_min", "steps/min"),
+        ("tokens_per_cpu_s", "tokens/CPU-s"),
+    ):
         ratios[key] = [o[key] / b[key] for o, b in zip(results["ours"], results["baseline"])]
         best = max(r[key] for r in results["ours"]) / max(r[key] for r in results["baseline"])
-        print(f"  {args.mode} ours/baseline {what:16s}: {spread(ratios[key])}; best run / best run {best:.2f}x", flush=True)
+        print(
+            f"  {args.mode} ours/baseline {what:16s}: {spread(ratios[key])}; best run / best run {best:.2f}x",
+            flush=True,
+        )
     ours = results["ours"]
-    print(f"  {args.mode} ours' rewards: {statistics.median(r['reward_ms'] for r in ours):.1f} ms a step, "
-          f"{statistics.median(r['reward_step_share'] for r in ours):.2%} of a step (median; target < 2%)", flush=True)
+    print(
+        f"  {args.mode} ours' rewards: {statistics.median(r['reward_ms'] for r in ours):.1f} ms a step, "
+        f"{statistics.median(r['reward_step_share'] for r in ours):.2%} of a step (median; target < 2%)",
+        flush=True,
+    )
     return ratios
 
 
@@ -241,12 +336,19 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--group", type=int, default=8, help="G, completions per prompt (TRL's default 8, ours too)")
-    p.add_argument("--batch", type=int, default=8, help="completions a step (TRL's per_device_train_batch_size default 8)")
+    p.add_argument(
+        "--batch", type=int, default=8, help="completions a step (TRL's per_device_train_batch_size default 8)"
+    )
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--modes", default="defaults,full,lora",
-                   help="what is trained: defaults (each its own), full (every weight, both), lora (the same adapter, both)")
+    p.add_argument(
+        "--modes",
+        default="defaults,full,lora",
+        help="what is trained: defaults (each its own), full (every weight, both), lora (the same adapter, both)",
+    )
     p.add_argument("--model", default=str(Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"))
-    p.add_argument("--baseline-checkpointing", action="store_true", help="keep TRL's gradient_checkpointing=True default")
+    p.add_argument(
+        "--baseline-checkpointing", action="store_true", help="keep TRL's gradient_checkpointing=True default"
+    )
     p.add_argument("--keep", action="store_true", help="keep the work directory (runs, reports, rollouts)")
     p.add_argument("--one", choices=["baseline"], help=argparse.SUPPRESS)
     p.add_argument("--mode", choices=MODES, default="full", help=argparse.SUPPRESS)
@@ -262,11 +364,16 @@ def main() -> None:
     prompts = args.steps * args.batch // args.group  # one pass: every step sees new prompts
     problems = task.make_problems(prompts, seed=0, variant="aime")
     args.data = str(work / "prompts.jsonl")
-    Path(args.data).write_text("".join(json.dumps({"id": r["id"], "problem": r["problem"], "answer": r["answer"]}) + "\n"
-                                       for r in problems))
-    print(f"model {args.model}; {prompts} prompts (synthetic aime), G {args.group}, {args.batch} completions a step, "
-          f"{args.steps} steps, {args.threads} thread(s); baseline: TRL's defaults, use_cpu, fp32, gradient checkpointing "
-          f"{'on' if args.baseline_checkpointing else 'off'}; work dir {work}", flush=True)
+    Path(args.data).write_text(
+        "".join(json.dumps({"id": r["id"], "problem": r["problem"], "answer": r["answer"]}) + "\n" for r in problems)
+    )
+    print(
+        f"model {args.model}; {prompts} prompts (synthetic aime), G {args.group}, {args.batch} completions a step, "
+        f"{args.steps} steps, {args.threads} thread(s); baseline: TRL's defaults, use_cpu, fp32, gradient "
+        "checkpointing "
+        f"{'on' if args.baseline_checkpointing else 'off'}; work dir {work}",
+        flush=True,
+    )
     for mode in args.modes.split(","):
         args.mode = mode
         compare(args, work)

@@ -86,7 +86,7 @@ def steps_that_run(steps: list[dict], start: str | None, only: list[str] | None)
             raise SystemExit(f"no step {name!r} in the recipe (its steps: {', '.join(names)})")
     if only:
         return [step for step in steps if step["name"] in only]
-    return steps[names.index(start):] if start else steps
+    return steps[names.index(start) :] if start else steps
 
 
 def seed_overrides(steps: list[dict], seed: int) -> list[str]:
@@ -94,8 +94,9 @@ def seed_overrides(steps: list[dict], seed: int) -> list[str]:
     return [f"{step['name']}.seed={seed}" for step in steps if step["stage"] in SEEDED_STAGES]
 
 
-def commands(recipe: Path, out: Path, steps: list[dict], sets: list[str], start: str | None,
-             only: list[str] | None) -> list[list[str]]:
+def commands(
+    recipe: Path, out: Path, steps: list[dict], sets: list[str], start: str | None, only: list[str] | None
+) -> list[list[str]]:
     """The ``distill run`` command lines of one run (one per step with ``--only``)."""
     distill = [str(Path(sys.executable).parent / "distill"), "run", str(recipe), "--out", str(out)]
     flags = [part for item in sets for part in ("--set", item)]
@@ -138,8 +139,14 @@ def one_run(args, steps: list[dict], setting: str, seed: int) -> dict:
         if done.returncode:
             raise SystemExit(f"{' '.join(line)} failed ({done.returncode}): see {log.name}")
     names = {stage: [step["name"] for step in running if step["stage"] == stage] for stage in ("eval", "train")}
-    record = {"setting": setting, "seed": seed, "env": ISA_ENV[setting], "out": str(out), "sets": sets,
-              "wall_s": round(time.monotonic() - started, 1)}
+    record = {
+        "setting": setting,
+        "seed": seed,
+        "env": ISA_ENV[setting],
+        "out": str(out),
+        "sets": sets,
+        "wall_s": round(time.monotonic() - started, 1),
+    }
     return record | read_run(out, names["eval"], names["train"])
 
 
@@ -166,8 +173,9 @@ def table(runs: list[dict]) -> str:
     spread = aggregate(runs)
     lines = ["| model | pass@1 mean | range (max - min) | runs |", "|---|---|---|---|"]
     for step, s in spread.items():
-        lines.append(f"| {step} | {s['mean']:.3f} | {s['min']:.3f}-{s['max']:.3f} ({s['max'] - s['min']:.3f}) "
-                     f"| {s['n']} |")
+        lines.append(
+            f"| {step} | {s['mean']:.3f} | {s['min']:.3f}-{s['max']:.3f} ({s['max'] - s['min']:.3f}) | {s['n']} |"
+        )
     lines += ["", "| setting | seed | " + " | ".join(spread) + " | wall |", "|---|---|" + "---|" * (len(spread) + 1)]
     for run in runs:
         cells = [f"{run['figures'][step]:.3f}" if step in run["figures"] else "-" for step in spread]
@@ -176,8 +184,9 @@ def table(runs: list[dict]) -> str:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--recipe", default=str(ROOT / "recipes" / "quickstart.yaml"))
     parser.add_argument("--out", default="runs/quickstart_spread", help="each run's directory goes here")
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")

@@ -32,7 +32,11 @@ def serve(mode: list, hits: list) -> str:
             code, headers = mode[0]
             body = json.dumps({"error": {"message": "busy"}}).encode()
             self.send_response(code)
-            for key, value in {**headers, "content-type": "application/json", "content-length": str(len(body))}.items():
+            for key, value in {
+                **headers,
+                "content-type": "application/json",
+                "content-length": str(len(body)),
+            }.items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(body)
@@ -58,8 +62,10 @@ def client_side(url: str, mode: list, hits: list) -> None:
         except openai.APIStatusError:
             pass
         gaps = [round(b - a, 1) for a, b in zip(hits, hits[1:])]
-        print(f"openai client, {current[0]} {current[1] or ''}: {len(hits)} attempts, gave up after "
-              f"{time.monotonic() - start:.1f} s; waits {gaps}")
+        print(
+            f"openai client, {current[0]} {current[1] or ''}: {len(hits)} attempts, gave up after "
+            f"{time.monotonic() - start:.1f} s; waits {gaps}"
+        )
 
 
 def ours(url: str, mode: list, runs: int = 200) -> None:
@@ -81,7 +87,9 @@ def ours(url: str, mode: list, runs: int = 200) -> None:
                 try:
                     async for attempt in RetryPolicy(max_retries=10).retrying(sleep=record):
                         with attempt:
-                            await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+                            await client.chat.completions.create(
+                                model="m", messages=[{"role": "user", "content": "hi"}]
+                            )
                 except openai.APIStatusError:
                     pass
                 finally:
@@ -89,8 +97,11 @@ def ours(url: str, mode: list, runs: int = 200) -> None:
 
             asyncio.run(call())
             totals.append(sum(waits))
-        print(f"reasonkit policy, {current[0]} {current[1] or ''}: {len(waits) + 1} attempts, waits in all "
-              f"{statistics.mean(totals):.0f} s on average over {len(totals)} runs; last run's {[round(w, 1) for w in waits]}")
+        print(
+            f"reasonkit policy, {current[0]} {current[1] or ''}: {len(waits) + 1} attempts, waits in all "
+            f"{statistics.mean(totals):.0f} s on average over {len(totals)} runs; last run's "
+            f"{[round(w, 1) for w in waits]}"
+        )
 
 
 if __name__ == "__main__":

@@ -64,8 +64,17 @@ def write_rows(path: Path, rows: int, group: int = 4, slip: float = 0.5) -> str:
                 lines[rng.randrange(1, len(lines) - 2)] += "1"
                 text = "\n".join(lines).replace("boxed{", "boxed{9", 1)
             reasoning, response = split(text)
-            out.append(trace(p["id"], g, problem=task.user_content(p["problem"]), reasoning=reasoning, response=response,
-                             completion=text, answer=p["answer"]))
+            out.append(
+                trace(
+                    p["id"],
+                    g,
+                    problem=task.user_content(p["problem"]),
+                    reasoning=reasoning,
+                    response=response,
+                    completion=text,
+                    answer=p["answer"],
+                )
+            )
     write_traces(path, out[:rows])
     return str(path)
 
@@ -85,8 +94,17 @@ def staged(scorer, traces: str, out: Path, batch_size: int, include_reasoning: b
     from reasonkit.judges.score.run import ScoreConfig, run_score
 
     start = time.perf_counter()
-    run_score(ScoreConfig(input=traces, out=str(out), model=scorer.spec.base if not scorer.spec.adapter else scorer.spec.adapter,
-                          batch_size=batch_size, include_reasoning=include_reasoning, overwrite=True), scorer=scorer)
+    run_score(
+        ScoreConfig(
+            input=traces,
+            out=str(out),
+            model=scorer.spec.base if not scorer.spec.adapter else scorer.spec.adapter,
+            batch_size=batch_size,
+            include_reasoning=include_reasoning,
+            overwrite=True,
+        ),
+        scorer=scorer,
+    )
     return time.perf_counter() - start
 
 
@@ -96,11 +114,19 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model", default=None, help="a reward model directory [a random one of the teacher's shape]")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads for both [torch's default: the cores]")
-    parser.add_argument("--response-only", action="store_true", help="score the response alone (~57 tokens a row, not ~177)")
-    parser.add_argument("--slip", type=float, default=0.5,
-                        help="share of samples with a slip in one line; the others are the task's one worked solution, "
-                             "so a prompt's correct samples are the same text (as a policy's often are)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads for both [torch's default: the cores]"
+    )
+    parser.add_argument(
+        "--response-only", action="store_true", help="score the response alone (~57 tokens a row, not ~177)"
+    )
+    parser.add_argument(
+        "--slip",
+        type=float,
+        default=0.5,
+        help="share of samples with a slip in one line; the others are the task's one worked solution, "
+        "so a prompt's correct samples are the same text (as a policy's often are)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -119,17 +145,25 @@ def main() -> None:
     start = time.perf_counter()
     scorer = Scorer(inspect_model(model))
     load = time.perf_counter() - start
-    print(f"{table.num_rows} rows ({distinct} distinct), batch {args.batch_size}, torch threads {torch.get_num_threads()}, "
-          f"model loaded in {load:.2f} s")
+    print(
+        f"{table.num_rows} rows ({distinct} distinct), batch {args.batch_size}, torch threads "
+        f"{torch.get_num_threads()}, "
+        f"model loaded in {load:.2f} s"
+    )
     ratios = []
     for round_ in range(args.rounds):
         slow = naive(scorer, table, not args.response_only)
         fast = staged(scorer, traces, tmp / "scored", args.batch_size, not args.response_only)
         ratios.append(slow / fast)
-        print(f"round {round_ + 1}: naive {table.num_rows / slow:8.1f} rows/s   distill score {table.num_rows / fast:8.1f} rows/s"
-              f"   ratio {slow / fast:5.2f}x")
-    print(f"distill score vs naive loop: {statistics.median(ratios):.2f}x (median of {len(ratios)}; "
-          f"range {min(ratios):.2f}-{max(ratios):.2f}x)")
+        print(
+            f"round {round_ + 1}: naive {table.num_rows / slow:8.1f} rows/s   distill score "
+            f"{table.num_rows / fast:8.1f} rows/s"
+            f"   ratio {slow / fast:5.2f}x"
+        )
+    print(
+        f"distill score vs naive loop: {statistics.median(ratios):.2f}x (median of {len(ratios)}; "
+        f"range {min(ratios):.2f}-{max(ratios):.2f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -40,21 +40,60 @@ def one(args) -> None:
     from reasonkit.distill.train import train
 
     cfg = TrainConfig(
-        method="sft", student=args.model, data=args.data, out=args.out, max_steps=args.steps, batch_size=8,
-        max_length=512, packing=args.one == "packed", lr=2e-3, threads=args.threads, save_steps=10_000,
+        method="sft",
+        student=args.model,
+        data=args.data,
+        out=args.out,
+        max_steps=args.steps,
+        batch_size=8,
+        max_length=512,
+        packing=args.one == "packed",
+        lr=2e-3,
+        threads=args.threads,
+        save_steps=10_000,
     )
     r = train(cfg)
-    print("RESULT " + json.dumps({k: r[k] for k in ("tokens", "tokens_per_s", "train_runtime_s", "train_cpu_s", "peak_memory_bytes", "steps", "loss_final")}))
+    print(
+        "RESULT "
+        + json.dumps(
+            {
+                k: r[k]
+                for k in (
+                    "tokens",
+                    "tokens_per_s",
+                    "train_runtime_s",
+                    "train_cpu_s",
+                    "peak_memory_bytes",
+                    "steps",
+                    "loss_final",
+                )
+            }
+        )
+    )
 
 
 def run(contender: str, model: str, data: str, work: Path, args, i: int) -> dict:
-    cmd = [sys.executable, __file__, "--one", contender, "--model", model, "--data", data, "--out", str(work / f"{contender}-{i}"),
-           "--steps", str(args.steps), "--threads", str(args.threads)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--one",
+        contender,
+        "--model",
+        model,
+        "--data",
+        data,
+        "--out",
+        str(work / f"{contender}-{i}"),
+        "--steps",
+        str(args.steps),
+        "--threads",
+        str(args.threads),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if proc.returncode or line is None:
         sys.exit(f"{contender} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def main() -> None:
@@ -82,24 +121,35 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(model)
-    lengths = sorted(len(tok.apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"]) for m in table.column("messages").to_pylist())
-    print(f"data: {len(lengths)} traces, tokens min {lengths[0]} / median {lengths[len(lengths) // 2]} / max {lengths[-1]}; "
-          f"{args.steps} steps of batch 8, max_length 512, {args.threads} thread(s); work dir {work}")
+    lengths = sorted(
+        len(tok.apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"])
+        for m in table.column("messages").to_pylist()
+    )
+    print(
+        f"data: {len(lengths)} traces, tokens min {lengths[0]} / median {lengths[len(lengths) // 2]} / max "
+        f"{lengths[-1]}; "
+        f"{args.steps} steps of batch 8, max_length 512, {args.threads} thread(s); work dir {work}"
+    )
 
     results: dict[str, list[dict]] = {"padded": [], "packed": []}
     for i in range(args.repeats):
-        for contender in (("padded", "packed") if i % 2 == 0 else ("packed", "padded")):
+        for contender in ("padded", "packed") if i % 2 == 0 else ("packed", "padded"):
             r = run(contender, model, data, work, args, i)
             r["tokens_per_cpu_s"] = r["tokens"] / r["train_cpu_s"]
             results[contender].append(r)
-            print(f"  {contender:7s} run {i}: {r['tokens_per_cpu_s']:8,.0f} tokens/CPU-s, {r['tokens_per_s']:8,.0f} tokens/s wall "
-                  f"({r['tokens']:,} tokens, {r['train_cpu_s']:.1f} CPU-s, {r['train_runtime_s']:.1f} s), "
-                  f"peak RSS {r['peak_memory_bytes'] / 2**20:,.0f} MiB, final loss {r['loss_final']:.3f}")
+            print(
+                f"  {contender:7s} run {i}: {r['tokens_per_cpu_s']:8,.0f} tokens/CPU-s, {r['tokens_per_s']:8,.0f} "
+                "tokens/s wall "
+                f"({r['tokens']:,} tokens, {r['train_cpu_s']:.1f} CPU-s, {r['train_runtime_s']:.1f} s), "
+                f"peak RSS {r['peak_memory_bytes'] / 2**20:,.0f} MiB, final loss {r['loss_final']:.3f}"
+            )
     best = {k: max(v, key=lambda r: r["tokens_per_cpu_s"]) for k, v in results.items()}
     for name, label in (("padded", "padded (TRL default)"), ("packed", "packed (BFD, rows)  ")):
         b = best[name]
-        print(f"{label}: {b['tokens_per_cpu_s']:,.0f} tokens/CPU-s ({b['tokens_per_s']:,.0f} tokens/s wall), "
-              f"peak RSS {b['peak_memory_bytes'] / 2**20:,.0f} MiB")
+        print(
+            f"{label}: {b['tokens_per_cpu_s']:,.0f} tokens/CPU-s ({b['tokens_per_s']:,.0f} tokens/s wall), "
+            f"peak RSS {b['peak_memory_bytes'] / 2**20:,.0f} MiB"
+        )
     ratio = best["packed"]["tokens_per_cpu_s"] / best["padded"]["tokens_per_cpu_s"]
     wall = max(r["tokens_per_s"] for r in results["packed"]) / max(r["tokens_per_s"] for r in results["padded"])
     print(f"ratio packed/padded: {ratio:.2f}x tokens per CPU-second (target >= 1.3x); wall-clock tokens/s {wall:.2f}x")

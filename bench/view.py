@@ -67,7 +67,13 @@ def browser():
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+    ):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 
@@ -110,9 +116,11 @@ def main() -> None:
         try:
             for name, (path, _) in pages.items():
                 fcp, rows = median_paint(driver, path.as_uri(), args.repeats)
-                print(f"view, {name}: build {built[name]:.2f} s, page {path.stat().st_size / 1e6:.1f} MB, first paint "
-                      f"{fcp:.3f} s, first rows {rows:.3f} s = {rows / base:.2f}x pandas' load "
-                      f"(build + first rows {built[name] + rows:.2f} s = {(built[name] + rows) / base:.2f}x)")
+                print(
+                    f"view, {name}: build {built[name]:.2f} s, page {path.stat().st_size / 1e6:.1f} MB, first paint "
+                    f"{fcp:.3f} s, first rows {rows:.3f} s = {rows / base:.2f}x pandas' load "
+                    f"(build + first rows {built[name] + rows:.2f} s = {(built[name] + rows) / base:.2f}x)"
+                )
             fcp, rows = served_paint(driver, traces, args.repeats)
             print(f"view --serve: first paint {fcp:.3f} s, first rows {rows:.3f} s = {rows / base:.2f}x pandas' load")
         finally:

@@ -14,13 +14,27 @@ from reasonkit.distill.config import TrainConfig
 from reasonkit.options import Command, config_options, given
 from reasonkit.sandbox.stage import sandbox_option
 
-@click.command(name="train", cls=Command, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+@click.command(
+    name="train", cls=Command, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @config_options(TrainConfig, required=("method", "student", "data", "out"))
-@click.option("--reward", "rewards", multiple=True, metavar="NAME=WEIGHT",
-              help="GRPO: a reward function and its weight, repeatable; the ones named replace the default pair "
-                   "(accuracy, format, language, length, cosine, arithmetic, code; rm=PATH or rm=PATH:WEIGHT, a reward model "
-                   "scoring as `distill score` does) [accuracy=1.0 format=0.2].")
-@click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE", help="Any other setting, e.g. save_steps=50, threads=1, lint=warn.")
+@click.option(
+    "--reward",
+    "rewards",
+    multiple=True,
+    metavar="NAME=WEIGHT",
+    help="GRPO: a reward function and its weight, repeatable; the ones named replace the default pair "
+    "(accuracy, format, language, length, cosine, arithmetic, code; rm=PATH or rm=PATH:WEIGHT, a reward model "
+    "scoring as `distill score` does) [accuracy=1.0 format=0.2].",
+)
+@click.option(
+    "--set",
+    "assignments",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Any other setting, e.g. save_steps=50, threads=1, lint=warn.",
+)
 @click.pass_context
 @sandbox_option
 def train(ctx: click.Context, assignments: tuple[str, ...], **flags) -> None:

@@ -19,7 +19,7 @@ ValueError: batch_size must be >= 1, found 0
 Traceback (most recent call last):
 ...
 ValueError: num_generations 8 must divide the generation batch (batch_size 4 x steps_per_generation 1 x 1 processes = 4 completions): every prompt's group of 8 completions must fit in it
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -39,9 +39,18 @@ from reasonkit.gen.render import R1_INSTRUCTION
 #: Regret" measured the best LoRA rate at ~10x the full one for RL as for SFT).
 #: Reward models (rm, prm): TRL's RewardConfig default (1e-4) with LoRA, and 1e-5 for full weights (InstructGPT's
 #: reward model trained at 9e-6): the head starts random, the body only needs nudging.
-DEFAULT_LR = {("sft", False): 2e-4, ("sft", True): 2e-5, ("dpo", False): 2e-5, ("dpo", True): 1e-6,
-              ("grpo", False): 1e-5, ("grpo", True): 1e-6, ("rm", False): 1e-4, ("rm", True): 1e-5,
-              ("prm", False): 1e-4, ("prm", True): 1e-5}
+DEFAULT_LR = {
+    ("sft", False): 2e-4,
+    ("sft", True): 2e-5,
+    ("dpo", False): 2e-5,
+    ("dpo", True): 1e-6,
+    ("grpo", False): 1e-5,
+    ("grpo", True): 1e-6,
+    ("rm", False): 1e-4,
+    ("rm", True): 1e-5,
+    ("prm", False): 1e-4,
+    ("prm", True): 1e-5,
+}
 #: beta when not given: DPO's temperature (TRL's 0.1); GRPO's KL weight, 0 = no reference model (TRL's default,
 #: DAPO and Dr. GRPO drop the KL term; R1 used 0.001).
 DEFAULT_BETA = {"sft": 0.1, "dpo": 0.1, "grpo": 0.0, "rm": 0.0, "prm": 0.0}
@@ -79,7 +88,9 @@ class GrpoSettings:
     # G, completions per prompt: the group whose rewards are compared
     num_generations: int = setting(8, "GRPO: completions sampled per prompt, G.")
     loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = setting("dapo", "GRPO loss.")
-    scale_rewards: Literal["group", "batch", "none"] = setting("group", "GRPO: divide advantages by the group's reward std, the batch's, or nothing.")
+    scale_rewards: Literal["group", "batch", "none"] = setting(
+        "group", "GRPO: divide advantages by the group's reward std, the batch's, or nothing."
+    )
     # the clip range of the probability ratio
     epsilon: float = setting(0.2, "GRPO: clip range of the probability ratio.")
     epsilon_high: float | None = None  # None: epsilon; DAPO's clip-higher uses 0.28
@@ -89,7 +100,9 @@ class GrpoSettings:
     rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (filters/rewards.py)
     reward_model: str | None = None  # the rm reward's model (--reward rm=PATH[:WEIGHT]; filters/reward_model.py)
     lang: str = "en"  # the language reward's target
-    verifier: Literal["math", "int", "exact"] = "math"  # the accuracy reward's Verifier, as `distill filter --verifier`
+    verifier: Literal["math", "int", "exact"] = (
+        "math"  # the accuracy reward's Verifier, as `distill filter --verifier`
+    )
     steps_per_generation: int | None = None  # None: grad_accum (TRL's); one generation feeds this many steps
     num_iterations: int = 1  # optimizer passes over each generation (mu in the GRPO paper)
     mask_truncated_completions: bool = False  # DAPO: completions cut at max_completion_length train nothing
@@ -123,8 +136,11 @@ class GrpoToolSettings:
     # GRPO with tools: TRL's tool loop (GRPOTrainer(tools=...)) runs the shipped tools between the policy's turns,
     # as `distill generate --tools` does; the observations' tokens are masked out of the loss (distill/rl/tools.py)
     # comma-separated: search,python (gen/tools/base.py)
-    tools: str | None = setting(None, "GRPO: comma-separated tools the policy calls between its turns (search,python), run by TRL's "
-        "tool loop as `distill generate --tools` runs them; tool results are masked out of the loss [none].")
+    tools: str | None = setting(
+        None,
+        "GRPO: comma-separated tools the policy calls between its turns (search,python), run by TRL's "
+        "tool loop as `distill generate --tools` runs them; tool results are masked out of the loss [none].",
+    )
     # the search tool's passages: JSONL or Parquet with id and contents
     corpus: str | None = setting(None, "GRPO --tools search: the passages, JSONL or Parquet with id and contents.")
     # assistant turns per completion (TRL's max_tool_calling_iterations = max_turns - 1)
@@ -138,17 +154,25 @@ class GrpoToolSettings:
 class ScorerSettings:
     """The reward models' own settings: fingerprinted for rm and prm runs only."""
 
-    # Reward models: rm (TRL's RewardTrainer, distill/reward/rm.py) and prm (token classification, distill/reward/prm.py).
+    # Reward models: rm (TRL's RewardTrainer, distill/reward/rm.py) and prm (token classification, distill/reward/prm.py).  # noqa: E501
     # share of the rows held out (seeded) for the report's held-out accuracy; 0: none
     eval_share: float = setting(0.1, "rm, prm: share of the prompts held out for the report's accuracy.")
     # rm: the loss is -log sigmoid(r_c - r_r - m) with m = margin_scale x (chosen_score - rejected_score) where both
     # scores are present (0 where not); 0 turns margins off. pairs writes 1/0 (verified), judge its rubric's points.
-    margin_scale: float = setting(1.0, "rm: margin = this x (chosen_score - rejected_score) where both are given; 0: no margin.")
+    margin_scale: float = setting(
+        1.0, "rm: margin = this x (chosen_score - rejected_score) where both are given; 0: no margin."
+    )
     # rm: + coef x mean(r^2), rewards near zero (TRL; 0.01 suggested)
-    center_rewards_coefficient: float | None = setting(None, "rm: TRL's weight on mean(reward^2), rewards near zero [off; 0.01 suggested].")
+    center_rewards_coefficient: float | None = setting(
+        None, "rm: TRL's weight on mean(reward^2), rewards near zero [off; 0.01 suggested]."
+    )
     # prm: joins the steps; each step's label sits on its last token (the separator's)
-    step_separator: str = setting("\n", "prm: the text joining the steps, as label-steps' --separator (\\n, \\t read as "
-        "newline, tab); each step is labelled at its last token [newline].", show_default=False)
+    step_separator: str = setting(
+        "\n",
+        "prm: the text joining the steps, as label-steps' --separator (\\n, \\t read as "
+        "newline, tab); each step is labelled at its last token [newline].",
+        show_default=False,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,15 +205,26 @@ def field_names(group: type) -> tuple[str, ...]:
 
 
 #: Keys that do not change what a run computes; a resumed run may differ from its start in these.
-NOT_FINGERPRINTED = ("resume", "overwrite", "merge", "threads", "lint", "lint_rows", "save_total_limit", "report_to",
-                     "dataset_num_proc", "gpu_memory_gb", *field_names(GrpoRunSettings))
+NOT_FINGERPRINTED = (
+    "resume",
+    "overwrite",
+    "merge",
+    "threads",
+    "lint",
+    "lint_rows",
+    "save_total_limit",
+    "report_to",
+    "dataset_num_proc",
+    "gpu_memory_gb",
+    *field_names(GrpoRunSettings),
+)
 #: GRPO with tools (distill/rl/tools.py): left out of a run's fingerprint when it names no tools, so GRPO runs
 #: started before tools existed still resume.
 TOOL_FIELDS = field_names(GrpoToolSettings)
 #: GRPO's own settings: left out of the fingerprint of SFT and DPO runs (which they do not touch), so the
 #: runs started before GRPO existed still resume.
 GRPO_FIELDS = (*field_names(GrpoSettings), *TOOL_FIELDS)
-#: The reward models' own settings (distill/reward/rm.py, distill/reward/prm.py): left out of the other methods' fingerprints.
+#: The reward models' own settings (distill/reward/rm.py, distill/reward/prm.py): left out of the other methods' fingerprints.  # noqa: E501
 SCORER_FIELDS = field_names(ScorerSettings)
 #: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
 #: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
@@ -198,31 +233,41 @@ LAUNCH_FIELDS = field_names(LaunchSettings)
 
 @dataclass(frozen=True)
 class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings, ScorerSettings, LaunchSettings):
-    method: Literal["sft", "dpo", "grpo", "rm", "prm"] = setting(help="SFT on sft rows, DPO on prefs rows, GRPO on prompts with verifiable answers, a reward model (rm) on "
-        "prefs rows, or a process reward model (prm) on steps rows.")
+    method: Literal["sft", "dpo", "grpo", "rm", "prm"] = setting(
+        help="SFT on sft rows, DPO on prefs rows, GRPO on prompts with verifiable answers, a reward model (rm) on "
+        "prefs rows, or a process reward model (prm) on steps rows."
+    )
     # a model directory or Hub id (not a LoRA adapter: merge it first)
     student: str = setting(help="Student model directory or Hub id.")
     # sft: an sft table; dpo: a prefs table (a stage directory, or Parquet/JSONL in that format); grpo: prompts
     # read as `distill generate` reads them (Parquet/JSONL/CSV, a stage directory, a Hub dataset id); rm: a prefs
     # table or TRL's standard (string) prefs; prm: a steps table (prompt, completions, labels: stepwise supervision)
-    data: str = setting(help="An sft (SFT) or prefs (DPO, rm) stage directory, or Parquet/JSONL in that format; GRPO: prompts as "
-        "`distill generate` reads them (Parquet/JSONL/CSV, a stage directory, a Hub id) with an answer column; rm also "
-        "takes TRL's string prefs (prompt/chosen/rejected strings); prm: a steps table (prompt, completions, labels).")
-    out: str = setting(help="Output directory: adapter/ (or model/ with --full), checkpoints/, report.json, loss.png (rm/prm: "
-        "report.md with held-out accuracy).")
+    data: str = setting(
+        help="An sft (SFT) or prefs (DPO, rm) stage directory, or Parquet/JSONL in that format; GRPO: prompts as "
+        "`distill generate` reads them (Parquet/JSONL/CSV, a stage directory, a Hub id) with an answer column; rm "
+        "also "
+        "takes TRL's string prefs (prompt/chosen/rejected strings); prm: a steps table (prompt, completions, labels)."
+    )
+    out: str = setting(
+        help="Output directory: adapter/ (or model/ with --full), checkpoints/, report.json, loss.png (rm/prm: "
+        "report.md with held-out accuracy)."
+    )
 
     # Schedule. max_steps, when given, overrides epochs.
     epochs: float = setting(1.0, "Passes over the data.")
     max_steps: int | None = setting(None, "Optimizer steps (overrides --epochs).")
     # None: DEFAULT_LR for (method, full)
-    lr: float | None = setting(None, "Peak learning rate [sft 2e-4 / dpo 2e-5 / grpo 1e-5 / rm, prm 1e-4 with LoRA; "
-        "2e-5 / 1e-6 / 1e-6 / 1e-5 full].")
+    lr: float | None = setting(
+        None,
+        "Peak learning rate [sft 2e-4 / dpo 2e-5 / grpo 1e-5 / rm, prm 1e-4 with LoRA; "
+        "2e-5 / 1e-6 / 1e-6 / 1e-5 full].",
+    )
     batch_size: int = setting(8, "Examples (DPO: pairs; GRPO: completions) per device per step.")
     grad_accum: int = setting(1, "Gradient accumulation steps.")
     # None: min(4096, the student's max_position_embeddings)
     max_length: int | None = setting(None, "Token limit per example [min(4096, the student's context)].")
     # SFT only: best-fit-decreasing packing into rows of max_length
-    packing: bool = setting(False, "SFT: pack examples best-fit decreasing.", flag='--packing/--no-packing')
+    packing: bool = setting(False, "SFT: pack examples best-fit decreasing.", flag="--packing/--no-packing")
     warmup: float = 0.03  # a ratio of the steps when < 1, else a step count
     lr_scheduler: str = "cosine"
     weight_decay: float = 0.0
@@ -249,8 +294,13 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
     save_total_limit: int = 2
     # trackers to log the run to (distill/trackers.py): tensorboard, wandb, trackio, mlflow, several at once (a list or
     # "tensorboard,wandb"); None or "none": none. Each is an extra, checked before any work.
-    report_to: list[str] | str | None = setting(None, "Log the training curves and the run's protocol to a tracker, repeatable (each an extra: pip "
-        "install 'reasonkit[wandb]'); TensorBoard writes OUT/tensorboard [none].", choices=REPORT_TO, multiple=True)
+    report_to: list[str] | str | None = setting(
+        None,
+        "Log the training curves and the run's protocol to a tracker, repeatable (each an extra: pip "
+        "install 'reasonkit[wandb]'); TensorBoard writes OUT/tensorboard [none].",
+        choices=REPORT_TO,
+        multiple=True,
+    )
 
     # Template and the pre-training lint
     chat_template: str | None = None  # a .jinja file with {% generation %} markers, replacing the student's
@@ -277,10 +327,20 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
     lr_scheduler_kwargs: dict | None = None  # e.g. {min_lr_rate: 0.1} for lr_scheduler cosine_with_min_lr
     gradient_checkpointing_kwargs: dict | None = None  # e.g. {use_reentrant: false}
     dataset_num_proc: int | None = None  # processes tokenizing the dataset
-    gpu_memory_gb: float | None = None  # the GPU the lint's memory estimate must fit (None: torch.cuda's, when present)
+    gpu_memory_gb: float | None = (
+        None  # the GPU the lint's memory estimate must fit (None: torch.cuda's, when present)
+    )
 
     def __post_init__(self) -> None:
-        for name in ("lora_r", "lora_alpha", "batch_size", "grad_accum", "save_steps", "save_total_limit", "lint_rows"):
+        for name in (
+            "lora_r",
+            "lora_alpha",
+            "batch_size",
+            "grad_accum",
+            "save_steps",
+            "save_total_limit",
+            "lint_rows",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, found {getattr(self, name)}")
         for name in ("max_steps", "max_length", "threads", "num_processes"):
@@ -310,29 +370,39 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
         if not 0 <= self.eval_share < 1:
             raise ValueError(f"eval_share must be in [0, 1), found {self.eval_share}")
         if self.margin_scale < 0 or (self.center_rewards_coefficient or 0) < 0:
-            raise ValueError(f"margin_scale and center_rewards_coefficient must be >= 0, found {self.margin_scale} and "
-                             f"{self.center_rewards_coefficient}")
+            raise ValueError(
+                f"margin_scale and center_rewards_coefficient must be >= 0, found {self.margin_scale} and "
+                f"{self.center_rewards_coefficient}"
+            )
         if not self.step_separator:
             raise ValueError("step_separator must not be empty (the PRM reads each step's label at its last token)")
         if self.method == "grpo":
             self._check_grpo()
         elif self.tools or self.corpus:
-            raise ValueError(f"tools and corpus apply to --method grpo (SFT reads the tools a trajectory was generated with "
-                             f"from its table), found method {self.method}")
+            raise ValueError(
+                f"tools and corpus apply to --method grpo (SFT reads the tools a trajectory was generated with "
+                f"from its table), found method {self.method}"
+            )
         if self.launcher != "accelerate" and (self.num_processes or self.num_machines != 1):
             raise ValueError("num_processes and num_machines apply with launcher: accelerate only")
         if self.launcher == "none" and self.accelerate_config:
             raise ValueError("accelerate_config applies with launcher: accelerate or auto only")
         gpus = self.gpu_indices  # raises on a malformed list
         if gpus is not None and self.num_processes and len(gpus) * self.num_machines != self.num_processes:
-            raise ValueError(f"gpus {self.gpus} on each of {self.num_machines} machine(s) is {len(gpus) * self.num_machines} "
-                             f"processes, but num_processes is {self.num_processes}; expected them equal (or leave one unset)")
+            raise ValueError(
+                f"gpus {self.gpus} on each of {self.num_machines} machine(s) is {len(gpus) * self.num_machines} "
+                f"processes, but num_processes is {self.num_processes}; expected them equal (or leave one unset)"
+            )
         if self.num_machines < 1 or (self.machine_rank is not None and not 0 <= self.machine_rank < self.num_machines):
-            raise ValueError(f"num_machines must be >= 1 and machine_rank in [0, num_machines), found {self.num_machines} "
-                             f"and {self.machine_rank}")
+            raise ValueError(
+                f"num_machines must be >= 1 and machine_rank in [0, num_machines), found {self.num_machines} "
+                f"and {self.machine_rank}"
+            )
         if self.num_processes and self.num_processes % self.num_machines:
-            raise ValueError(f"num_processes {self.num_processes} (every machine's) must be a multiple of num_machines "
-                             f"{self.num_machines}")
+            raise ValueError(
+                f"num_processes {self.num_processes} (every machine's) must be a multiple of num_machines "
+                f"{self.num_machines}"
+            )
 
     def _check_levers(self) -> None:
         from reasonkit.distill.levers import AUTO, is_flash_attention
@@ -341,25 +411,35 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
             raise ValueError(f"dataset_num_proc must be >= 1 when given, found {self.dataset_num_proc}")
         if self.gpu_memory_gb is not None and self.gpu_memory_gb <= 0:
             raise ValueError(f"gpu_memory_gb must be > 0 when given, found {self.gpu_memory_gb}")
-        if self.lr_scheduler == "cosine_with_min_lr" and not {"min_lr", "min_lr_rate"} & set(self.lr_scheduler_kwargs or {}):
-            raise ValueError("lr_scheduler cosine_with_min_lr needs lr_scheduler_kwargs with min_lr_rate (a share of the peak, "
-                             "open-r1: 0.1) or min_lr")
+        if self.lr_scheduler == "cosine_with_min_lr" and not {"min_lr", "min_lr_rate"} & set(
+            self.lr_scheduler_kwargs or {}
+        ):
+            raise ValueError(
+                "lr_scheduler cosine_with_min_lr needs lr_scheduler_kwargs with min_lr_rate (a share of the peak, "
+                "open-r1: 0.1) or min_lr"
+            )
         if self.padding_free:
             if self.method != "sft" or not self.packing:
-                raise ValueError("padding_free applies to --method sft with packing (TRL 1.16 cannot cut unpacked "
-                                 "padding-free rows to max_length, and its DPO trainer has padding-free disabled)")
+                raise ValueError(
+                    "padding_free applies to --method sft with packing (TRL 1.16 cannot cut unpacked "
+                    "padding-free rows to max_length, and its DPO trainer has padding-free disabled)"
+                )
             if not is_flash_attention(self.attn_implementation) and self.attn_implementation != AUTO:
-                raise ValueError(f"padding_free needs a FlashAttention attn_implementation (flash_attention_2, "
-                                 f"kernels-community/flash-attn3, ..., or auto: padding-free where it resolves to "
-                                 f"FlashAttention), found {self.attn_implementation!r}: under it a flattened batch is one "
-                                 "B*L x B*L attention mask")
+                raise ValueError(
+                    f"padding_free needs a FlashAttention attn_implementation (flash_attention_2, "
+                    f"kernels-community/flash-attn3, ..., or auto: padding-free where it resolves to "
+                    f"FlashAttention), found {self.attn_implementation!r}: under it a flattened batch is one "
+                    "B*L x B*L attention mask"
+                )
 
     def _check_grpo(self) -> None:
         from reasonkit.filters.rewards import REWARDS
 
         if self.num_generations < 2:
-            raise ValueError(f"num_generations must be >= 2 (GRPO compares each completion with the others of its group), "
-                             f"found {self.num_generations}")
+            raise ValueError(
+                f"num_generations must be >= 2 (GRPO compares each completion with the others of its group), "
+                f"found {self.num_generations}"
+            )
         for name in ("max_completion_length", "num_iterations"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, found {getattr(self, name)}")
@@ -368,29 +448,40 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1 when given, found {value}")
         if self.epsilon <= 0 or (self.epsilon_high is not None and self.epsilon_high < self.epsilon):
-            raise ValueError(f"epsilon must be > 0 and epsilon_high >= epsilon, found {self.epsilon} and {self.epsilon_high}")
+            raise ValueError(
+                f"epsilon must be > 0 and epsilon_high >= epsilon, found {self.epsilon} and {self.epsilon_high}"
+            )
         if self.temperature <= 0 or not 0 < self.top_p <= 1:
             raise ValueError(f"temperature must be > 0 and top_p in (0, 1], found {self.temperature} and {self.top_p}")
         if not 0 < self.vllm_gpu_memory_utilization <= 1:
-            raise ValueError(f"vllm_gpu_memory_utilization must be in (0, 1], found {self.vllm_gpu_memory_utilization}")
+            raise ValueError(
+                f"vllm_gpu_memory_utilization must be in (0, 1], found {self.vllm_gpu_memory_utilization}"
+            )
         self._check_vllm_server()
         if not self.rewards:
             raise ValueError(f"rewards: name at least one reward ({', '.join(sorted(REWARDS))})")
         self._check_tools()
         if ("rm" in self.rewards) != (self.reward_model is not None):
-            raise ValueError("rewards: the rm reward and reward_model come together (--reward rm=PATH or rm=PATH:WEIGHT)")
+            raise ValueError(
+                "rewards: the rm reward and reward_model come together (--reward rm=PATH or rm=PATH:WEIGHT)"
+            )
         for name, weight in self.rewards.items():
             if name not in REWARDS and name != "rm":
                 raise ValueError(f"rewards: unknown reward {name!r}; expected one of {', '.join(sorted(REWARDS))}")
             if isinstance(weight, bool) or not isinstance(weight, (int, float)):
                 raise ValueError(f"rewards.{name}: the weight must be a number, found {weight!r}")
-        processes = self.num_processes or 1  # the processes the batch counts; launch.layout keeps it on any other count
+        processes = (
+            self.num_processes or 1
+        )  # the processes the batch counts; launch.layout keeps it on any other count
         batch = self.generation_batch_size(processes)
         if batch % self.num_generations:
             raise ValueError(
-                f"num_generations {self.num_generations} must divide the generation batch (batch_size {self.batch_size} x "
-                f"steps_per_generation {self.steps_per_generation or self.grad_accum} x {processes} processes = {batch} "
-                f"completions): every prompt's group of {self.num_generations} completions must fit in it")
+                f"num_generations {self.num_generations} must divide the generation batch (batch_size "
+                f"{self.batch_size} x "
+                f"steps_per_generation {self.steps_per_generation or self.grad_accum} x {processes} processes = "
+                f"{batch} "
+                f"completions): every prompt's group of {self.num_generations} completions must fit in it"
+            )
 
     def _check_tools(self) -> None:
         """The tool settings that can be judged without loading anything (the corpus is read by the tool)."""
@@ -428,7 +519,9 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
         except ValueError:
             indices = []
         if not indices or min(indices) < 0 or len(set(indices)) != len(indices):
-            raise ValueError(f"gpus must name distinct GPU indices (0, 1, ...) among the visible ones, found {self.gpus!r}")
+            raise ValueError(
+                f"gpus must name distinct GPU indices (0, 1, ...) among the visible ones, found {self.gpus!r}"
+            )
         return indices
 
     @property
@@ -441,12 +534,18 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
         given = [k for k in VLLM_SERVER_FIELDS if getattr(self, k) is not None]
         if given and self.vllm_mode != "server":
             raise ValueError(f"{', '.join(given)} apply with vllm_mode: server, found vllm_mode {self.vllm_mode}")
-        if self.vllm_server_base_url is not None and (self.vllm_server_host is not None or self.vllm_server_port is not None):
-            raise ValueError("vllm_server_base_url or vllm_server_host/vllm_server_port, not both (TRL ignores the host and "
-                             "port when a base URL is given)")
+        if self.vllm_server_base_url is not None and (
+            self.vllm_server_host is not None or self.vllm_server_port is not None
+        ):
+            raise ValueError(
+                "vllm_server_base_url or vllm_server_host/vllm_server_port, not both (TRL ignores the host and "
+                "port when a base URL is given)"
+            )
         url = self.vllm_server_base_url
         if url is not None and not url.startswith(("http://", "https://")):
-            raise ValueError(f"vllm_server_base_url must be an http:// or https:// URL (e.g. http://node1:8000), found {url!r}")
+            raise ValueError(
+                f"vllm_server_base_url must be an http:// or https:// URL (e.g. http://node1:8000), found {url!r}"
+            )
         port = self.vllm_server_port
         if port is not None and (isinstance(port, bool) or not 1 <= port <= 65535):
             raise ValueError(f"vllm_server_port must be a TCP port, 1 to 65535, found {port}")
@@ -489,17 +588,28 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
         """
         data = dataclasses.asdict(self)
         for f in dataclasses.fields(self):  # warmup=0 from Python and warmup: 0.0 from YAML/--set are one setting
-            if f.type in ("float", "float | None") and isinstance(data[f.name], int) and not isinstance(data[f.name], bool):
+            if (
+                f.type in ("float", "float | None")
+                and isinstance(data[f.name], int)
+                and not isinstance(data[f.name], bool)
+            ):
                 data[f.name] = float(data[f.name])
-        for key in (*NOT_FINGERPRINTED, *LAUNCH_FIELDS, *BATCH_SPLIT, *(GRPO_FIELDS if self.method != "grpo" else ()),
-                    *(SCORER_FIELDS if self.method not in ("rm", "prm") else ())):
+        for key in (
+            *NOT_FINGERPRINTED,
+            *LAUNCH_FIELDS,
+            *BATCH_SPLIT,
+            *(GRPO_FIELDS if self.method != "grpo" else ()),
+            *(SCORER_FIELDS if self.method not in ("rm", "prm") else ()),
+        ):
             data.pop(key)
         if data.get("reward_model", 0) is None:  # no rm reward: runs started before it existed still resume
             data.pop("reward_model")
         if self.method == "grpo" and not self.tools:  # no tools: runs started before they existed still resume
             for key in TOOL_FIELDS:
                 data.pop(key)
-        elif self.method == "grpo" and self.corpus:  # the search tool's passages by content, as generate fingerprints them
+        elif (
+            self.method == "grpo" and self.corpus
+        ):  # the search tool's passages by content, as generate fingerprints them
             from reasonkit.store import fingerprint_path
 
             data["corpus"] = fingerprint_path(self.corpus)

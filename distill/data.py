@@ -18,7 +18,7 @@ text the model generated, with loss on its turns only. GRPO reads a
 Traceback (most recent call last):
 ...
 reasonkit.errors.UserError: t.parquet: --method dpo needs a prefs table with columns prompt, chosen, rejected; found ['id', 'messages'] (an sft table: use --method sft)
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -57,8 +57,14 @@ def emptied_by(path: str | os.PathLike) -> str:
     if not is_stage_dir(path):
         return ""
     stage = load_manifest(path).get("stage")
-    report_file = next((d / "report.json" for d in (path, path.parent)
-                        if (d / "report.json").is_file() and is_stage_dir(d) and load_manifest(d).get("stage") == stage), None)
+    report_file = next(
+        (
+            d / "report.json"
+            for d in (path, path.parent)
+            if (d / "report.json").is_file() and is_stage_dir(d) and load_manifest(d).get("stage") == stage
+        ),
+        None,
+    )
     try:
         report = json.loads(report_file.read_text()) if report_file else {}
     except (OSError, ValueError):
@@ -68,7 +74,10 @@ def emptied_by(path: str | os.PathLike) -> str:
     where = f"; report in {report_file}" if report_file else ""
     rows_in = report.get("rows_in")
     if stage == "filter" and rows_in is not None:
-        drops = sorted(((f.get("dropped", 0), f.get("reason")) for f in report.get("funnel", []) if f.get("dropped")), reverse=True)
+        drops = sorted(
+            ((f.get("dropped", 0), f.get("reason")) for f in report.get("funnel", []) if f.get("dropped")),
+            reverse=True,
+        )
         why = ", ".join(f"{reason} {n}" for n, reason in drops[:3])
         source = f" of {report['input']}" if report.get("input") else ""
         return f": stage 'filter' kept 0 of {rows_in} rows{source} (dropped: {why or 'none'}{where})"
@@ -82,7 +91,11 @@ def load_rows(table: pa.Table, method: str, source: str) -> pa.Table:
     missing = [c for c in _NEEDS[method] if c not in table.column_names]
     if missing:
         other = "sft" if method == "dpo" else "dpo"
-        hint = f" (an {KIND[other]} table: use --method {other})" if all(c in table.column_names for c in _NEEDS[other]) else ""
+        hint = (
+            f" (an {KIND[other]} table: use --method {other})"
+            if all(c in table.column_names for c in _NEEDS[other])
+            else ""
+        )
         raise UserError(
             f"{source}: --method {method} needs a{'n' if method == 'sft' else ''} {KIND[method]} table with columns "
             f"{', '.join(_NEEDS[method])}; found {table.column_names}{hint}"
@@ -111,10 +124,14 @@ def sft_kind(table: pa.Table) -> str:
     >>> from reasonkit.schema import MESSAGES, TOOL_MESSAGES
     >>> sft_kind(pa.table({"messages": pa.array([[]], TOOL_MESSAGES)})), sft_kind(pa.table({"messages": pa.array([[]], MESSAGES)}))
     ('sft_tools', 'sft')
-    """
+    """  # noqa: E501
     turns = table.schema.field("messages").type
     turn = turns.value_type if pa.types.is_list(turns) or pa.types.is_large_list(turns) else None
-    return "sft_tools" if turn is not None and pa.types.is_struct(turn) and turn.get_field_index("tool_calls") >= 0 else "sft"
+    return (
+        "sft_tools"
+        if turn is not None and pa.types.is_struct(turn) and turn.get_field_index("tool_calls") >= 0
+        else "sft"
+    )
 
 
 def chat_inputs(row: dict) -> tuple[list[dict], list[dict] | None]:
@@ -141,7 +158,8 @@ def uses_tools(messages: list[dict]) -> bool:
 
 
 def read_prompt_rows(cfg) -> pa.Table:
-    """GRPO's prompts: ``id``, ``prompt`` (the messages generation sends), ``answer`` (the gold, for the rewards), ``source``.
+    """GRPO's prompts: ``id``, ``prompt`` (the messages generation sends), ``answer`` (the gold, for the rewards),
+    ``source``.
 
     Read by :func:`reasonkit.readers.read_prompts` (Parquet/JSONL/CSV, a stage directory, a Hub dataset
     id); each prompt rendered by :func:`reasonkit.gen.render.build_messages` with ``cfg.instruction`` and
@@ -159,7 +177,7 @@ def read_prompt_rows(cfg) -> pa.Table:
     Traceback (most recent call last):
     ...
     reasonkit.errors.UserError: ...q.jsonl: no such file
-    """
+    """  # noqa: E501
     from reasonkit.gen.render import build_messages
     from reasonkit.readers import read_prompts
     from reasonkit.schema import MESSAGES
@@ -169,18 +187,30 @@ def read_prompt_rows(cfg) -> pa.Table:
     answers = prompts.column("answer")
     if "accuracy" in cfg.rewards and answers.null_count == prompts.num_rows:
         extra = [c for c in prompts.column_names if c not in ("id", "messages", "answer", "source", "problem")]
-        raise UserError(f"{name}: the accuracy reward needs each prompt's gold answer in an 'answer' column; there is none "
-                        f"(other columns: {extra or 'none'}); rename the column holding it to 'answer', or train without "
-                        f"accuracy (--reward format=1.0 ...)")
-    problems = prompts.column("problem").to_pylist() if "problem" in prompts.column_names else [None] * prompts.num_rows
-    rendered = [build_messages(m, problem=p, instruction=cfg.instruction, system=cfg.system)
-                for m, p in zip(prompts.column("messages").to_pylist(), problems)]
-    columns = {"id": prompts.column("id"), "prompt": pa.array(rendered, MESSAGES), "answer": answers,
-               "source": prompts.column("source")}
+        raise UserError(
+            f"{name}: the accuracy reward needs each prompt's gold answer in an 'answer' column; there is none "
+            f"(other columns: {extra or 'none'}); rename the column holding it to 'answer', or train without "
+            f"accuracy (--reward format=1.0 ...)"
+        )
+    problems = (
+        prompts.column("problem").to_pylist() if "problem" in prompts.column_names else [None] * prompts.num_rows
+    )
+    rendered = [
+        build_messages(m, problem=p, instruction=cfg.instruction, system=cfg.system)
+        for m, p in zip(prompts.column("messages").to_pylist(), problems)
+    ]
+    columns = {
+        "id": prompts.column("id"),
+        "prompt": pa.array(rendered, MESSAGES),
+        "answer": answers,
+        "source": prompts.column("source"),
+    }
     if "code" in cfg.rewards:  # the code reward runs each completion's program against the prompt's tests
         if "tests" not in prompts.column_names:
-            raise UserError(f"{name}: the code reward needs each prompt's tests (JSON: APPS/TACO, CodeContests or "
-                            f"LiveCodeBench shapes) in a 'tests' column; found columns {prompts.column_names}")
+            raise UserError(
+                f"{name}: the code reward needs each prompt's tests (JSON: APPS/TACO, CodeContests or "
+                f"LiveCodeBench shapes) in a 'tests' column; found columns {prompts.column_names}"
+            )
         tests = prompts.column("tests")
         if not pa.types.is_string(tests.type):  # an object column read from JSONL: back to JSON text
             import json
@@ -204,8 +234,10 @@ def to_dataset(table: pa.Table, method: str):
 
         rows = [chat_inputs(row) for row in table.select(["messages", "tools"]).to_pylist()]
         features = datasets.Features({"messages": datasets.List(datasets.Json()), "tools": datasets.Value("string")})
-        return datasets.Dataset.from_dict({"messages": [m for m, _ in rows],
-                                           "tools": [json.dumps(t) if t else None for _, t in rows]}, features=features)
+        return datasets.Dataset.from_dict(
+            {"messages": [m for m, _ in rows], "tools": [json.dumps(t) if t else None for _, t in rows]},
+            features=features,
+        )
     extra = ["tests"] if method == "grpo" and "tests" in table.column_names else []  # the code reward's column
     return datasets.Dataset(table.select(list(_NEEDS[method]) + extra))
 
@@ -273,7 +305,8 @@ def resolve_template(tok, cfg) -> str | None:
             f"{cfg.student}: the chat template has no {{% generation %}} markers, so assistant-only loss cannot "
             "find the assistant tokens, and TRL has no training version of this template; run distill "
             "prepare-student on it (--template chatml, llama3) or pass --set chat_template=FILE.jinja: the same "
-            "template with each assistant turn (and its end-of-turn token) wrapped in {% generation %}...{% endgeneration %}"
+            "template with each assistant turn (and its end-of-turn token) wrapped in {% generation %}...{% "
+            "endgeneration %}"
         ) from None
     if patched is None:
         return None

@@ -30,7 +30,14 @@ def dpo_arguments(cfg, args: dict) -> DPOConfig:
     """The DPOConfig, built before the model loads (ZeRO-3: see sft.sft_arguments)."""
     # TRL combines loss terms by weight; "sft" is the NLL of the chosen completion.
     losses, weights = ([cfg.loss, "sft"], [1.0, cfg.rpo_alpha]) if cfg.rpo_alpha else ([cfg.loss], None)
-    return DPOConfig(**args, **trl_levers(cfg), beta=cfg.kl_beta, loss_type=losses, loss_weights=weights, precompute_ref_log_probs=cfg.precompute_ref)
+    return DPOConfig(
+        **args,
+        **trl_levers(cfg),
+        beta=cfg.kl_beta,
+        loss_type=losses,
+        loss_weights=weights,
+        precompute_ref_log_probs=cfg.precompute_ref,
+    )
 
 
 def build_dpo_trainer(cfg, model, tok, dataset, args: dict | DPOConfig, peft_config, callbacks) -> DPOTrainer:

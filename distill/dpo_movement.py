@@ -55,7 +55,9 @@ def measure(trainer, max_pairs: int = MAX_PAIRS) -> dict | None:
     try:
         with torch.no_grad():
             for start in range(0, n, size):
-                batch = trainer._prepare_inputs(trainer.data_collator([dataset[i] for i in range(start, min(n, start + size))]))
+                batch = trainer._prepare_inputs(
+                    trainer.data_collator([dataset[i] for i in range(start, min(n, start + size))])
+                )
                 policy_c, policy_r = completion_logps(model, batch)
                 if "ref_chosen_logps" in batch:  # --precompute-ref: the numbers the loss used
                     ref_c, ref_r = batch["ref_chosen_logps"], batch["ref_rejected_logps"]
@@ -90,6 +92,12 @@ def movement_line(report: dict) -> str | None:
     little = moved_little(last)
     if little is None:
         return None
-    figures = (f"{report['steps']} steps, mean |log pi/pi_ref| {last['log_ratio_chosen']:.3g} chosen, "
-               f"{last['log_ratio_rejected']:.3g} rejected a token")
-    return f"DPO moved the model little: {figures} (under {MOVED_LITTLE:g})" if little else f"DPO moved the model: {figures}"
+    figures = (
+        f"{report['steps']} steps, mean |log pi/pi_ref| {last['log_ratio_chosen']:.3g} chosen, "
+        f"{last['log_ratio_rejected']:.3g} rejected a token"
+    )
+    return (
+        f"DPO moved the model little: {figures} (under {MOVED_LITTLE:g})"
+        if little
+        else f"DPO moved the model: {figures}"
+    )

@@ -130,13 +130,15 @@ def layout(cfg, visible: int) -> Layout:
     Layout(processes=8, launch=True, gpus=None, batch_size=2, grad_accum=2, visible=8)
     >>> layout(c, 1).launch, layout(c, 0).processes
     (False, 1)
-    """
+    """  # noqa: E501
     pool = _pool(cfg, visible)
     machines = cfg.num_machines
     if cfg.launcher == "accelerate":
         per_machine = cfg.num_processes // machines if cfg.num_processes else len(pool)
         if not per_machine:
-            raise UserError("launcher: accelerate found no GPU; set num_processes (CPU processes then train over gloo)")
+            raise UserError(
+                "launcher: accelerate found no GPU; set num_processes (CPU processes then train over gloo)"
+            )
         launched_here = True
     elif cfg.launcher == "auto" and len(pool) > 1:
         per_machine, launched_here = len(pool), True
@@ -158,8 +160,10 @@ def _pool(cfg, visible: int) -> list[int]:
     beyond = [i for i in asked if i >= visible]
     if beyond:
         seen = f"sees {visible} GPU(s) (0-{visible - 1})" if visible else "sees no CUDA GPU"
-        raise UserError(f"gpus {cfg.gpus}: this machine {seen}; expected indices among the visible GPUs "
-                        f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")
+        raise UserError(
+            f"gpus {cfg.gpus}: this machine {seen}; expected indices among the visible GPUs "
+            f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})"
+        )
     return list(asked)
 
 
@@ -195,8 +199,13 @@ def split_batch(cfg, processes: int, counted: int, machines: int = 1) -> tuple[i
 
 def for_layout(cfg, where: Layout):
     """The config the launched processes train: the launch and the batch split ``where`` says (same global batch)."""
-    return dataclasses.replace(cfg, launcher="accelerate", num_processes=where.processes, batch_size=where.batch_size,
-                               grad_accum=where.grad_accum)
+    return dataclasses.replace(
+        cfg,
+        launcher="accelerate",
+        num_processes=where.processes,
+        batch_size=where.batch_size,
+        grad_accum=where.grad_accum,
+    )
 
 
 def visible_devices(where: Layout, env: dict | None = None) -> str | None:
@@ -235,7 +244,7 @@ def visible_here(env: dict | None = None, smi: str | None = "nvidia-smi") -> int
 
     >>> visible_here({"CUDA_VISIBLE_DEVICES": "2,3"}), visible_here({"CUDA_VISIBLE_DEVICES": ""}), visible_here({}, None)
     (2, 0, 0)
-    """
+    """  # noqa: E501
     env = os.environ if env is None else env
     if "CUDA_VISIBLE_DEVICES" in env:
         return len([d for d in env["CUDA_VISIBLE_DEVICES"].split(",") if d.strip() and d.strip() != "-1"])
@@ -304,22 +313,28 @@ def machines(cfg, env: dict | None = None) -> Machines:
     >>> machines(type("C", (), {"num_machines": 2, "machine_rank": None, "main_process_ip": None,
     ...     "main_process_port": None})(), {"SLURM_NODEID": "1", "SLURM_NNODES": "2", "SLURM_JOB_NODELIST": "gpu[07-08]"})
     Machines(count=2, rank=1, address='gpu07', port=29500)
-    """
+    """  # noqa: E501
     env = os.environ if env is None else env
     count = cfg.num_machines
     if count <= 1:
         return Machines()
     nodes = env.get("SLURM_NNODES")
     if nodes and int(nodes) != count:
-        raise UserError(f"num_machines {count}, but this Slurm job has {nodes} nodes (SLURM_NNODES); expected them equal")
+        raise UserError(
+            f"num_machines {count}, but this Slurm job has {nodes} nodes (SLURM_NNODES); expected them equal"
+        )
     rank = cfg.machine_rank if cfg.machine_rank is not None else env.get("SLURM_NODEID")
     if rank is None:
-        raise UserError(f"num_machines {count}: this machine's rank is unknown; set machine_rank (0 on the main machine) "
-                        "or run under Slurm (srun sets SLURM_NODEID)")
+        raise UserError(
+            f"num_machines {count}: this machine's rank is unknown; set machine_rank (0 on the main machine) "
+            "or run under Slurm (srun sets SLURM_NODEID)"
+        )
     address = cfg.main_process_ip or env.get("MASTER_ADDR") or first_host(env.get("SLURM_JOB_NODELIST", ""))
     if not address:
-        raise UserError(f"num_machines {count}: the main machine's address is unknown; set main_process_ip, or MASTER_ADDR, "
-                        "or run under Slurm (SLURM_JOB_NODELIST)")
+        raise UserError(
+            f"num_machines {count}: the main machine's address is unknown; set main_process_ip, or MASTER_ADDR, "
+            "or run under Slurm (SLURM_JOB_NODELIST)"
+        )
     port = cfg.main_process_port or int(env.get("MASTER_PORT") or DEFAULT_PORT)
     return Machines(count, int(rank), address, port)
 
@@ -360,20 +375,28 @@ def run_launched(cfg, say, placed: Layout) -> dict:
         if cfg.threads:
             env["OMP_NUM_THREADS"] = str(cfg.threads)
         on = f"; this machine rank {where.rank}, main {where.address}:{where.port}" if where.count > 1 else ""
-        say(f"training on {placed.describe(cfg)}" + (f"; accelerate config {accelerate_config.name}" if accelerate_config else "")
-            + (f"; CUDA_VISIBLE_DEVICES={devices}" if devices is not None else "") + f"{on}; their output: {log}")
+        say(
+            f"training on {placed.describe(cfg)}"
+            + (f"; accelerate config {accelerate_config.name}" if accelerate_config else "")
+            + (f"; CUDA_VISIBLE_DEVICES={devices}" if devices is not None else "")
+            + f"{on}; their output: {log}"
+        )
         code, error, tail = _follow(cmd, env, log, say)
     if error:
         raise UserError(error)
     if code != 0:
-        raise UserError(f"{out}: training under accelerate launch failed (exit {code}): {tail or 'no output'}; see {log}")
+        raise UserError(
+            f"{out}: training under accelerate launch failed (exit {code}): {tail or 'no output'}; see {log}"
+        )
     report = out / "report.json"
     if where.rank > 0 and not report.is_file():
         return {"machine_rank": where.rank, "out": str(out), "report": "written by machine 0"}
     return json.loads(report.read_text())
 
 
-def launch_command(processes: int, accelerate_config: Path | None, settings: Path, where: Machines = Machines()) -> list[str]:
+def launch_command(
+    processes: int, accelerate_config: Path | None, settings: Path, where: Machines = Machines()
+) -> list[str]:
     """The ``accelerate launch`` command line; on one machine a free port, so two runs on one node do not collide.
 
     >>> launch_command(2, None, Path("s.json"))[3:5]
@@ -388,7 +411,14 @@ def launch_command(processes: int, accelerate_config: Path | None, settings: Pat
     # but a config file's bf16 would otherwise turn autocast on for a run that set bf16=false)
     cmd += ["--num_processes", str(processes), "--num_machines", str(where.count)]
     if where.count > 1:  # the flags override the config file's single-machine values
-        cmd += ["--machine_rank", str(where.rank), "--main_process_ip", where.address, "--main_process_port", str(where.port)]
+        cmd += [
+            "--machine_rank",
+            str(where.rank),
+            "--main_process_ip",
+            where.address,
+            "--main_process_port",
+            str(where.port),
+        ]
     else:
         cmd += ["--main_process_port", str(_free_port())]
     cmd += ["--mixed_precision", "no"]
@@ -406,8 +436,9 @@ def _follow(cmd: list[str], env: dict, log_path: Path, say) -> tuple[int, str | 
     with open(log_path, "a") as log:
         log.write(f"$ {' '.join(cmd)}\n")
         log.flush()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
-                                preexec_fn=die_with_parent)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True, preexec_fn=die_with_parent
+        )
         try:
             for line in proc.stdout:
                 log.write(line)
@@ -415,11 +446,11 @@ def _follow(cmd: list[str], env: dict, log_path: Path, say) -> tuple[int, str | 
                 if line.strip():
                     tail = line.strip()[-300:]
                 if line.startswith(PROGRESS_MARK):
-                    print(line[len(PROGRESS_MARK):], end="", file=sys.stderr, flush=True)
+                    print(line[len(PROGRESS_MARK) :], end="", file=sys.stderr, flush=True)
                 elif line.startswith(MARK):
-                    message = line[len(MARK):].rstrip("\n")
+                    message = line[len(MARK) :].rstrip("\n")
                     if message.startswith("error: "):
-                        error = error or message[len("error: "):]
+                        error = error or message[len("error: ") :]
                     else:
                         say(message)
             return proc.wait(), error, tail

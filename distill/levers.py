@@ -10,7 +10,7 @@ gradient checkpointing) need these passed through as TRL names them.
 (True, True, False)
 >>> resolve_attention("sdpa", cuda=True), resolve_attention("auto", cuda=False)
 ('sdpa', 'sdpa')
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def is_flash_attention(attn_implementation: str | None) -> bool:
     if name.startswith("flash_attention"):
         return True
     if name.startswith(_KERNEL_HUB):
-        repo = name[len(_KERNEL_HUB):].split("@")[0].split(":")[0]
+        repo = name[len(_KERNEL_HUB) :].split("@")[0].split(":")[0]
         return "flash" in repo
     return False
 
@@ -59,7 +59,9 @@ def trl_levers(cfg) -> dict:
         from reasonkit.errors import UserError
 
         if importlib.util.find_spec("liger_kernel") is None:  # the Trainer would fail only after the model loaded
-            raise UserError("use_liger_kernel: the liger-kernel package is not installed (pip install liger-kernel, CUDA only)")
+            raise UserError(
+                "use_liger_kernel: the liger-kernel package is not installed (pip install liger-kernel, CUDA only)"
+            )
         levers["use_liger_kernel"] = True
     if cfg.lr_scheduler_kwargs:
         levers["lr_scheduler_kwargs"] = dict(cfg.lr_scheduler_kwargs)

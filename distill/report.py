@@ -224,10 +224,14 @@ def summary(report: dict) -> list[str]:
     lines = [
         f"{report['method']}: {report['steps']} steps in {report['train_runtime_s']:.1f} s, "
         f"{report['tokens_per_s']:,.0f} tokens/s, peak memory {report['peak_memory_bytes'] / 2**20:,.0f} MiB",
-        f"loss {report['loss_first']:.4f} -> {report['loss_final']:.4f}" if report["loss_first"] is not None else "loss: not logged",
+        f"loss {report['loss_first']:.4f} -> {report['loss_final']:.4f}"
+        if report["loss_first"] is not None
+        else "loss: not logged",
     ]
     if report["method"] in ("dpo", "rm") and report.get("reward_accuracy") is not None:
-        lines.append(f"reward accuracy {report['reward_accuracy']:.3f}, margin {report['reward_margin']:.4f} (last steps)")
+        lines.append(
+            f"reward accuracy {report['reward_accuracy']:.3f}, margin {report['reward_margin']:.4f} (last steps)"
+        )
     if report["method"] == "dpo" and (line := movement_line(report)):  # distill/dpo_movement.py
         lines.append(line)
     if report.get("heldout"):
@@ -244,15 +248,22 @@ def summary(report: dict) -> list[str]:
 
 
 def heldout_line(report: dict) -> str:
-    """The held-out figures of a reward model (rm: pairs ranked right; prm: steps and first errors), before -> after."""
+    """The held-out figures of a reward model (rm: pairs ranked right; prm: steps and first errors), before -> after."""  # noqa: E501
     h, b = report["heldout"], report.get("heldout_before") or {}
     if report["method"] == "rm":
         if not h.get("pairs"):
             return "held-out: no pair short enough to score"
-        return (f"held-out pairs {h['pairs']}: accuracy {b.get('pair_accuracy', float('nan')):.3f} -> {h['pair_accuracy']:.3f}, "
-                f"mean margin {b.get('mean_margin', float('nan')):.3f} -> {h['mean_margin']:.3f}")
+        return (
+            f"held-out pairs {h['pairs']}: accuracy {b.get('pair_accuracy', float('nan')):.3f} -> "
+            f"{h['pair_accuracy']:.3f}, "
+            f"mean margin {b.get('mean_margin', float('nan')):.3f} -> {h['mean_margin']:.3f}"
+        )
     if not h.get("steps"):
         return "held-out: no step short enough to score"
-    return (f"held-out steps {h['steps']} in {h['rows']} solutions: step accuracy {b.get('step_accuracy', float('nan')):.3f} -> "
-            f"{h['step_accuracy']:.3f} (all good {h['all_good_step_accuracy']:.3f}), first-error accuracy "
-            f"{b.get('first_error_accuracy', float('nan')):.3f} -> {h['first_error_accuracy']:.3f} (all good {h['all_good_first_error_accuracy']:.3f})")
+    return (
+        f"held-out steps {h['steps']} in {h['rows']} solutions: step accuracy "
+        f"{b.get('step_accuracy', float('nan')):.3f} -> "
+        f"{h['step_accuracy']:.3f} (all good {h['all_good_step_accuracy']:.3f}), first-error accuracy "
+        f"{b.get('first_error_accuracy', float('nan')):.3f} -> {h['first_error_accuracy']:.3f} (all good "
+        f"{h['all_good_first_error_accuracy']:.3f})"
+    )

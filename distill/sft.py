@@ -33,7 +33,7 @@ class RowPackedCollator:
     >>> b = c([{"input_ids": [5, 6, 7], "labels": [-100, 6, 7], "seq_lengths": [2, 1]}, {"input_ids": [8], "labels": [8], "seq_lengths": [1]}])
     >>> b["position_ids"].tolist(), b["labels"].tolist()
     ([[0, 1, 0], [0, 1, 2]], [[-100, 6, 7], [8, -100, -100]])
-    """
+    """  # noqa: E501
 
     pad_token_id: int
 
@@ -66,10 +66,14 @@ class _SFTTrainer(SFTTrainer):
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         before = self._total_train_tokens
-        result = super().compute_loss(model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
+        result = super().compute_loss(
+            model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+        )
         if self.row_packed_pad_id is not None and self.model.training:
             real = int((inputs["input_ids"] != self.row_packed_pad_id).sum())
-            self._total_train_tokens = before + int(self.accelerator.gather_for_metrics(torch.tensor(real, device=inputs["input_ids"].device)).sum())
+            self._total_train_tokens = before + int(
+                self.accelerator.gather_for_metrics(torch.tensor(real, device=inputs["input_ids"].device)).sum()
+            )
             self._metrics["train"]["num_tokens"] = [self._total_train_tokens]
         return result
 
@@ -87,9 +91,12 @@ def sft_arguments(cfg, args: dict) -> SFTConfig:
     if levers.get("padding_free") and cfg.attn_implementation == AUTO and not _flash(cfg, cuda=cuda):
         import warnings
 
-        warnings.warn("padding_free is off for this run: attn_implementation auto resolved to sdpa here (flash-attn "
-                      "not importable, or no CUDA GPU), and under SDPA a flattened batch is one B*L x B*L attention "
-                      "mask; packed rows are collated row by row instead", stacklevel=2)
+        warnings.warn(
+            "padding_free is off for this run: attn_implementation auto resolved to sdpa here (flash-attn "
+            "not importable, or no CUDA GPU), and under SDPA a flattened batch is one B*L x B*L attention "
+            "mask; packed rows are collated row by row instead",
+            stacklevel=2,
+        )
         levers["padding_free"] = False
     return SFTConfig(**args, **levers, assistant_only_loss=True, packing=cfg.packing, packing_strategy="bfd")
 

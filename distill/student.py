@@ -60,7 +60,9 @@ def load_model(cfg, device: Device):
     from reasonkit.distill.levers import resolve_attention
 
     dtype = torch.bfloat16 if device.bf16 and device.kind == "cuda" else torch.float32
-    attention = resolve_attention(cfg.attn_implementation, cuda=device.kind == "cuda")  # auto: FlashAttention 2 or SDPA
+    attention = resolve_attention(
+        cfg.attn_implementation, cuda=device.kind == "cuda"
+    )  # auto: FlashAttention 2 or SDPA
     try:
         return AutoModelForCausalLM.from_pretrained(model_ref(cfg.student), dtype=dtype, attn_implementation=attention)
     except OSError as e:
@@ -73,7 +75,11 @@ def lora_config(cfg):
         return None
     from peft import LoraConfig
 
-    modules = cfg.target_modules if cfg.target_modules == "all-linear" else [m.strip() for m in cfg.target_modules.split(",") if m.strip()]
+    modules = (
+        cfg.target_modules
+        if cfg.target_modules == "all-linear"
+        else [m.strip() for m in cfg.target_modules.split(",") if m.strip()]
+    )
     return LoraConfig(
         r=cfg.lora_r,
         lora_alpha=cfg.lora_alpha,

@@ -23,8 +23,12 @@ import os
 from pathlib import Path
 
 #: The trackers, each with the module it needs and the extra that installs it.
-TRACKERS = {"tensorboard": ("tensorboard", "tensorboard"), "wandb": ("wandb", "wandb"), "trackio": ("trackio", "trackio"),
-            "mlflow": ("mlflow", "mlflow")}
+TRACKERS = {
+    "tensorboard": ("tensorboard", "tensorboard"),
+    "wandb": ("wandb", "wandb"),
+    "trackio": ("trackio", "trackio"),
+    "mlflow": ("mlflow", "mlflow"),
+}
 #: what ``--report-to`` accepts (train, eval): a tracker, or none
 REPORT_TO = (*TRACKERS, "none")
 TENSORBOARD_DIR = "tensorboard"  # OUT/tensorboard: the event files of a run's TensorBoard
@@ -41,7 +45,9 @@ def names(value) -> tuple[str, ...]:
     found = tuple(dict.fromkeys(i.strip().lower() for i in items if i.strip() and i.strip().lower() != "none"))
     for name in found:
         if name not in TRACKERS:
-            raise ValueError(f"report_to: {name} is not a tracker reasonkit logs to ({', '.join(TRACKERS)}; none: no tracker)")
+            raise ValueError(
+                f"report_to: {name} is not a tracker reasonkit logs to ({', '.join(TRACKERS)}; none: no tracker)"
+            )
     return found
 
 
@@ -111,15 +117,22 @@ def log_eval(trackers: tuple[str, ...], summary: dict, *, name: str, out: Path) 
     if not trackers:
         return
     scores = {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    scores.update({f"counts/{k}": float(v) for k, v in (summary.get("counts") or {}).items() if isinstance(v, (int, float))})
+    scores.update(
+        {f"counts/{k}": float(v) for k, v in (summary.get("counts") or {}).items() if isinstance(v, (int, float))}
+    )
     config = {"reasonkit": _plain(summary.get("protocol") or {})}
     if "tensorboard" in trackers:
         _tensorboard_eval(scores, summary, out)
     if "wandb" in trackers:
         import wandb
 
-        run = wandb.init(project=os.environ.get("WANDB_PROJECT", PROJECT), name=name, job_type="eval", config=config,
-                         reinit="create_new")
+        run = wandb.init(
+            project=os.environ.get("WANDB_PROJECT", PROJECT),
+            name=name,
+            job_type="eval",
+            config=config,
+            reinit="create_new",
+        )
         run.log(scores)
         run.summary.update(scores)
         run.finish()

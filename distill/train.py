@@ -1,4 +1,5 @@
-"""``train(config) -> report``: SFT, DPO, GRPO, a reward model or a process reward model, linted, checkpointed, resumable.
+"""``train(config) -> report``: SFT, DPO, GRPO, a reward model or a process reward model, linted, checkpointed,
+resumable.
 
 The recipe, in order: check the output directory (a finished run, a run to resume, or a clash);
 read and validate the table; load the student's tokenizer and the chat template to train with;
@@ -42,8 +43,19 @@ from reasonkit.store import fingerprint, fingerprint_path
 RUN_FILE = "train_config.json"
 CHECKPOINTS = "checkpoints"
 #: Everything a run writes into OUT (and all that --overwrite removes; nothing else in OUT is touched).
-OUTPUTS = (CHECKPOINTS, "adapter", "model", "merged", "rollouts", "report.json", "report.md", "loss.png", "rewards.png",
-           "lint.json", RUN_FILE)
+OUTPUTS = (
+    CHECKPOINTS,
+    "adapter",
+    "model",
+    "merged",
+    "rollouts",
+    "report.json",
+    "report.md",
+    "loss.png",
+    "rewards.png",
+    "lint.json",
+    RUN_FILE,
+)
 #: max_length when neither the user nor a shorter model context sets it.
 DEFAULT_MAX_LENGTH = 4096
 
@@ -71,8 +83,8 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
         return finished
 
     from reasonkit.distill import data
-    from reasonkit.distill.reward import heads
     from reasonkit.distill.lint import checks as lint
+    from reasonkit.distill.reward import heads
 
     _quiet_libraries()
     head = heads.is_head(cfg.method)
@@ -97,26 +109,47 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     max_length = cfg.max_length or min(DEFAULT_MAX_LENGTH, positions or DEFAULT_MAX_LENGTH)
     findings, lengths = [], {}
     if cfg.lint != "off":
-        findings, lengths = lint.lint(tok, table, cfg, max_length=max_length, stops=data.stop_ids(tok, cfg.student), max_positions=positions)
+        findings, lengths = lint.lint(
+            tok, table, cfg, max_length=max_length, stops=data.stop_ids(tok, cfg.student), max_positions=positions
+        )
     if main:  # every process lints (it is quick and enforce() must stop them all); one writes
         out.mkdir(parents=True, exist_ok=True)
-        (out / "lint.json").write_text(json.dumps({"findings": lint.as_json(findings), "lengths": lengths}, indent=2) + "\n")
+        (out / "lint.json").write_text(
+            json.dumps({"findings": lint.as_json(findings), "lengths": lengths}, indent=2) + "\n"
+        )
     lint.enforce(findings, cfg.lint, str(out / "lint.json"))
     for f in findings:
         say(f"warning: lint ({f.check}): {f.message}")
     if cfg.method == "grpo":  # what a step reads: the longest prompt and the completion
         max_length = (cfg.max_prompt_length or lengths.get("prompt_longest") or 0) + cfg.max_completion_length
     if main and not (out / RUN_FILE).exists():
-        (out / RUN_FILE).write_text(json.dumps({"fingerprint": run_fp, "data_fingerprint": data_fp, "student_identity": student_id,
-                                                "config": cfg.fingerprinted(launch.world_size())}, indent=2) + "\n")
+        (out / RUN_FILE).write_text(
+            json.dumps(
+                {
+                    "fingerprint": run_fp,
+                    "data_fingerprint": data_fp,
+                    "student_identity": student_id,
+                    "config": cfg.fingerprinted(launch.world_size()),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
 
     # The main process deletes torn checkpoints; the others skip the same ones (completeness is read
     # from files no one writes until training starts), so every process resumes from the same step.
     checkpoint = last_checkpoint(out / CHECKPOINTS, delete_torn=main) if cfg.resume else None
     if cfg.resume:
         say(f"resuming from {checkpoint}" if checkpoint else "no complete checkpoint yet: starting from step 0")
-    extra = {"chat_template_note": note, "lint": lint.as_json(findings), "lengths": lengths, "fingerprint": run_fp, "data_fingerprint": data_fp,
-             "student_identity": student_id, **({"sandbox": sandbox_mode} if sandbox_mode else {})}
+    extra = {
+        "chat_template_note": note,
+        "lint": lint.as_json(findings),
+        "lengths": lengths,
+        "fingerprint": run_fp,
+        "data_fingerprint": data_fp,
+        "student_identity": student_id,
+        **({"sandbox": sandbox_mode} if sandbox_mode else {}),
+    }
     import torch
 
     threads = torch.get_num_threads()
@@ -126,12 +159,21 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
         torch.set_num_threads(threads)  # --set threads is for this run, not for whatever runs next in the process
 
 
-def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, progress: bool, say, extra: dict) -> dict:
+def _run(
+    cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, progress: bool, say, extra: dict
+) -> dict:
     from reasonkit.distill.data import to_dataset
-    from reasonkit.distill.records import final_window
     from reasonkit.distill.levers import resolve_attention
+    from reasonkit.distill.records import final_window
     from reasonkit.distill.report import Monitor, history, peak_memory, plot, summary, write_report
-    from reasonkit.distill.student import count_parameters, load_model, lora_config, merge_adapter, resolve_device, trainer_args
+    from reasonkit.distill.student import (
+        count_parameters,
+        load_model,
+        lora_config,
+        merge_adapter,
+        resolve_device,
+        trainer_args,
+    )
     from reasonkit.hardware import machine, versions
 
     device = resolve_device(cfg)
@@ -163,9 +205,19 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
     args = arguments(cfg, trainer_args(cfg, device, out / CHECKPOINTS, max_length))
     if heldout is not None:
         model = heads.load_head_model(cfg, device, tok.pad_token_id)
-        trainer = build(cfg, model, tok, scorer.dataset(table, cfg, tok, max_length), args, heads.head_lora(cfg) if cfg.is_lora else None, [monitor])
-        # the random head: the bar to clear (one process only: before training starts, ZeRO-3's weights are not gathered)
-        before = scorer.held_out(trainer, heldout, cfg, cfg.batch_size, max_length) if launch.world_size() == 1 else None
+        trainer = build(
+            cfg,
+            model,
+            tok,
+            scorer.dataset(table, cfg, tok, max_length),
+            args,
+            heads.head_lora(cfg) if cfg.is_lora else None,
+            [monitor],
+        )
+        # the random head: the bar to clear (one process only: before training starts, ZeRO-3's weights are not gathered)  # noqa: E501
+        before = (
+            scorer.held_out(trainer, heldout, cfg, cfg.batch_size, max_length) if launch.world_size() == 1 else None
+        )
     else:
         model = load_model(cfg, device)
         trainer = build(cfg, model, tok, to_dataset(table, cfg.method), args, lora_config(cfg), [monitor])
@@ -236,8 +288,13 @@ def _run(cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, p
 
         add_grpo(report, records, cfg, rollouts, out)
     if heldout is not None:
-        report.update(rows=table.num_rows + heldout.num_rows, train_rows=table.num_rows, heldout_rows=heldout.num_rows, heldout_before=before,
-                      heldout=after)
+        report.update(
+            rows=table.num_rows + heldout.num_rows,
+            train_rows=table.num_rows,
+            heldout_rows=heldout.num_rows,
+            heldout_before=before,
+            heldout=after,
+        )
         report["report_md"] = str(heads.write_markdown(out, report))
     write_report(out, report)
     for line in summary(report):
@@ -250,9 +307,16 @@ def _trackers(trainer, cfg: TrainConfig, out: Path, extra: dict) -> None:
     from reasonkit.distill.trackers import attach
     from reasonkit.hardware import versions
 
-    protocol = {"method": cfg.method, "config": cfg.fingerprinted(launch.world_size()), "fingerprint": extra["fingerprint"],
-                "data": cfg.data, "data_fingerprint": extra["data_fingerprint"], "student": cfg.student,
-                "student_identity": extra["student_identity"], "versions": versions()}
+    protocol = {
+        "method": cfg.method,
+        "config": cfg.fingerprinted(launch.world_size()),
+        "fingerprint": extra["fingerprint"],
+        "data": cfg.data,
+        "data_fingerprint": extra["data_fingerprint"],
+        "student": cfg.student,
+        "student_identity": extra["student_identity"],
+        "versions": versions(),
+    }
     attach(trainer, cfg.trackers, protocol, out)
 
 
@@ -269,8 +333,12 @@ def _check_before_any_work(cfg: TrainConfig) -> str | None:
     if cfg.method == "grpo" and ("code" in cfg.rewards or "python" in (cfg.tools or "").split(",")):
         from reasonkit.sandbox.stage import require_sandbox
 
-        sandbox_mode = require_sandbox("distill train --method grpo" + (" --reward code" if "code" in cfg.rewards else " --tools python"))
-    if cfg.method == "grpo" and cfg.reward_model:  # --reward rm=PATH that is no reward model: one line, nothing written
+        sandbox_mode = require_sandbox(
+            "distill train --method grpo" + (" --reward code" if "code" in cfg.rewards else " --tools python")
+        )
+    if (
+        cfg.method == "grpo" and cfg.reward_model
+    ):  # --reward rm=PATH that is no reward model: one line, nothing written
         from reasonkit.judges.score.scorer import inspect_model
 
         inspect_model(cfg.reward_model)
@@ -278,8 +346,9 @@ def _check_before_any_work(cfg: TrainConfig) -> str | None:
 
 
 # -- the output directory ------------------------------------------------------------------------
-def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, student_id: str | None = None,
-              main: bool = True) -> dict | None:
+def _open_out(
+    out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, student_id: str | None = None, main: bool = True
+) -> dict | None:
     """Check OUT before any work; returns the report of a finished run being resumed, else None.
 
     Every process checks (the checks only read, and a clash must stop them all); only ``main``
@@ -295,7 +364,10 @@ def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, stude
             raise UserError(f"{out}: holds training outputs but no {RUN_FILE}; pass --overwrite to replace them")
         return None
     if not cfg.resume:
-        raise UserError(f"{out}: holds a training run already; pass --resume to continue it, --overwrite to start over, or choose another --out")
+        raise UserError(
+            f"{out}: holds a training run already; pass --resume to continue it, --overwrite to start over, or choose "
+            "another --out"
+        )
     previous = json.loads(run_file.read_text())
     if previous.get("fingerprint") != run_fp:
         mine = json.loads(json.dumps(cfg.fingerprinted(launch.world_size())))
@@ -304,7 +376,9 @@ def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, stude
         if previous.get("data_fingerprint") != data_fp:
             diffs.append("the data's contents")
         if previous.get("student_identity") != student_id and mine.get("student") == theirs.get("student"):
-            diffs.append(f"the student's weights ({previous.get('student_identity') or 'unrecorded'}, now {student_id})")
+            diffs.append(
+                f"the student's weights ({previous.get('student_identity') or 'unrecorded'}, now {student_id})"
+            )
         raise UserError(
             f"{out}: was started with different settings ({', '.join(diffs)}); --resume continues only the same "
             "run: pass --overwrite to start over, or choose another --out"
@@ -317,8 +391,14 @@ def _open_out(out: Path, cfg: TrainConfig, run_fp: str, data_fp: str, say, stude
         from reasonkit.distill.report import write_report
         from reasonkit.distill.student import merge_adapter
 
-        report["merged"] = str(merge_adapter(Path(report["adapter"]), out / "merged", report["device"]["bf16"] and report["device"]["kind"] == "cuda",
-                                             report["method"]))
+        report["merged"] = str(
+            merge_adapter(
+                Path(report["adapter"]),
+                out / "merged",
+                report["device"]["bf16"] and report["device"]["kind"] == "cuda",
+                report["method"],
+            )
+        )
         write_report(out, report)
     say(f"{out}: finished already ({report['steps']} steps); nothing to resume")
     return report
@@ -342,7 +422,9 @@ def last_checkpoint(directory: Path, *, delete_torn: bool = True) -> Path | None
     """
     if not directory.is_dir():
         return None
-    found = sorted((int(p.name.split("-")[1]), p) for p in directory.glob("checkpoint-*") if p.name.split("-")[1].isdigit())
+    found = sorted(
+        (int(p.name.split("-")[1]), p) for p in directory.glob("checkpoint-*") if p.name.split("-")[1].isdigit()
+    )
     for _step, path in reversed(found):
         if is_complete(path):
             return path
@@ -352,8 +434,14 @@ def last_checkpoint(directory: Path, *, delete_torn: bool = True) -> Path | None
 
 
 #: Files that hold a checkpoint's weights when the Trainer saves a plain (or DDP) model.
-_WEIGHTS = ("adapter_model.safetensors", "model.safetensors", "model.safetensors.index.json", "adapter_model.bin",
-            "pytorch_model.bin", "pytorch_model.bin.index.json")
+_WEIGHTS = (
+    "adapter_model.safetensors",
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "adapter_model.bin",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 
 
 def is_complete(path: Path) -> bool:
@@ -375,8 +463,9 @@ def is_complete(path: Path) -> bool:
         return True
     if any(any(step.glob("*optim_states.pt")) for step in path.glob("global_step*") if step.is_dir()):
         return True
-    return any(_saved(p) for p in path.glob("pytorch_model_fsdp*")) and any(_saved(p) for p in path.glob("optimizer*")
-                                                                           if p.name != "optimizer.pt")
+    return any(_saved(p) for p in path.glob("pytorch_model_fsdp*")) and any(
+        _saved(p) for p in path.glob("optimizer*") if p.name != "optimizer.pt"
+    )
 
 
 def _saved(path: Path) -> bool:

@@ -35,8 +35,13 @@ def verdict_types() -> dict[str, pa.DataType]:
     """Columns a filter may add to a traces table (the ``verdicts`` table of schema.py)."""
     import pyarrow as pa
 
-    return {"pred": pa.string(), "correct": pa.bool_(), "lang_ratio": pa.float32(), "keep": pa.bool_(),
-            "drop_reason": pa.string()}
+    return {
+        "pred": pa.string(),
+        "correct": pa.bool_(),
+        "lang_ratio": pa.float32(),
+        "keep": pa.bool_(),
+        "drop_reason": pa.string(),
+    }
 
 
 @runtime_checkable

@@ -69,6 +69,8 @@ def filter(ctx: click.Context, traces_dir: str, overrides: tuple[str, ...], quie
 
     Console(soft_wrap=True).print(render(report))
     for name, part in report.get("trajectories", {}).items():
-        click.echo(f"trajectories {name}: {part['rows']}, {part['tool_calls_per_trajectory']} tool calls each, "
-                   f"tool-error rate {part['tool_error_rate']}, finish {part['finish_reason']}")
+        click.echo(
+            f"trajectories {name}: {part['rows']}, {part['tool_calls_per_trajectory']} tool calls each, "
+            f"tool-error rate {part['tool_error_rate']}, finish {part['finish_reason']}"
+        )
     click.echo(f"wrote {report['rows_out']} rows to {config.out} (rejected/, sft/, report.json)")

@@ -26,7 +26,6 @@ class Sample:
         return self.reasoning if self.reasoning is not None else self.text
 
 
-
 def completion_text(completion) -> str:
     """The raw text of a completion: a string, or the last assistant message of a conversational one.
 
@@ -63,8 +62,15 @@ def prompt_opens_think(prompt) -> bool:
     return False
 
 
-def samples(prompts: Sequence, completions: Sequence, completion_ids: Sequence | None, *, prefilled: bool = False,
-            limit: int | None = None, eos_token_ids: Sequence[int] = ()) -> list[Sample]:
+def samples(
+    prompts: Sequence,
+    completions: Sequence,
+    completion_ids: Sequence | None,
+    *,
+    prefilled: bool = False,
+    limit: int | None = None,
+    eos_token_ids: Sequence[int] = (),
+) -> list[Sample]:
     """Each completion split as generation splits a trace (gen/think.py), with its truncation at
     ``limit`` tokens (TRL's max_completion_length) unless it ends with one of ``eos_token_ids``.
 
@@ -82,7 +88,11 @@ def samples(prompts: Sequence, completions: Sequence, completion_ids: Sequence |
         tokens = len(ids) if ids is not None else len(text.split())
         # As TRL tells a truncated completion (no EOS at the end), knowing only the limit: an
         # EOS that falls exactly on the limit is read as a cut unless the EOS ids are given.
-        truncated = (ids is not None and limit is not None and len(ids) >= limit
-                     and not (eos and len(ids) and int(ids[-1]) in eos))
+        truncated = (
+            ids is not None
+            and limit is not None
+            and len(ids) >= limit
+            and not (eos and len(ids) and int(ids[-1]) in eos)
+        )
         out.append(Sample(text, reasoning, response, truncated, tokens))
     return out

@@ -11,7 +11,7 @@ field can be set with ``--set key=value`` or from a recipe's ``filter:`` section
 Traceback (most recent call last):
 ...
 reasonkit.errors.UserError: --keep-per-prompt 2 needs --select shortest, random or reward (--select all keeps every sample)
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -41,13 +41,17 @@ class FilterConfig(EngineSettings):
     out: str = setting(help="Output stage directory.", path=True)
     # verification
     verifier: Literal["math", "int", "exact", "code", "none"] = setting(
-        "math", "math: integer fast path, then math-verify; int: integers only; exact: the answer's text "
-                "(names, titles; case, spacing, outer $ and a final period aside); code: the response's last "
-                "Python block run in the sandbox against the prompt's tests (column `tests`, JSON: APPS/TACO, "
-                "CodeContests, LiveCodeBench shapes; --set tests_column=NAME); none: extract only.")
+        "math",
+        "math: integer fast path, then math-verify; int: integers only; exact: the answer's text "
+        "(names, titles; case, spacing, outer $ and a final period aside); code: the response's last "
+        "Python block run in the sandbox against the prompt's tests (column `tests`, JSON: APPS/TACO, "
+        "CodeContests, LiveCodeBench shapes; --set tests_column=NAME); none: extract only.",
+    )
     unverifiable: Literal["drop", "keep"] = setting(
-        "drop", "Answers the verifier cannot judge (correct=None, e.g. a set or an interval against a "
-                "number). Rows with no extractable answer or no gold are always dropped (no_answer, no_gold).")
+        "drop",
+        "Answers the verifier cannot judge (correct=None, e.g. a set or an interval against a "
+        "number). Rows with no extractable answer or no gold are always dropped (no_answer, no_gold).",
+    )
     verify_timeout: float = setting(5.0, "Seconds per answer (--verifier code: per test).")
     # the code verifier: the prompts column holding each problem's tests (JSON; filters/code/tests.py)
     tests_column: str = setting("tests", cli=False)
@@ -57,16 +61,19 @@ class FilterConfig(EngineSettings):
     lang_candidates: tuple[str, ...] = setting(("en", "zh", "ja", "ko", "ru", "fr", "de", "es"), cli=False)
     # tool-use trajectories: drop an answer given without any tool call (the turn limit and unrecovered
     # tool errors are always dropped: filters/trajectory.py)
-    require_tool: bool = setting(False, "Tool-use trajectories: drop an answer given without any tool call "
-                                        "(no_tool_call).")
+    require_tool: bool = setting(
+        False, "Tool-use trajectories: drop an answer given without any tool call (no_tool_call)."
+    )
     # format
     drop_truncated: bool = setting(True, "Drop finish_reason=length.", flag="--drop-truncated/--keep-truncated")
     require_boxed: bool = setting(False, "Drop responses without a \\boxed{} answer.")
     # a think block: "optional" (a generic teacher writes none) or "required" (R1-style data only);
     # one that was opened and never closed is dropped either way (unclosed_think)
     think: Literal["optional", "required"] = setting(
-        "optional", "required: drop traces that wrote no <think> block (R1-style data only); an opened, "
-                    "never-closed block is dropped either way.")
+        "optional",
+        "required: drop traces that wrote no <think> block (R1-style data only); an opened, "
+        "never-closed block is dropped either way.",
+    )
     min_tokens: int | None = setting(None, "Minimum completion tokens.")
     max_tokens: int | None = setting(None, "Maximum completion tokens.")
     max_repetition: float | None = setting(0.5, "Maximum share of repeated word 8-grams.")
@@ -78,23 +85,28 @@ class FilterConfig(EngineSettings):
     minhash_bands: int | None = setting(None, cli=False)
     shingle: int = setting(5, cli=False)
     # decontamination: files (Parquet/JSONL/CSV), each PATH or NAME=PATH
-    decontam: tuple[str, ...] = setting((), "Eval set (Parquet/JSONL/CSV with a problem column), as PATH or "
-                                            "NAME=PATH; repeatable.", metavar="FILE")
+    decontam: tuple[str, ...] = setting(
+        (), "Eval set (Parquet/JSONL/CSV with a problem column), as PATH or NAME=PATH; repeatable.", metavar="FILE"
+    )
     decontam_column: str = setting("problem", cli=False)
     ngram: int = setting(8, "Word n-gram size of decontamination.")
     # selection (reward: best-of-N by a `distill score` output's reward; keep_per_prompt then defaults to 1)
     keep_per_prompt: int | None = setting(None, "Keep at most M samples per prompt.")
     select: Literal["shortest", "random", "reward", "all"] = setting(
-        "shortest", "Which samples --keep-per-prompt keeps; reward: the highest `reward` of a `distill score` output "
-                    "(verified-correct samples first), one per prompt unless --keep-per-prompt says more.")
+        "shortest",
+        "Which samples --keep-per-prompt keeps; reward: the highest `reward` of a `distill score` output "
+        "(verified-correct samples first), one per prompt unless --keep-per-prompt says more.",
+    )
     # select reward on a PRM's step_rewards: the weakest step or the product
     step_aggregate: Literal["min", "prod"] = setting(
-        "min", "--select reward on a PRM's step_rewards: the weakest step (Math-Shepherd) or the product "
-               "(Lightman et al.).")
+        "min",
+        "--select reward on a PRM's step_rewards: the weakest step (Math-Shepherd) or the product (Lightman et al.).",
+    )
     seed: int = setting(0, cli=False)
     # running
-    workers: int | None = setting(None, "Verification processes [default: all cores; with --engine ray, per "
-                                        "replica: 1].")
+    workers: int | None = setting(
+        None, "Verification processes [default: all cores; with --engine ray, per replica: 1]."
+    )
     batch_rows: int = setting(1024, cli=False)
     allow_incomplete: bool = setting(False, "Read a traces directory whose generation has not finished.")
     overwrite: bool = setting(False, "Replace an OUT written with another config.")
@@ -132,19 +144,30 @@ def _check(c: FilterConfig) -> None:
     for name in ("min_tokens", "max_tokens"):
         value = getattr(c, name)
         need(value is None or value >= 0, f"--{name.replace('_', '-')} must be >= 0, got {value}")
-    need(c.min_tokens is None or c.max_tokens is None or c.min_tokens <= c.max_tokens,
-         f"--min-tokens {c.min_tokens} is above --max-tokens {c.max_tokens}")
-    need(c.max_repetition is None or 0.0 <= c.max_repetition <= 1.0,
-         f"--max-repetition must be within [0, 1], got {c.max_repetition}")
+    need(
+        c.min_tokens is None or c.max_tokens is None or c.min_tokens <= c.max_tokens,
+        f"--min-tokens {c.min_tokens} is above --max-tokens {c.max_tokens}",
+    )
+    need(
+        c.max_repetition is None or 0.0 <= c.max_repetition <= 1.0,
+        f"--max-repetition must be within [0, 1], got {c.max_repetition}",
+    )
     need(0.0 < c.minhash_threshold < 1.0, f"--minhash-threshold must be within (0, 1), got {c.minhash_threshold}")
     need(c.minhash_perms >= 1, f"minhash_perms must be >= 1, got {c.minhash_perms}")
-    need(c.minhash_bands is None or 1 <= c.minhash_bands <= c.minhash_perms,
-         f"minhash_bands must be within [1, minhash_perms={c.minhash_perms}], got {c.minhash_bands}")
+    need(
+        c.minhash_bands is None or 1 <= c.minhash_bands <= c.minhash_perms,
+        f"minhash_bands must be within [1, minhash_perms={c.minhash_perms}], got {c.minhash_bands}",
+    )
     for name in ("shingle", "ngram", "repetition_ngram", "batch_rows"):
         need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
-    need(c.keep_per_prompt is None or c.keep_per_prompt >= 1, f"--keep-per-prompt must be >= 1, got {c.keep_per_prompt}")
-    need(not (c.select == "all" and c.keep_per_prompt is not None),
-         f"--keep-per-prompt {c.keep_per_prompt} needs --select shortest, random or reward (--select all keeps every sample)")
+    need(
+        c.keep_per_prompt is None or c.keep_per_prompt >= 1, f"--keep-per-prompt must be >= 1, got {c.keep_per_prompt}"
+    )
+    need(
+        not (c.select == "all" and c.keep_per_prompt is not None),
+        f"--keep-per-prompt {c.keep_per_prompt} needs --select shortest, random or reward (--select all keeps every "
+        "sample)",
+    )
     check_engine(c.engine, c.replicas, c.ray_address)
     need(c.workers is None or c.workers >= 1, f"--workers must be >= 1, got {c.workers}")
     need(bool(c.decontam_column), "decontam_column must name a column")

@@ -10,7 +10,7 @@ The reason names the benchmark (``contaminated:aime24``) so the report can count
 'aime24'
 >>> contaminated_by("Find the remainder when 37 * 48 is divided by 1000.", [s]) is None
 True
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -154,8 +154,16 @@ def components(columns: Iterable[np.ndarray], valid: np.ndarray) -> np.ndarray:
 class Deduper:
     """Exact and/or near-duplicate detection in two steps: :meth:`keys`, then :meth:`decide`."""
 
-    def __init__(self, mode: str = "exact", *, threshold: float = 0.8, num_perm: int = 128,
-                 bands: int | None = None, shingle: int = 5, seed: int = 1):
+    def __init__(
+        self,
+        mode: str = "exact",
+        *,
+        threshold: float = 0.8,
+        num_perm: int = 128,
+        bands: int | None = None,
+        shingle: int = 5,
+        seed: int = 1,
+    ):
         if mode not in MODES:
             raise ValueError(f"unknown dedup mode {mode!r}; expected one of {MODES}")
         self.mode = mode

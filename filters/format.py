@@ -38,7 +38,14 @@ from reasonkit.filters.base import RowFilter
 from reasonkit.filters.text import ngram_hashes, repetition_scores
 
 REASONS = (
-    "gen_error", "truncated", "unclosed_think", "no_think", "empty_response", "no_boxed", "too_short", "too_long",
+    "gen_error",
+    "truncated",
+    "unclosed_think",
+    "no_think",
+    "empty_response",
+    "no_boxed",
+    "too_short",
+    "too_long",
     "repetitive",
 )
 THINK = ("optional", "required")
@@ -115,8 +122,12 @@ class FormatFilter(RowFilter):
         # format_reason's last check, repetition, runs for the whole batch in one numpy pass
         # (text.repetition_scores: the same scores, ~6x faster than text by text).
         limit = self.options.get("max_repetition")
-        reasons = [format_reason(*(c[i] for c in cols), opened=reasoning[i] is not None,
-                                 **{**self.options, "max_repetition": None}) for i in rows]
+        reasons = [
+            format_reason(
+                *(c[i] for c in cols), opened=reasoning[i] is not None, **{**self.options, "max_repetition": None}
+            )
+            for i in rows
+        ]
         if limit is not None:
             n = self.options.get("repetition_ngram", REPETITION_NGRAM)
             scores = repetition_scores([cols[0][i] for i in rows], n)

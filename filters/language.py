@@ -38,7 +38,7 @@ True
 from __future__ import annotations
 
 from collections.abc import MutableMapping, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from reasonkit.errors import UserError
@@ -58,19 +58,31 @@ MIN_WORDS = 3
 CACHE_SIZE = 200_000
 
 
-@lru_cache(maxsize=None)
+@cache
 def _lingua():
     import lingua
 
     return lingua
 
 
-_SPECIAL = {"zh": {"han"}, "ja": {"han", "kana"}, "ko": {"hangul"}, "el": {"greek"}, "he": {"hebrew"},
-            "th": {"thai"}, "bn": {"bengali"}, "gu": {"gujarati"}, "pa": {"gurmukhi"}, "ta": {"tamil"},
-            "te": {"telugu"}, "ka": {"georgian"}, "hy": {"armenian"}}
+_SPECIAL = {
+    "zh": {"han"},
+    "ja": {"han", "kana"},
+    "ko": {"hangul"},
+    "el": {"greek"},
+    "he": {"hebrew"},
+    "th": {"thai"},
+    "bn": {"bengali"},
+    "gu": {"gujarati"},
+    "pa": {"gurmukhi"},
+    "ta": {"tamil"},
+    "te": {"telugu"},
+    "ka": {"georgian"},
+    "hy": {"armenian"},
+}
 
 
-@lru_cache(maxsize=None)
+@cache
 def language_scripts(code: str) -> frozenset[str]:
     """The scripts language ``code`` (ISO 639-1) is written in; a UserError for an unknown code."""
     lingua = _lingua()
@@ -81,8 +93,11 @@ def language_scripts(code: str) -> frozenset[str]:
         raise UserError(f"unknown language code {code!r}; expected an ISO 639-1 code, one of {known}") from None
     if code in _SPECIAL:
         return frozenset(_SPECIAL[code])
-    for script, group in (("cyrillic", "all_with_cyrillic_script"), ("arabic", "all_with_arabic_script"),
-                          ("devanagari", "all_with_devanagari_script")):
+    for script, group in (
+        ("cyrillic", "all_with_cyrillic_script"),
+        ("arabic", "all_with_arabic_script"),
+        ("devanagari", "all_with_devanagari_script"),
+    ):
         if lang in getattr(lingua.Language, group)():
             return frozenset({script})
     return frozenset({"latin"})
@@ -104,8 +119,9 @@ def _stopwords(target: str, codes: tuple[str, ...]) -> tuple[frozenset[str], fro
     that the target does not list (stopwordsiso's lists, letters only)."""
     import stopwordsiso
 
-    lists = {c: {w for w in stopwordsiso.stopwords(c) if w.isalpha()} if stopwordsiso.has_lang(c) else set()
-             for c in codes}
+    lists = {
+        c: {w for w in stopwordsiso.stopwords(c) if w.isalpha()} if stopwordsiso.has_lang(c) else set() for c in codes
+    }
     others = set().union(*(lists[c] for c in codes if c != target))
     return frozenset(lists[target] - others), frozenset(others - lists[target])
 
@@ -162,7 +178,9 @@ def _units(parts: list[tuple[list[str], float]]) -> list[tuple[list[str], float]
 
 
 def lang_ratios(
-    texts: Sequence[str | None], target: str, candidates: Sequence[str] = DEFAULT_CANDIDATES,
+    texts: Sequence[str | None],
+    target: str,
+    candidates: Sequence[str] = DEFAULT_CANDIDATES,
     cache: MutableMapping | None = None,
 ) -> list[float | None]:
     """:func:`lang_ratio` of many texts: one batched, parallel lingua call per set of candidates,
@@ -252,8 +270,14 @@ class LanguageFilter(RowFilter):
     name = "language"
     reasons = ("language",)
 
-    def __init__(self, lang: str = "en", min_ratio: float = 0.95, candidates: Sequence[str] = DEFAULT_CANDIDATES,
-                 *, lookahead: bool = False):
+    def __init__(
+        self,
+        lang: str = "en",
+        min_ratio: float = 0.95,
+        candidates: Sequence[str] = DEFAULT_CANDIDATES,
+        *,
+        lookahead: bool = False,
+    ):
         for code in (lang, *candidates):
             language_scripts(code)  # unknown codes fail here, before any work
         self.lang, self.min_ratio, self.candidates = lang, min_ratio, tuple(candidates)

@@ -55,8 +55,9 @@ def _launch(warm_up: str, args: tuple, workers: int) -> ProcessPoolExecutor | No
     import multiprocessing
 
     # spawn, not fork: the loop's process holds Arrow's and lingua's threads.
-    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_warm,
-                               initargs=(warm_up, *args))
+    pool = ProcessPoolExecutor(
+        1, mp_context=multiprocessing.get_context("spawn"), initializer=_warm, initargs=(warm_up, *args)
+    )
     pool.submit(int)  # a pool starts its process at the first task: start it (and the warm-up) now
     return pool
 

@@ -23,8 +23,14 @@ from reasonkit.filters.dedup import Deduper
 from reasonkit.filters.format import FormatFilter
 from reasonkit.filters.language import LanguageFilter
 from reasonkit.filters.math.verify import VerifyFilter, default_workers
-from reasonkit.filters.trajectory import (TEXT_COLUMNS, TrajectoryFilter, TrajectoryLanguageFilter,
-                                          TrajectoryVerifyFilter, is_trajectories, with_model_text)
+from reasonkit.filters.trajectory import (
+    TEXT_COLUMNS,
+    TrajectoryFilter,
+    TrajectoryLanguageFilter,
+    TrajectoryVerifyFilter,
+    is_trajectories,
+    with_model_text,
+)
 from reasonkit.schema import validate
 
 #: Bytes of batches that may wait for a prefetching filter while the loop reads on (R1 traces of
@@ -42,22 +48,40 @@ def build_filters(config: FilterConfig, eval_sets, kind: str = "traces", *, look
     (filters/lookahead.py); the local loop asks for it, a Ray replica (one CPU) does not."""
     trajectories = kind == "trajectories"
     filters: list = [TrajectoryFilter(config.require_tool)] if trajectories else []
-    filters.append(FormatFilter(
-        drop_truncated=config.drop_truncated, require_boxed=config.require_boxed,
-        min_tokens=config.min_tokens, max_tokens=config.max_tokens,
-        max_repetition=config.max_repetition, repetition_ngram=config.repetition_ngram, think=config.think,
-    ))
+    filters.append(
+        FormatFilter(
+            drop_truncated=config.drop_truncated,
+            require_boxed=config.require_boxed,
+            min_tokens=config.min_tokens,
+            max_tokens=config.max_tokens,
+            max_repetition=config.max_repetition,
+            repetition_ngram=config.repetition_ngram,
+            think=config.think,
+        )
+    )
     if eval_sets:
         filters.append(DecontamFilter(eval_sets))
     if config.verifier == "code":  # programs run against the prompt's tests (filters/code/verify.py)
         from reasonkit.filters.code.verify import CodeVerifyFilter
 
-        filters.append(CodeVerifyFilter(tests_column=config.tests_column, unverifiable=config.unverifiable,
-                                        timeout=config.verify_timeout, workers=config.workers or default_workers()))
+        filters.append(
+            CodeVerifyFilter(
+                tests_column=config.tests_column,
+                unverifiable=config.unverifiable,
+                timeout=config.verify_timeout,
+                workers=config.workers or default_workers(),
+            )
+        )
     else:
         verify = TrajectoryVerifyFilter if trajectories else VerifyFilter
-        filters.append(verify(config.verifier, unverifiable=config.unverifiable,
-                              timeout=config.verify_timeout, workers=config.workers or default_workers()))
+        filters.append(
+            verify(
+                config.verifier,
+                unverifiable=config.unverifiable,
+                timeout=config.verify_timeout,
+                workers=config.workers or default_workers(),
+            )
+        )
     if config.lang is not None:
         language = TrajectoryLanguageFilter if trajectories else LanguageFilter
         filters.append(language(config.lang, config.min_lang_ratio, config.lang_candidates, lookahead=lookahead))
@@ -65,8 +89,13 @@ def build_filters(config: FilterConfig, eval_sets, kind: str = "traces", *, look
 
 
 def build_deduper(config: FilterConfig) -> Deduper:
-    return Deduper(config.dedup, threshold=config.minhash_threshold, num_perm=config.minhash_perms,
-                   bands=config.minhash_bands, shingle=config.shingle)
+    return Deduper(
+        config.dedup,
+        threshold=config.minhash_threshold,
+        num_perm=config.minhash_perms,
+        bands=config.minhash_bands,
+        shingle=config.shingle,
+    )
 
 
 def _batches(shards: list[Path], batch_rows: int) -> Iterator[tuple[Path, pa.Table]]:
@@ -75,8 +104,9 @@ def _batches(shards: list[Path], batch_rows: int) -> Iterator[tuple[Path, pa.Tab
             yield shard, pa.Table.from_batches([rb])
 
 
-def filter_batch(batch: pa.Table, filters, deduper: Deduper, done: set[tuple], source: str,
-                 timings: dict[str, float] | None = None) -> pa.Table | None:
+def filter_batch(
+    batch: pa.Table, filters, deduper: Deduper, done: set[tuple], source: str, timings: dict[str, float] | None = None
+) -> pa.Table | None:
     """Pass 1 on one batch of traces: the row filters' verdicts and the dedup keys of kept rows.
 
     Rows whose keys are ``done`` (committed by an earlier run) are skipped; None when none is left.
@@ -118,8 +148,14 @@ def judge_batch(batch: pa.Table, filters, deduper: Deduper, timings: dict[str, f
     return batch.drop_columns(list(TEXT_COLUMNS)) if trajectories else batch
 
 
-def filter_shards(shards: list[Path], config: FilterConfig, filters, deduper: Deduper,
-                  done: set[tuple], timings: dict[str, float] | None = None) -> Iterator[pa.Table]:
+def filter_shards(
+    shards: list[Path],
+    config: FilterConfig,
+    filters,
+    deduper: Deduper,
+    done: set[tuple],
+    timings: dict[str, float] | None = None,
+) -> Iterator[pa.Table]:
     """Pass 1 over whole input shards, one work table per batch of ``batch_rows``, in input order.
 
     A filter that can start early (``prefetch``: the language filter, whose helper process judges
@@ -148,8 +184,11 @@ def filter_shards(shards: list[Path], config: FilterConfig, filters, deduper: De
             if timings is not None:
                 timings[f.name] = timings.get(f.name, 0.0) + time.perf_counter() - start
         waiting.append(batch)
-        while waiting and (len(waiting) > MAX_WAITING_BATCHES or sum(b.nbytes for b in waiting) > MAX_WAITING_BYTES
-                           or all(f.ready() for f in early)):
+        while waiting and (
+            len(waiting) > MAX_WAITING_BATCHES
+            or sum(b.nbytes for b in waiting) > MAX_WAITING_BYTES
+            or all(f.ready() for f in early)
+        ):
             yield judge_batch(waiting.popleft(), after, deduper, timings)
     while waiting:
         yield judge_batch(waiting.popleft(), after, deduper, timings)

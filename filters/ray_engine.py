@@ -37,10 +37,13 @@ class FilterReplica:
         from reasonkit.filters.pass1 import build_deduper, build_filters
 
         # One verification process per CPU the replica was given (not every core of its node).
-        self.config = dataclasses.replace(config, engine="local", replicas=1, ray_address=None,
-                                          workers=config.workers or 1)
+        self.config = dataclasses.replace(
+            config, engine="local", replicas=1, ray_address=None, workers=config.workers or 1
+        )
         eval_sets = load_eval_sets(config.decontam, config.decontam_column, config.ngram)
-        self.filters = make_filters(self.config, eval_sets) if make_filters else build_filters(self.config, eval_sets, kind)
+        self.filters = (
+            make_filters(self.config, eval_sets) if make_filters else build_filters(self.config, eval_sets, kind)
+        )
         self.deduper = build_deduper(self.config)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -76,15 +79,18 @@ def plan_units(shards: list[Path], done: set[tuple]) -> tuple[list[dict], dict[i
     return units, expected
 
 
-def pass1_on_ray(shards: list[Path], config, work_w, log, *, kind: str = "traces", make_filters=None,
-                 ticker=None) -> None:
+def pass1_on_ray(
+    shards: list[Path], config, work_w, log, *, kind: str = "traces", make_filters=None, ticker=None
+) -> None:
     """Pass 1 over every input shard on Ray, committing to ``work_w`` as the local pass would.
     ``kind``: the input table's (traces, trajectories: build_filters); ``make_filters`` replaces build_filters (tests);
     ``ticker``: the stage's plain progress lines (reasonkit/ticker.py), advanced per committed shard."""
     connect(config.ray_address)
     units, expected = plan_units(shards, work_w.done_keys())
-    log(f"ray: {len(units)} of {len(shards)} input shards to filter on "
-        f"{config.replicas} replica{'s' if config.replicas > 1 else ''}")
+    log(
+        f"ray: {len(units)} of {len(shards)} input shards to filter on "
+        f"{config.replicas} replica{'s' if config.replicas > 1 else ''}"
+    )
     seen = kept_all = 0
 
     def commit(shard: int, rows: pa.Table) -> None:
@@ -100,6 +106,14 @@ def pass1_on_ray(shards: list[Path], config, work_w, log, *, kind: str = "traces
         if ticker is not None:
             ticker.update(advance=rows.num_rows, figures=f"{kept_all:,} kept")
 
-    run_shards(units, expected, FilterReplica, {"config": config, "make_filters": make_filters, "kind": kind},
-               replicas=config.replicas, num_cpus=config.workers or 1, ordered=True, on_shard=commit)
+    run_shards(
+        units,
+        expected,
+        FilterReplica,
+        {"config": config, "make_filters": make_filters, "kind": kind},
+        replicas=config.replicas,
+        num_cpus=config.workers or 1,
+        ordered=True,
+        on_shard=commit,
+    )
     work_w.finish()

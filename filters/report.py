@@ -54,8 +54,11 @@ class Tally:
             # code verifier also says why a program failed (timeout, wrong_answer, ...): counted apart.
             drops, correct = batch.column("drop_reason").to_pylist(), batch.column("correct").to_pylist()
             reasons = batch.column("verify_reason").to_pylist()
-            why = [w for w, d, ok in zip(reasons, drops, correct)
-                   if w is not None and ok is None and d not in ("no_answer", "no_gold", "no_code", "no_tests")]
+            why = [
+                w
+                for w, d, ok in zip(reasons, drops, correct)
+                if w is not None and ok is None and d not in ("no_answer", "no_gold", "no_code", "no_tests")
+            ]
             self.verified["unverifiable"] += len(why)
             self.unverifiable.update(why)
             self.failures.update(w for w, ok in zip(reasons, correct) if w is not None and ok is False)
@@ -94,8 +97,13 @@ def render(report: dict):
     rows_in = max(report["rows_in"], 1)
     table.add_row("input", "", "", str(report["rows_in"]), "100.0%")
     for step in report["funnel"]:
-        table.add_row(step["filter"], step["reason"], str(step["dropped"]), str(step["remaining"]),
-                      f"{100 * step['remaining'] / rows_in:.1f}%")
+        table.add_row(
+            step["filter"],
+            step["reason"],
+            str(step["dropped"]),
+            str(step["remaining"]),
+            f"{100 * step['remaining'] / rows_in:.1f}%",
+        )
     table.add_section()
     for source, n in report["per_source"].items():
         share = f"{100 * n['out'] / max(n['in'], 1):.1f}%"
@@ -104,6 +112,11 @@ def render(report: dict):
     if pick:  # best-of-N by the reward model alone: how often its pick was right
         share = "" if pick["correct_share"] is None else f"{100 * pick['correct_share']:.1f}%"
         table.add_section()
-        table.add_row("reward pick", f"verified correct (of {pick['verified_correct'] + pick['wrong']} checked)",
-                      "", str(pick["verified_correct"]), share)
+        table.add_row(
+            "reward pick",
+            f"verified correct (of {pick['verified_correct'] + pick['wrong']} checked)",
+            "",
+            str(pick["verified_correct"]),
+            share,
+        )
     return table

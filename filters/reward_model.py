@@ -60,8 +60,9 @@ class ModelReward:
     the path is checked when the object is built, before any training starts.
     """
 
-    def __init__(self, path: str, setup=None, *, batch_size: int = 16, device: str | None = None,
-                 dtype: str = "float32"):
+    def __init__(
+        self, path: str, setup=None, *, batch_size: int = 16, device: str | None = None, dtype: str = "float32"
+    ):
         from reasonkit.judges.score.scorer import inspect_model
 
         self.spec = inspect_model(path)  # not a reward model: one line now, not a traceback at step 1
@@ -85,18 +86,27 @@ class ModelReward:
             self._scorer = Scorer(self.spec, device=self.device, dtype=self.dtype)
         return self._scorer
 
-    def turns(self, prompts: Sequence, completions: Sequence, completion_ids: Sequence | None = None) -> list[str | None]:
+    def turns(
+        self, prompts: Sequence, completions: Sequence, completion_ids: Sequence | None = None
+    ) -> list[str | None]:
         """The assistant turn of each completion, as ``distill score`` reads a rollout's row."""
         from reasonkit.filters.completions import samples
         from reasonkit.gen.think import join
 
         setup = self.setup
-        parsed = samples(prompts, completions, completion_ids, prefilled=setup.prefilled,
-                         limit=setup.max_completion_length, eos_token_ids=setup.eos_token_ids)
+        parsed = samples(
+            prompts,
+            completions,
+            completion_ids,
+            prefilled=setup.prefilled,
+            limit=setup.max_completion_length,
+            eos_token_ids=setup.eos_token_ids,
+        )
         return [join(s.reasoning, s.response).strip() or None for s in parsed]
 
-    def __call__(self, prompts: Sequence, completions: Sequence, completion_ids: Sequence | None = None,
-                 **columns) -> list[float | None]:
+    def __call__(
+        self, prompts: Sequence, completions: Sequence, completion_ids: Sequence | None = None, **columns
+    ) -> list[float | None]:
         if len(prompts) != len(completions):
             raise ValueError(f"{len(prompts)} prompts but {len(completions)} completions")
         results = self.scorer.score(list(prompts), self.turns(prompts, completions, completion_ids), self.batch_size)

@@ -67,7 +67,7 @@ the other rewards still count); a completion every function says ``None`` to get
 >>> fns, weights = make_rewards({"accuracy": 1.0, "format": 0.2}, max_completion_length=512)
 >>> [f.__name__ for f in fns], weights
 (['accuracy', 'format'], [1.0, 0.2])
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -100,13 +100,20 @@ class Reward:
             raise _unknown(name)
         self.__name__, self.setup = name, setup
 
-    def __call__(self, prompts: Sequence, completions: Sequence, completion_ids: Sequence | None = None,
-                 **columns) -> list[float | None]:
+    def __call__(
+        self, prompts: Sequence, completions: Sequence, completion_ids: Sequence | None = None, **columns
+    ) -> list[float | None]:
         if len(prompts) != len(completions):
             raise ValueError(f"{len(prompts)} prompts but {len(completions)} completions")
         setup = self.setup
-        parsed = samples(prompts, completions, completion_ids, prefilled=setup.prefilled,
-                         limit=setup.max_completion_length, eos_token_ids=setup.eos_token_ids)
+        parsed = samples(
+            prompts,
+            completions,
+            completion_ids,
+            prefilled=setup.prefilled,
+            limit=setup.max_completion_length,
+            eos_token_ids=setup.eos_token_ids,
+        )
         return _SCORERS[self.__name__](self.setup, parsed, completion_ids, columns)
 
     def __repr__(self) -> str:
@@ -151,8 +158,10 @@ def correctness(setup: RewardSetup, parsed: Sequence[Sample], answers: Sequence 
     from reasonkit.filters.math.extract import extract_answer
 
     if answers is None:
-        raise UserError("the accuracy reward needs an 'answer' column (the gold answer of each prompt) "
-                        "in the prompts table; it has none")
+        raise UserError(
+            "the accuracy reward needs an 'answer' column (the gold answer of each prompt) "
+            "in the prompts table; it has none"
+        )
     if len(answers) != len(parsed):
         raise ValueError(f"{len(answers)} answers for {len(parsed)} completions")
     golds = [_gold(a) for a in answers]
@@ -193,25 +202,37 @@ def _accuracy(setup, parsed, completion_ids, columns):
 
 # -- format, language, arithmetic -----------------------------------------------------------------
 
+
 def format_options() -> dict:
     """format_reason's keywords for the format reward: a think block and a box required, the rest
     as ``distill filter`` defaults (truncated dropped, repetition limit)."""
     from reasonkit.filters.config import FilterConfig
 
     fields = FilterConfig.__dataclass_fields__
-    return {"drop_truncated": True, "require_boxed": True, "think": "required",
-            "max_repetition": fields["max_repetition"].default, "repetition_ngram": fields["repetition_ngram"].default}
+    return {
+        "drop_truncated": True,
+        "require_boxed": True,
+        "think": "required",
+        "max_repetition": fields["max_repetition"].default,
+        "repetition_ngram": fields["repetition_ngram"].default,
+    }
 
 
 def _format(setup, parsed, completion_ids, columns):
-    from reasonkit.filters.math.extract import BOX, final_boxes  # the extractor's own box pattern
     from reasonkit.filters.format import format_reason
+    from reasonkit.filters.math.extract import BOX, final_boxes  # the extractor's own box pattern
 
     options = format_options()
     rewards = []
     for s in parsed:
-        reason = format_reason(s.text, s.response, "length" if s.truncated else "stop", s.tokens,
-                               opened=s.reasoning is not None, **options)
+        reason = format_reason(
+            s.text,
+            s.response,
+            "length" if s.truncated else "stop",
+            s.tokens,
+            opened=s.reasoning is not None,
+            **options,
+        )
         one_box = reason is None and len(BOX.findall(s.response)) == 1 and final_boxes(s.response)[0] is not None
         rewards.append(1.0 if one_box else 0.0)
     return rewards
@@ -244,8 +265,10 @@ def _code(setup, parsed, completion_ids, columns):
 
     tests = columns.get(setup.tests_column)
     if tests is None:
-        raise UserError(f"the code reward needs a {setup.tests_column!r} column (each prompt's tests, JSON) in the "
-                        "prompts table; it has none")
+        raise UserError(
+            f"the code reward needs a {setup.tests_column!r} column (each prompt's tests, JSON) in the "
+            "prompts table; it has none"
+        )
     if len(tests) != len(parsed):
         raise ValueError(f"{len(tests)} test sets for {len(parsed)} completions")
     responses = [None if s.truncated else s.response for s in parsed]
@@ -254,10 +277,13 @@ def _code(setup, parsed, completion_ids, columns):
 
 # -- length ---------------------------------------------------------------------------------------
 
+
 def _limit(setup: RewardSetup, name: str, completion_ids) -> int:
     if setup.max_completion_length is None:
-        raise UserError(f"the {name} reward needs the generation limit: build it with "
-                        f"make_rewards({{{name!r}: 1.0}}, max_completion_length=N)")
+        raise UserError(
+            f"the {name} reward needs the generation limit: build it with "
+            f"make_rewards({{{name!r}: 1.0}}, max_completion_length=N)"
+        )
     if completion_ids is None:
         raise UserError(f"the {name} reward needs completion_ids (TRL's GRPOTrainer passes them)")
     return setup.max_completion_length
@@ -292,8 +318,15 @@ def _cosine(setup, parsed, completion_ids, columns):
     return rewards
 
 
-_SCORERS = {"accuracy": _accuracy, "format": _format, "language": _language, "length": _length,
-            "cosine": _cosine, "arithmetic": _arithmetic, "code": _code}
+_SCORERS = {
+    "accuracy": _accuracy,
+    "format": _format,
+    "language": _language,
+    "length": _length,
+    "cosine": _cosine,
+    "arithmetic": _arithmetic,
+    "code": _code,
+}
 
 accuracy_reward = Reward("accuracy")
 format_reward = Reward("format")
@@ -304,34 +337,50 @@ arithmetic_reward = Reward("arithmetic")
 code_reward = Reward("code")
 
 #: name -> the module-level reward (no generation limit, English, the math verifier).
-REWARDS: dict[str, Reward] = {"accuracy": accuracy_reward, "format": format_reward, "language": language_reward,
-                              "length": soft_overlong_reward, "cosine": cosine_length_reward,
-                              "arithmetic": arithmetic_reward, "code": code_reward}
+REWARDS: dict[str, Reward] = {
+    "accuracy": accuracy_reward,
+    "format": format_reward,
+    "language": language_reward,
+    "length": soft_overlong_reward,
+    "cosine": cosine_length_reward,
+    "arithmetic": arithmetic_reward,
+    "code": code_reward,
+}
 
 
 def _unknown(name: str) -> UserError:
     return UserError(f"unknown reward {name!r}; expected one of {', '.join(NAMES)}")
 
 
-def make_rewards(weights: dict[str, float], *, max_completion_length: int, lang: str = "en", verifier: str = "math",
-                 overlong_cache: int | None = None, verify_timeout: float = 5.0, prefilled: bool = False,
-                 eos_token_ids: Collection[int] = (), lang_candidates: Sequence[str] | None = None,
-                 reward_model: str | None = None, trajectory: bool = False) -> tuple[list[Callable], list[float]]:
+def make_rewards(
+    weights: dict[str, float],
+    *,
+    max_completion_length: int,
+    lang: str = "en",
+    verifier: str = "math",
+    overlong_cache: int | None = None,
+    verify_timeout: float = 5.0,
+    prefilled: bool = False,
+    eos_token_ids: Collection[int] = (),
+    lang_candidates: Sequence[str] | None = None,
+    reward_model: str | None = None,
+    trajectory: bool = False,
+) -> tuple[list[Callable], list[float]]:
     """The reward functions named in ``weights`` and their weights, in that order, for
     ``GRPOTrainer(reward_funcs=...)`` and ``GRPOConfig(reward_weights=...)``.
 
-    ``prefilled``: the chat template opens the think block in the generation prompt (the completion
-    starts inside it); ``eos_token_ids`` tell a completion that ended on the very last token from a
-    cut one. ``reward_model``: the model the ``rm`` reward scores with (filters/reward_model.py). ``trajectory``:
-    completions are tool-use trajectories (GRPO with tools), whose final answer accuracy reads as ``distill filter``
-    reads a trajectory's (:func:`reasonkit.filters.trajectory.final_answer`, :class:`~reasonkit.filters.trajectory.TextAwareVerifier`). A UserError
-    for an unknown name, a bad weight or limit, an unknown verifier or language, ``rm`` without a model.
+    ``prefilled``: the chat template opens the think block in the generation prompt (the completion starts inside it);
+    ``eos_token_ids`` tell a completion that ended on the very last token from a cut one. ``reward_model``: the model
+    the ``rm`` reward scores with (filters/reward_model.py). ``trajectory``: completions are tool-use trajectories
+    (GRPO with tools), whose final answer accuracy reads as ``distill filter`` reads a trajectory's
+    (:func:`reasonkit.filters.trajectory.final_answer`, :class:`~reasonkit.filters.trajectory.TextAwareVerifier`). A
+    UserError for an unknown name, a bad weight or limit, an unknown verifier or language, ``rm`` without a model.
 
     >>> make_rewards({"accuracy": 1.0, "speed": 1.0}, max_completion_length=64)
     Traceback (most recent call last):
     ...
     reasonkit.errors.UserError: unknown reward 'speed'; expected one of accuracy, format, language, length, cosine, arithmetic, code
-    """
+    """  # noqa: E501
     from reasonkit.filters.math.verify import VERIFIERS
 
     if not weights:
@@ -341,19 +390,31 @@ def make_rewards(weights: dict[str, float], *, max_completion_length: int, lang:
             raise _unknown(name)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
             raise UserError(f"reward {name}: the weight must be a finite number, got {weight!r}")
-    if isinstance(max_completion_length, bool) or not isinstance(max_completion_length, int) or max_completion_length < 1:
+    if (
+        isinstance(max_completion_length, bool)
+        or not isinstance(max_completion_length, int)
+        or max_completion_length < 1
+    ):
         raise UserError(f"max_completion_length must be a positive integer, got {max_completion_length!r}")
     if verifier not in VERIFIERS:
         raise UserError(f"unknown verifier {verifier!r}; expected one of {', '.join(VERIFIERS)}")
     if not verify_timeout > 0:
         raise UserError(f"verify_timeout must be > 0 seconds, got {verify_timeout}")
     if overlong_cache is not None and not 1 <= overlong_cache <= max_completion_length:
-        raise UserError(f"overlong_cache must be within [1, max_completion_length={max_completion_length}], "
-                        f"got {overlong_cache}")
-    setup = RewardSetup(verifier=verifier, verify_timeout=float(verify_timeout), lang=lang,
-                    max_completion_length=max_completion_length, overlong_cache=overlong_cache, prefilled=prefilled,
-                    eos_token_ids=tuple(int(i) for i in eos_token_ids), trajectory=bool(trajectory),
-                    lang_candidates=None if lang_candidates is None else tuple(lang_candidates))
+        raise UserError(
+            f"overlong_cache must be within [1, max_completion_length={max_completion_length}], got {overlong_cache}"
+        )
+    setup = RewardSetup(
+        verifier=verifier,
+        verify_timeout=float(verify_timeout),
+        lang=lang,
+        max_completion_length=max_completion_length,
+        overlong_cache=overlong_cache,
+        prefilled=prefilled,
+        eos_token_ids=tuple(int(i) for i in eos_token_ids),
+        trajectory=bool(trajectory),
+        lang_candidates=None if lang_candidates is None else tuple(lang_candidates),
+    )
     if "language" in weights:
         from reasonkit.filters.language import language_scripts
 
@@ -365,5 +426,7 @@ def make_rewards(weights: dict[str, float], *, max_completion_length: int, lang:
         from reasonkit.filters.reward_model import ModelReward
 
         model_reward = ModelReward(reward_model, setup)  # a path that is no reward model fails here, before training
-    return ([model_reward if name == "rm" else Reward(name, setup) for name in weights],
-            [float(w) for w in weights.values()])
+    return (
+        [model_reward if name == "rm" else Reward(name, setup) for name in weights],
+        [float(w) for w in weights.values()],
+    )

@@ -78,7 +78,9 @@ def step_score(steps: Sequence[float] | None, how: str = "min") -> float | None:
     return float(min(steps)) if how == "min" else float(np.prod(np.asarray(steps, dtype=np.float64)))
 
 
-def reward_scores(rewards: Sequence[float | None], step_rewards: Sequence | None = None, how: str = "min") -> list[float | None]:
+def reward_scores(
+    rewards: Sequence[float | None], step_rewards: Sequence | None = None, how: str = "min"
+) -> list[float | None]:
     """The score each row competes with: its aggregated ``step_rewards`` where it has them, else its ``reward``.
 
     >>> reward_scores([0.2, 1.5], [[0.9, 0.2], None], "prod")
@@ -86,7 +88,10 @@ def reward_scores(rewards: Sequence[float | None], step_rewards: Sequence | None
     """
     if step_rewards is None:
         return [None if r is None else float(r) for r in rewards]
-    return [step_score(s, how) if s is not None else (None if r is None else float(r)) for r, s in zip(rewards, step_rewards)]
+    return [
+        step_score(s, how) if s is not None else (None if r is None else float(r))
+        for r, s in zip(rewards, step_rewards)
+    ]
 
 
 def _rank(ids, samples, scores, correct, rows: np.ndarray, verified_first: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -102,8 +107,14 @@ def _rank(ids, samples, scores, correct, rows: np.ndarray, verified_first: bool)
     return order, rank
 
 
-def select_by_reward(ids: Sequence[str], samples: Sequence[int], scores: Sequence[float | None],
-                     correct: Sequence[bool | None], alive: Sequence[bool], keep_per_prompt: int) -> list[str | None]:
+def select_by_reward(
+    ids: Sequence[str],
+    samples: Sequence[int],
+    scores: Sequence[float | None],
+    correct: Sequence[bool | None],
+    alive: Sequence[bool],
+    keep_per_prompt: int,
+) -> list[str | None]:
     """Best-of-N by reward among the ``alive`` rows of each prompt, verified-correct rows first.
 
     A row with no score ranks below every scored one; ties go to the lower sample.
@@ -123,14 +134,15 @@ def select_by_reward(ids: Sequence[str], samples: Sequence[int], scores: Sequenc
     return reasons
 
 
-def reward_pick(ids: Sequence[str], samples: Sequence[int], scores: Sequence[float | None],
-                correct: Sequence[bool | None]) -> dict:
+def reward_pick(
+    ids: Sequence[str], samples: Sequence[int], scores: Sequence[float | None], correct: Sequence[bool | None]
+) -> dict:
     """How often the reward model's own pick (each prompt's highest score among every scored sample, whatever
     the verifier or the other filters said) was verified correct.
 
     >>> reward_pick(["p", "p", "q", "q", "r"], [0, 1, 0, 1, 0], [0.9, 0.1, 0.2, 0.8, None], [True, False, True, False, None])
     {'prompts': 2, 'verified_correct': 1, 'wrong': 1, 'unverified': 0, 'correct_share': 0.5}
-    """
+    """  # noqa: E501
     rows = np.array([i for i, s in enumerate(scores) if s is not None and not np.isnan(s)], dtype=np.int64)
     counts = {"prompts": 0, "verified_correct": 0, "wrong": 0, "unverified": 0}
     if len(rows):

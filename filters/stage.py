@@ -77,17 +77,23 @@ def input_shards(config: FilterConfig) -> list[Path]:
         required = [c.name for c in TABLES[kind] if c.required] + (["reward"] if config.select == "reward" else [])
         missing = [c for c in required if c not in names]
         if missing == ["reward"]:
-            raise UserError(f"{path}: --select reward needs a 'reward' column (score the traces first: distill score "
-                            f"{path} --model RM --out SCORED); found columns {names}")
+            raise UserError(
+                f"{path}: --select reward needs a 'reward' column (score the traces first: distill score "
+                f"{path} --model RM --out SCORED); found columns {names}"
+            )
         if missing:
-            raise UserError(f"{shard}: missing required column {missing[0]!r} of a {kind} table; found columns {names}")
+            raise UserError(
+                f"{shard}: missing required column {missing[0]!r} of a {kind} table; found columns {names}"
+            )
     if config.verifier == "code":
         from reasonkit.filters.code.verify import check_tests_column
 
         check_tests_column(path, shards, kind, config.tests_column)
     if config.require_tool and kind == "traces":
-        raise UserError(f"{path}: --require-tool checks tool-use trajectories (distill generate --tools); this directory "
-                        "holds traces, which call no tools")
+        raise UserError(
+            f"{path}: --require-tool checks tool-use trajectories (distill generate --tools); this directory "
+            "holds traces, which call no tools"
+        )
     return shards
 
 
@@ -132,8 +138,9 @@ def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool =
 
         connect(config.ray_address)  # an unreachable cluster fails here, before OUT exists
     eval_sets = load_eval_sets(config.decontam, config.decontam_column, config.ngram)
-    filters = build_filters(config, eval_sets, kind,
-                            lookahead=language_lookahead(config, load_manifest(config.traces).get("rows", 0)))
+    filters = build_filters(
+        config, eval_sets, kind, lookahead=language_lookahead(config, load_manifest(config.traces).get("rows", 0))
+    )
     deduper = build_deduper(config)
     out = Path(config.out)
     inputs = [config.traces] + [parse_spec(s)[1] for s in config.decontam]
@@ -143,8 +150,16 @@ def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool =
     timings["setup"] = time.perf_counter() - step
 
     def writer(path: Path, kind: str | None, stage: str = "filter", **kw) -> StageWriter:
-        return StageWriter(path, stage=stage, kind=kind, config=config.fingerprinted(), keys=("id", "sample"),
-                           input_fingerprint=in_fp, input_path=inputs, **kw)
+        return StageWriter(
+            path,
+            stage=stage,
+            kind=kind,
+            config=config.fingerprinted(),
+            keys=("id", "sample"),
+            input_fingerprint=in_fp,
+            input_path=inputs,
+            **kw,
+        )
 
     verdicts, sft_kind = ("trajectories", "sft_tools") if kind == "trajectories" else ("verdicts", "sft")
     kept_w = writer(out, verdicts, overwrite=config.overwrite)
@@ -163,10 +178,16 @@ def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool =
     to_sft = trajectory_sft_rows if kind == "trajectories" else sft_rows
     _pass3(work, decisions, deduper.columns, config.batch_rows, (kept_w, rejected_w, sft_w), tally, log, to_sft)
     extra = trajectory_report(work, decisions) if kind == "trajectories" else {}
-    report = tally.report(funnel_order(config, filters, deduper), sft_rows=tally.rows_out,
-                          input=str(config.traces), seconds=round(time.time() - started, 3),
-                          config=config.fingerprinted(), **reward_report(work, config), **extra,
-                          **sandbox_record(sandbox_mode))
+    report = tally.report(
+        funnel_order(config, filters, deduper),
+        sft_rows=tally.rows_out,
+        input=str(config.traces),
+        seconds=round(time.time() - started, 3),
+        config=config.fingerprinted(),
+        **reward_report(work, config),
+        **extra,
+        **sandbox_record(sandbox_mode),
+    )
     _write_json(out / REPORT, report)
     rejected_w.finish()
     sft_w.finish()
@@ -178,8 +199,18 @@ def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool =
     return report
 
 
-def _run_pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: StageWriter, log: Log,
-               timings: dict[str, float], *, kind: str, progress: bool) -> None:
+def _run_pass1(
+    shards,
+    config: FilterConfig,
+    filters,
+    deduper: Deduper,
+    work_w: StageWriter,
+    log: Log,
+    timings: dict[str, float],
+    *,
+    kind: str,
+    progress: bool,
+) -> None:
     """Pass 1 here or on Ray, unless an earlier run finished it; the filters closed after it either way."""
     ticker = None
     if progress and not work_w.manifest["complete"]:  # pass 1 is the long one: the plain lines count its rows
@@ -198,8 +229,16 @@ def _run_pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: 
             ticker.close()
 
 
-def _pass1(shards, config: FilterConfig, filters, deduper: Deduper, work_w: StageWriter, log: Log,
-           timings: dict[str, float], ticker: Ticker | None = None) -> None:
+def _pass1(
+    shards,
+    config: FilterConfig,
+    filters,
+    deduper: Deduper,
+    work_w: StageWriter,
+    log: Log,
+    timings: dict[str, float],
+    ticker: Ticker | None = None,
+) -> None:
     seen = kept_all = 0
     with Committer() as committer:  # a batch is written while the next is judged
         for batch in filter_shards(shards, config, filters, deduper, work_w.done_keys(), timings):
@@ -234,6 +273,7 @@ class _Columns(Mapping):
 
 def _pass2(work: list[Path], config: FilterConfig, deduper: Deduper, log: Log) -> list[str | None]:
     """Dedup and selection over every row, reading only the small columns they need."""
+
     def column(name: str) -> pa.ChunkedArray:
         return pa.chunked_array([pq.read_table(p, columns=[name]).column(name) for p in work])
 
@@ -244,11 +284,24 @@ def _pass2(work: list[Path], config: FilterConfig, deduper: Deduper, log: Log) -
     if config.keep_per_prompt is not None and config.select != "all":
         alive &= np.array([r is None for r in reasons], dtype=bool)
         if config.select == "reward":
-            chosen = select_by_reward(column("id").to_pylist(), column("sample").to_numpy(), reward_column(work, config),
-                                      column("correct").to_pylist(), alive, config.keep_per_prompt)
+            chosen = select_by_reward(
+                column("id").to_pylist(),
+                column("sample").to_numpy(),
+                reward_column(work, config),
+                column("correct").to_pylist(),
+                alive,
+                config.keep_per_prompt,
+            )
         else:
-            chosen = select(column("id").to_pylist(), column("sample").to_numpy(), column("completion_tokens").to_numpy(),
-                            alive, config.keep_per_prompt, config.select, config.seed)
+            chosen = select(
+                column("id").to_pylist(),
+                column("sample").to_numpy(),
+                column("completion_tokens").to_numpy(),
+                alive,
+                config.keep_per_prompt,
+                config.select,
+                config.seed,
+            )
         reasons = [a or b for a, b in zip(reasons, chosen)]
     log(f"pass 2: {sum(r is not None for r in reasons)} rows dropped by dedup and selection")
     return reasons
@@ -270,7 +323,10 @@ def reward_report(work: list[Path], config: FilterConfig) -> dict:
     scores = reward_column(work, config)
     if scores is None:
         return {}
-    cols = {n: [v for p in work for v in pq.read_table(p, columns=[n]).column(n).to_pylist()] for n in ("id", "sample", "correct")}
+    cols = {
+        n: [v for p in work for v in pq.read_table(p, columns=[n]).column(n).to_pylist()]
+        for n in ("id", "sample", "correct")
+    }
     return {"reward_pick": reward_pick(cols["id"], cols["sample"], scores, cols["correct"])}
 
 
@@ -280,15 +336,20 @@ def sft_rows(kept: pa.Table) -> pa.Table:
     trace that wrote no think block)."""
     messages = [
         list(prompt) + [{"role": "assistant", "content": assistant_turn(r, a)}]
-        for prompt, r, a in zip(kept.column("messages").to_pylist(), kept.column("reasoning").to_pylist(),
-                                kept.column("response").to_pylist())
+        for prompt, r, a in zip(
+            kept.column("messages").to_pylist(),
+            kept.column("reasoning").to_pylist(),
+            kept.column("response").to_pylist(),
+        )
     ]
-    return pa.table({
-        "id": kept.column("id"),
-        "messages": pa.array(messages, MESSAGES),
-        "source": kept.column("source"),
-        "sample": kept.column("sample"),
-    })
+    return pa.table(
+        {
+            "id": kept.column("id"),
+            "messages": pa.array(messages, MESSAGES),
+            "source": kept.column("source"),
+            "sample": kept.column("sample"),
+        }
+    )
 
 
 def _pass3(work, decisions, key_columns, batch_rows, writers, tally: Tally, log: Log, to_sft=sft_rows) -> None:
@@ -322,4 +383,3 @@ def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(data, indent=2, default=str))
     os.replace(tmp, path)
-

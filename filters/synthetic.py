@@ -20,18 +20,38 @@ from reasonkit.schema import validate
 from reasonkit.store import StageWriter
 
 
-def trace(id: str, sample: int = 0, *, problem: str = "What is 2 + 2?", reasoning: str | None = "2 + 2 = 4.",
-          response: str = r"The answer is \boxed{4}.", answer: str | None = "4", finish_reason: str = "stop",
-          source: str | None = "test", completion: str | None = None, tokens: int | None = None, **extra) -> dict:
+def trace(
+    id: str,
+    sample: int = 0,
+    *,
+    problem: str = "What is 2 + 2?",
+    reasoning: str | None = "2 + 2 = 4.",
+    response: str = r"The answer is \boxed{4}.",
+    answer: str | None = "4",
+    finish_reason: str = "stop",
+    source: str | None = "test",
+    completion: str | None = None,
+    tokens: int | None = None,
+    **extra,
+) -> dict:
     """One traces row; ``completion`` defaults to ``<think>{reasoning}</think>{response}``."""
     if completion is None:
         completion = response if reasoning is None else f"<think>{reasoning}</think>{response}"
     return {
-        "id": id, "sample": sample, "messages": [{"role": "user", "content": problem}],
-        "completion": completion, "reasoning": reasoning, "response": response, "finish_reason": finish_reason,
+        "id": id,
+        "sample": sample,
+        "messages": [{"role": "user", "content": problem}],
+        "completion": completion,
+        "reasoning": reasoning,
+        "response": response,
+        "finish_reason": finish_reason,
         "prompt_tokens": len(problem.split()),
         "completion_tokens": len(completion.split()) if tokens is None else tokens,
-        "teacher": "literal", "gen_config": "0" * 16, "answer": answer, "source": source, **extra,
+        "teacher": "literal",
+        "gen_config": "0" * 16,
+        "answer": answer,
+        "source": source,
+        **extra,
     }
 
 
@@ -43,8 +63,9 @@ def traces_table(rows: list[dict]) -> pa.Table:
     return validate(pa.table(arrays), "traces", "literal traces")
 
 
-def write_traces(path: str | os.PathLike, rows: list[dict] | pa.Table, *, shard_rows: int = 1000,
-                 complete: bool = True) -> Path:
+def write_traces(
+    path: str | os.PathLike, rows: list[dict] | pa.Table, *, shard_rows: int = 1000, complete: bool = True
+) -> Path:
     """A traces stage directory as `distill generate` would leave it."""
     table = rows if isinstance(rows, pa.Table) else traces_table(rows)
     w = StageWriter(path, stage="generate", kind="traces", config={"literal": True}, keys=("id", "sample"))
@@ -55,8 +76,10 @@ def write_traces(path: str | os.PathLike, rows: list[dict] | pa.Table, *, shard_
     return Path(path)
 
 
-_FILLER = ("Let me work through this carefully. First I restate the problem, then I compute each part "
-           "and check the result against a quick estimate before writing the final answer.")
+_FILLER = (
+    "Let me work through this carefully. First I restate the problem, then I compute each part "
+    "and check the result against a quick estimate before writing the final answer."
+)
 
 
 def _latex_case(rng: random.Random) -> tuple[str, list[str], list[str]]:
@@ -79,8 +102,15 @@ def _latex_case(rng: random.Random) -> tuple[str, list[str], list[str]]:
     return gold, right, [flipped, f"{left}{lo}, {hi + 1}{rightb}"]
 
 
-def synthetic_rows(n_prompts: int, kind: str = "int", *, samples: int = 4, seed: int = 0,
-                   wrong: float = 0.3, reasoning_words: int = 60) -> list[dict]:
+def synthetic_rows(
+    n_prompts: int,
+    kind: str = "int",
+    *,
+    samples: int = 4,
+    seed: int = 0,
+    wrong: float = 0.3,
+    reasoning_words: int = 60,
+) -> list[dict]:
     """``n_prompts * samples`` R1-shaped traces with integer or LaTeX answers, ``wrong`` of them wrong."""
     rng = random.Random(f"{seed}/{kind}")
     rows = []
@@ -101,6 +131,15 @@ def synthetic_rows(n_prompts: int, kind: str = "int", *, samples: int = 4, seed:
             words = " ".join(rng.choice(_FILLER.split()) for _ in range(reasoning_words))
             reasoning = f"\n{problem} {words} {s}\n"
             response = f"\n\nPutting it together, {_FILLER[:80]} The final answer is $\\boxed{{{pred}}}$."
-            rows.append(trace(f"{kind}-{p}", s, problem=problem, reasoning=reasoning, response=response,
-                              answer=gold, source=f"synthetic/{kind}"))
+            rows.append(
+                trace(
+                    f"{kind}-{p}",
+                    s,
+                    problem=problem,
+                    reasoning=reasoning,
+                    response=response,
+                    answer=gold,
+                    source=f"synthetic/{kind}",
+                )
+            )
     return rows

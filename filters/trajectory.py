@@ -41,8 +41,8 @@ from collections.abc import Iterable, Sequence
 import pyarrow as pa
 
 from reasonkit.filters.base import RowFilter
-from reasonkit.filters.math.extract import extract_answer
 from reasonkit.filters.language import LanguageFilter
+from reasonkit.filters.math.extract import extract_answer
 from reasonkit.filters.math.verify import VerifyFilter, same_text
 
 #: The columns that, beside ``messages`` and ``finish_reason``, make a table a trajectories table.
@@ -65,7 +65,7 @@ def is_trajectories(names: Iterable[str]) -> bool:
 
     >>> is_trajectories(["id", "messages", "turns", "tool_calls", "tool_errors"]), is_trajectories(["id", "completion"])
     (True, False)
-    """
+    """  # noqa: E501
     names = set(names)
     return all(c in names for c in COLUMNS)
 
@@ -105,8 +105,9 @@ def unrecovered_error(messages: Sequence[dict]) -> str | None:
     return next(iter(failed), None)
 
 
-def trajectory_reason(messages: Sequence[dict], finish_reason: str, tool_calls: int, tool_errors: int, *,
-                      require_tool: bool = False) -> str | None:
+def trajectory_reason(
+    messages: Sequence[dict], finish_reason: str, tool_calls: int, tool_errors: int, *, require_tool: bool = False
+) -> str | None:
     """The first trajectory check one row fails (:data:`REASONS` order), or None.
 
     Errors are looked for only where the loop counted some (``tool_errors``): a program whose
@@ -154,7 +155,7 @@ def is_words(gold: str) -> bool:
 
     >>> is_words("Ada Vell"), is_words("The Glass Orchard."), is_words("O'Neil-Smith"), is_words("pi"), is_words("x+y"), is_words("1987")
     (True, True, True, False, False, False)
-    """
+    """  # noqa: E501
     return bool(_WORDS.fullmatch(gold.strip())) and any(len(w) >= 3 for w in re.findall(r"[^\W\d_]+", gold))
 
 
@@ -211,7 +212,7 @@ def prose(messages: Sequence[dict]) -> str:
     >>> prose([{"role": "assistant", "content": "", "tool_calls": [{"name": "search", "arguments": '{"query": "Gemi Fozu"}'}]},
     ...        {"role": "assistant", "content": "The answer is 1901."}])
     'The answer is 1901.'
-    """
+    """  # noqa: E501
     return "\n".join(m["content"] for m in messages if m.get("role") == "assistant" and m.get("content"))
 
 
@@ -237,31 +238,41 @@ def sft_rows(kept: pa.Table) -> pa.Table:
     trajectories carry one; the training lint flags conversations without)."""
     from reasonkit.schema import TOOL_MESSAGES
 
-    tools = kept.column("tools").cast(pa.string()) if "tools" in kept.column_names else pa.nulls(kept.num_rows, pa.string())
-    return pa.table({
-        "id": kept.column("id"),
-        "messages": kept.column("messages").cast(TOOL_MESSAGES),
-        "tools": tools,
-        "source": kept.column("source"),
-        "sample": kept.column("sample"),
-    })
+    tools = (
+        kept.column("tools").cast(pa.string())
+        if "tools" in kept.column_names
+        else pa.nulls(kept.num_rows, pa.string())
+    )
+    return pa.table(
+        {
+            "id": kept.column("id"),
+            "messages": kept.column("messages").cast(TOOL_MESSAGES),
+            "tools": tools,
+            "source": kept.column("source"),
+            "sample": kept.column("sample"),
+        }
+    )
 
 
-def summary(turns: Sequence[int], tool_calls: Sequence[int], tool_errors: Sequence[int],
-            finish_reasons: Sequence[str]) -> dict:
+def summary(
+    turns: Sequence[int], tool_calls: Sequence[int], tool_errors: Sequence[int], finish_reasons: Sequence[str]
+) -> dict:
     """How a set of trajectories went: tool calls and turns per trajectory, the share of calls that
     failed, how they ended.
 
     >>> summary([2, 3], [1, 2], [0, 1], ["stop", "max_turns"])
     {'rows': 2, 'turns_per_trajectory': 2.5, 'tool_calls_per_trajectory': 1.5, 'tool_error_rate': 0.3333, 'finish_reason': {'max_turns': 1, 'stop': 1}}
-    """
+    """  # noqa: E501
     from collections import Counter
 
     n, calls = len(turns), sum(tool_calls)
-    return {"rows": n, "turns_per_trajectory": round(sum(turns) / n, 4) if n else None,
-            "tool_calls_per_trajectory": round(calls / n, 4) if n else None,
-            "tool_error_rate": round(sum(tool_errors) / calls, 4) if calls else None,
-            "finish_reason": dict(sorted(Counter(finish_reasons).items()))}
+    return {
+        "rows": n,
+        "turns_per_trajectory": round(sum(turns) / n, 4) if n else None,
+        "tool_calls_per_trajectory": round(calls / n, 4) if n else None,
+        "tool_error_rate": round(sum(tool_errors) / calls, 4) if calls else None,
+        "finish_reason": dict(sorted(Counter(finish_reasons).items())),
+    }
 
 
 def report(work: Sequence, decisions: Sequence[str | None]) -> dict:

@@ -15,7 +15,9 @@ from reasonkit.options import Command, config_options, given
 from reasonkit.sandbox.stage import sandbox_option
 
 
-@click.command(name="generate", cls=Command, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.command(
+    name="generate", cls=Command, context_settings={"help_option_names": ["-h", "--help"], "show_default": True}
+)
 @config_options(GenerateConfig)
 @click.option("--config", "config_file", type=click.Path(), default=None, help="YAML of GenerateConfig keys.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override any config key (repeatable).")

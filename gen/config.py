@@ -34,11 +34,23 @@ class GenerateConfig(SamplingSettings, PromptSettings, BackendSettings, ToolSett
     def __post_init__(self) -> None:
         check_engine(self.engine, self.replicas, self.ray_address)
         if self.engine == "ray" and self.data_parallel > 1:
-            raise UserError(f"--data-parallel {self.data_parallel} is the local engine's; with --engine ray "
-                            f"use --replicas {self.data_parallel} (one engine per replica)")
-        for name, low in (("n", 1), ("max_tokens", 1), ("shard_size", 1), ("concurrency", 1), ("tensor_parallel", 1),
-                          ("data_parallel", 1), ("batch_size", 1), ("max_retries", 0), ("max_turns", 1),
-                          ("tool_workers", 1), ("search_k", 1)):
+            raise UserError(
+                f"--data-parallel {self.data_parallel} is the local engine's; with --engine ray "
+                f"use --replicas {self.data_parallel} (one engine per replica)"
+            )
+        for name, low in (
+            ("n", 1),
+            ("max_tokens", 1),
+            ("shard_size", 1),
+            ("concurrency", 1),
+            ("tensor_parallel", 1),
+            ("data_parallel", 1),
+            ("batch_size", 1),
+            ("max_retries", 0),
+            ("max_turns", 1),
+            ("tool_workers", 1),
+            ("search_k", 1),
+        ):
             if getattr(self, name) < low:
                 raise UserError(f"--{name.replace('_', '-')} {getattr(self, name)}: expected at least {low}")
         if self.backend not in BACKENDS:
@@ -61,10 +73,14 @@ class GenerateConfig(SamplingSettings, PromptSettings, BackendSettings, ToolSett
             raise UserError(f"--gpu-memory-utilization {self.gpu_memory_utilization}: expected in (0, 1]")
         object.__setattr__(self, "engine_args", EngineArgs.from_config(self.engine_args, "engine_args"))
         if self.engine_args and self.backend != "vllm":
-            raise UserError(f"engine_args {dict(self.engine_args)} apply to the vllm backend, not --backend {self.backend}")
+            raise UserError(
+                f"engine_args {dict(self.engine_args)} apply to the vllm backend, not --backend {self.backend}"
+            )
         if self.backend == "openai":
             if not self.base_url:
                 raise UserError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
             if self.chat_template:
-                raise UserError("--chat-template applies to the vllm and hf backends; a server uses the template "
-                                "it was started with (vllm serve --chat-template FILE)")
+                raise UserError(
+                    "--chat-template applies to the vllm and hf backends; a server uses the template "
+                    "it was started with (vllm serve --chat-template FILE)"
+                )

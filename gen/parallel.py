@@ -81,9 +81,12 @@ class DataParallel:
             options = {**options, "tensor_parallel": tensor_parallel}
         for rank in range(replicas):
             devices = _visible_devices(rank, per_replica, replicas)
-            proc = ctx.Process(target=_worker, args=(rank, devices, backend, model, options, self.inboxes[rank],
-                                                     self.outbox, replicas),
-                               name=f"reasonkit-dp{rank}", daemon=False)
+            proc = ctx.Process(
+                target=_worker,
+                args=(rank, devices, backend, model, options, self.inboxes[rank], self.outbox, replicas),
+                name=f"reasonkit-dp{rank}",
+                daemon=False,
+            )
             proc.start()
             self.procs.append(proc)
         self.info: dict = {}

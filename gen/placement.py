@@ -51,8 +51,9 @@ class ReplicaPlacement:
         return self.min_nodes > 1
 
 
-def plan_replica(tensor_parallel: int, pipeline_parallel: int, node_gpus: Sequence[float],
-                 executor: str | None = None) -> ReplicaPlacement:
+def plan_replica(
+    tensor_parallel: int, pipeline_parallel: int, node_gpus: Sequence[float], executor: str | None = None
+) -> ReplicaPlacement:
     """The placement of one vLLM replica on a cluster whose alive nodes have ``node_gpus`` GPUs each.
 
     ``executor``: the ``distributed_executor_backend`` the user set in ``engine_args`` (None: unset).
@@ -65,18 +66,28 @@ def plan_replica(tensor_parallel: int, pipeline_parallel: int, node_gpus: Sequen
     if world <= largest and executor != "ray":
         return ReplicaPlacement(gpus=world, actor_gpus=world, executor=executor)
     if world > largest and executor not in (None, "ray"):
-        raise UserError(f"engine_args.distributed_executor_backend: {executor}: a replica of tensor_parallel "
-                        f"{tensor_parallel} x pipeline_parallel_size {pipeline_parallel} = {world} GPUs spans nodes "
-                        f"(the largest has {largest}); only vLLM's ray executor spans nodes: set it to ray or unset it")
+        raise UserError(
+            f"engine_args.distributed_executor_backend: {executor}: a replica of tensor_parallel "
+            f"{tensor_parallel} x pipeline_parallel_size {pipeline_parallel} = {world} GPUs spans nodes "
+            f"(the largest has {largest}); only vLLM's ray executor spans nodes: set it to ray or unset it"
+        )
     min_nodes = _min_nodes(world, node_gpus)
     note = None
     if tensor_parallel > largest:
-        note = (f"tensor_parallel {tensor_parallel} is larger than the largest node ({largest} GPUs): its all-reduces "
-                f"cross the network every layer; tensor_parallel {largest} with engine_args.pipeline_parallel_size "
-                f"{math.ceil(world / largest)} keeps them on one node's links")
-    return ReplicaPlacement(gpus=world, actor_gpus=0, bundles=tuple(dict(BUNDLE) for _ in range(world)),
-                            strategy="STRICT_PACK" if min_nodes == 1 else "PACK", executor="ray",
-                            min_nodes=min_nodes, note=note)
+        note = (
+            f"tensor_parallel {tensor_parallel} is larger than the largest node ({largest} GPUs): its all-reduces "
+            f"cross the network every layer; tensor_parallel {largest} with engine_args.pipeline_parallel_size "
+            f"{math.ceil(world / largest)} keeps them on one node's links"
+        )
+    return ReplicaPlacement(
+        gpus=world,
+        actor_gpus=0,
+        bundles=tuple(dict(BUNDLE) for _ in range(world)),
+        strategy="STRICT_PACK" if min_nodes == 1 else "PACK",
+        executor="ray",
+        min_nodes=min_nodes,
+        note=note,
+    )
 
 
 def _min_nodes(world: int, node_gpus: Sequence[float]) -> int:

@@ -19,8 +19,6 @@ from reasonkit.identity import looks_like_hub_id  # recipes/runner.py imports it
 _LENGTH_KEYS = ("max_position_embeddings", "max_sequence_length", "seq_length", "n_positions", "max_seq_len")
 
 
-
-
 def model_length(teacher: str) -> tuple[int | None, str]:
     """The teacher's context length from its config, and where it was read (for messages).
 
@@ -62,7 +60,7 @@ def check_max_tokens(max_tokens: int, length: int | None, where: str) -> None:
     Traceback (most recent call last):
     ...
     reasonkit.errors.UserError: --max-tokens 32768 does not fit the model's length (1024 tokens, tiny/config.json max_position_embeddings); lower --max-tokens
-    """
+    """  # noqa: E501
     if length is not None and max_tokens >= length:
         raise UserError(
             f"--max-tokens {max_tokens} does not fit the model's length ({length} tokens, {where}); lower --max-tokens"

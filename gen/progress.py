@@ -54,9 +54,14 @@ class Progress:
             console = Console(file=stream)
             if console.is_terminal:
                 self._bar = Bar(
-                    TextColumn("generate"), BarColumn(), MofNCompleteColumn(), TextColumn("prompts"),
+                    TextColumn("generate"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TextColumn("prompts"),
                     TextColumn("{task.fields[samples]} samples  {task.fields[speed]} tok/s"),
-                    TimeRemainingColumn(), console=console, transient=True,
+                    TimeRemainingColumn(),
+                    console=console,
+                    transient=True,
                 )
                 self._task = self._bar.add_task("generate", total=total, completed=done, samples=0, speed="-")
                 self._bar.start()
@@ -73,8 +78,9 @@ class Progress:
         self.samples += samples
         self.tokens += tokens
         if self._bar is not None:
-            self._bar.update(self._task, advance=prompts, samples=fmt_count(self.samples),
-                             speed=fmt_count(self.tokens_per_s))
+            self._bar.update(
+                self._task, advance=prompts, samples=fmt_count(self.samples), speed=fmt_count(self.tokens_per_s)
+            )
         if self._ticker is not None:
             self._ticker.update(self.done_before + self.prompts, figures=self._figures)
 

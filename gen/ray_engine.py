@@ -42,8 +42,9 @@ def _from_ipc(data: bytes) -> pa.Table:
 class GenerateReplica:
     """One Ray actor: a backend built once, then one shard per call."""
 
-    def __init__(self, config, *, template: str | None, info, gen_config: str, prefill: str, teacher: str,
-                 make_backend):
+    def __init__(
+        self, config, *, template: str | None, info, gen_config: str, prefill: str, teacher: str, make_backend
+    ):
         # make_backend: the stage's own (gen/stage.py passes it), so this module never imports the stage
         # The replica *is* the local engine, on one shard at a time.
         self.config = dataclasses.replace(config, engine="local", replicas=1, ray_address=None, data_parallel=1)
@@ -57,9 +58,16 @@ class GenerateReplica:
         out = []
         for unit in batch.to_pylist():
             done = {tuple(key) for key in json.loads(unit["done"])}
-            rows = generate_shard(self.backend, _from_ipc(unit["prompts"]), json.loads(unit["messages"]), done,
-                                  self.config, teacher=self.teacher, gen_config=self.gen_config,
-                                  prefill=self.prefill)
+            rows = generate_shard(
+                self.backend,
+                _from_ipc(unit["prompts"]),
+                json.loads(unit["messages"]),
+                done,
+                self.config,
+                teacher=self.teacher,
+                gen_config=self.gen_config,
+                prefill=self.prefill,
+            )
             rows = rows.append_column(_BACKEND_INFO, pa.array([self.info] * rows.num_rows, pa.string()))
             out.append(tag(rows, unit["shard"]))
         return pa.concat_tables(out)
@@ -70,8 +78,14 @@ def plan_units(prompts: pa.Table, messages: list[list[dict]], work) -> tuple[lis
     units, expected = [], {}
     for shard, chunk in enumerate(work.chunks):
         done = [[work.ids[i], k] for i in chunk for k in range(work.n) if (work.ids[i], k) in work.done]
-        units.append({"shard": shard, "prompts": _ipc(prompts.take(pa.array(chunk, pa.int64()))),
-                      "messages": json.dumps([messages[i] for i in chunk]), "done": json.dumps(done)})
+        units.append(
+            {
+                "shard": shard,
+                "prompts": _ipc(prompts.take(pa.array(chunk, pa.int64()))),
+                "messages": json.dumps([messages[i] for i in chunk]),
+                "done": json.dumps(done),
+            }
+        )
         expected[shard] = len(chunk) * work.n - len(done)
     return units, expected
 
@@ -97,10 +111,14 @@ def place_replicas(config, gpus_per_node: list[float]):
     if placement.note:
         print(f"ray: {placement.note}", file=sys.stderr, flush=True)
     if placement.bundles:
-        print(f"ray: each replica spans {placement.gpus} GPUs (tensor_parallel {config.tensor_parallel} x "
-              f"pipeline_parallel_size {pipeline}) over at least {placement.min_nodes} node"
-              f"{'s' if placement.min_nodes > 1 else ''}: a placement group of {placement.gpus} GPU bundles "
-              f"({placement.strategy}) per replica, vLLM's ray executor", file=sys.stderr, flush=True)
+        print(
+            f"ray: each replica spans {placement.gpus} GPUs (tensor_parallel {config.tensor_parallel} x "
+            f"pipeline_parallel_size {pipeline}) over at least {placement.min_nodes} node"
+            f"{'s' if placement.min_nodes > 1 else ''}: a placement group of {placement.gpus} GPU bundles "
+            f"({placement.strategy}) per replica, vLLM's ray executor",
+            file=sys.stderr,
+            flush=True,
+        )
         config = dataclasses.replace(config, engine_args={**args, "distributed_executor_backend": "ray"})
     return config, placement
 
@@ -110,15 +128,32 @@ def connect_for(config) -> None:
     connect(config.ray_address, forward_env=(config.api_key_env,) if config.backend == "openai" else ())
 
 
-def generate_on_ray(config, prompts: pa.Table, messages: list[list[dict]], work, writer, *, template, info,
-                    gen_config: str, prefill: str, progress, teacher: str, make_backend) -> dict | None:
+def generate_on_ray(
+    config,
+    prompts: pa.Table,
+    messages: list[list[dict]],
+    work,
+    writer,
+    *,
+    template,
+    info,
+    gen_config: str,
+    prefill: str,
+    progress,
+    teacher: str,
+    make_backend,
+) -> dict | None:
     """Generate every owed shard on Ray, committing each through ``writer``; returns a replica's describe()."""
     connect_for(config)
     progress.restart()  # the clock starts once connected; replicas load their models inside it
     units, expected = plan_units(prompts, messages, work)
     committed_before = len(writer.manifest["shards"])
-    print(f"ray: {len(units)} shards to generate ({committed_before} committed earlier) on "
-          f"{config.replicas} replica{'s' if config.replicas > 1 else ''}", file=sys.stderr, flush=True)
+    print(
+        f"ray: {len(units)} shards to generate ({committed_before} committed earlier) on "
+        f"{config.replicas} replica{'s' if config.replicas > 1 else ''}",
+        file=sys.stderr,
+        flush=True,
+    )
     config, placement = place_replicas(config, node_gpus())
     described: dict = {}
 
@@ -130,9 +165,25 @@ def generate_on_ray(config, prompts: pa.Table, messages: list[list[dict]], work,
         tokens = sum(rows.column("completion_tokens").to_pylist())
         progress.update(prompts=len(work.chunks[shard]), samples=rows.num_rows, tokens=tokens)
 
-    kwargs = dict(config=config, template=template, info=info, gen_config=gen_config, prefill=prefill,
-                  teacher=teacher, make_backend=make_backend)
-    run_shards(units, expected, GenerateReplica, kwargs, replicas=config.replicas, num_cpus=1,
-               num_gpus=placement.actor_gpus, bundles=placement.bundles, strategy=placement.strategy or "PACK",
-               on_shard=commit)
+    kwargs = dict(
+        config=config,
+        template=template,
+        info=info,
+        gen_config=gen_config,
+        prefill=prefill,
+        teacher=teacher,
+        make_backend=make_backend,
+    )
+    run_shards(
+        units,
+        expected,
+        GenerateReplica,
+        kwargs,
+        replicas=config.replicas,
+        num_cpus=1,
+        num_gpus=placement.actor_gpus,
+        bundles=placement.bundles,
+        strategy=placement.strategy or "PACK",
+        on_shard=commit,
+    )
     return {**described, "engine": "ray", "replicas": config.replicas} if described else None

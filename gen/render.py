@@ -84,8 +84,14 @@ def load_chat_template(path: str | os.PathLike | None) -> str | None:
     return text
 
 
-def prompt_text(tokenizer, messages: Sequence[dict], *, chat_template: str | None = None, prefill: str = "",
-                tools: Sequence[dict] | None = None) -> str:
+def prompt_text(
+    tokenizer,
+    messages: Sequence[dict],
+    *,
+    chat_template: str | None = None,
+    prefill: str = "",
+    tools: Sequence[dict] | None = None,
+) -> str:
     """The chat template applied with the generation prompt, then ``prefill``.
 
     A template that already opens the think block itself (R1's newer template, Qwen3's) is not

@@ -41,8 +41,9 @@ class RetryPolicy:
         extra = {} if sleep is None else {"sleep": sleep}
         return tenacity.AsyncRetrying(
             stop=tenacity.stop_after_attempt(self.max_retries + 1),
-            wait=WaitRetryAfter(tenacity.wait_random_exponential(multiplier=self.base, max=self.cap),
-                                longest=self.max_retry_after),
+            wait=WaitRetryAfter(
+                tenacity.wait_random_exponential(multiplier=self.base, max=self.cap), longest=self.max_retry_after
+            ),
             retry=tenacity.retry_if_exception(lambda e: classify(e) == "retry"),
             before_sleep=(lambda state: on_retry()) if on_retry else None,
             reraise=True,
@@ -109,5 +110,16 @@ def classify(error: BaseException) -> str:
 
 def _is_context_error(error: BaseException) -> bool:
     text = str(error).lower()
-    return any(s in text for s in ("context length", "context_length", "maximum context", "too long", "max_model_len",
-                                   "maximum model length", "prompt is too long", "input tokens"))
+    return any(
+        s in text
+        for s in (
+            "context length",
+            "context_length",
+            "maximum context",
+            "too long",
+            "max_model_len",
+            "maximum model length",
+            "prompt is too long",
+            "input tokens",
+        )
+    )

@@ -53,9 +53,12 @@ class PromptSettings:
     """How a problem becomes the chat the model reads (gen/render.py)."""
 
     system: str | None = setting(None, "System prompt (replaces the prompt's own).")
-    instruction: str | None = setting(R1_INSTRUCTION, "Appended to problem-text prompts after a blank line ('' for none).")
-    prefill_think: bool = setting(False, "Start the assistant turn with '<think>\\n' (R1's advice).",
-                                  flag="--prefill-think/--no-prefill-think")
+    instruction: str | None = setting(
+        R1_INSTRUCTION, "Appended to problem-text prompts after a blank line ('' for none)."
+    )
+    prefill_think: bool = setting(
+        False, "Start the assistant turn with '<think>\\n' (R1's advice).", flag="--prefill-think/--no-prefill-think"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,8 +89,9 @@ class BackendSettings:
 class ToolSettings:
     """Tools between turns (gen/tools/): each row becomes a multi-turn trajectory."""
 
-    tools: str | None = setting(None, "Comma-separated tools (search,python): rows become multi-turn trajectories "
-                                      "(`trajectories` table).")
+    tools: str | None = setting(
+        None, "Comma-separated tools (search,python): rows become multi-turn trajectories (`trajectories` table)."
+    )
     corpus: str | None = setting(None, "search tool: passages, JSONL or Parquet with id and contents.", path=True)
     max_turns: int = setting(8, "tools: assistant turns per trajectory.")
     search_k: int = setting(3, "search tool: passages per observation.")

@@ -42,7 +42,11 @@ def plan(ids: list[str], n: int, shard_size: int, done: set[tuple]) -> Work:
     """
     chunks = []
     for start in range(0, len(ids), shard_size):
-        owed = [i for i in range(start, min(start + shard_size, len(ids))) if any((ids[i], k) not in done for k in range(n))]
+        owed = [
+            i
+            for i in range(start, min(start + shard_size, len(ids)))
+            if any((ids[i], k) not in done for k in range(n))
+        ]
         if owed:
             chunks.append(owed)
     return Work(ids, n, chunks, done)
@@ -51,8 +55,17 @@ def plan(ids: list[str], n: int, shard_size: int, done: set[tuple]) -> Work:
 class Assembler:
     """Collects completions per shard and commits a shard when its last sample arrives."""
 
-    def __init__(self, prompts: pa.Table, messages: list[list[dict]], work: Work, *, teacher: str, gen_config: str,
-                 prefilled: bool, commit: Callable[[pa.Table], object]):
+    def __init__(
+        self,
+        prompts: pa.Table,
+        messages: list[list[dict]],
+        work: Work,
+        *,
+        teacher: str,
+        gen_config: str,
+        prefilled: bool,
+        commit: Callable[[pa.Table], object],
+    ):
         self.prompts, self.messages, self.work = prompts, messages, work
         self.teacher, self.gen_config, self.prefilled, self.commit = teacher, gen_config, prefilled, commit
         self.index = {work.ids[i]: i for chunk in work.chunks for i in chunk}
@@ -141,8 +154,17 @@ class Assembler:
         return pa.table(columns)
 
 
-def generate_shard(backend, prompts: pa.Table, messages: list[list[dict]], done: set[tuple], config, *,
-                   teacher: str, gen_config: str, prefill: str) -> pa.Table:
+def generate_shard(
+    backend,
+    prompts: pa.Table,
+    messages: list[list[dict]],
+    done: set[tuple],
+    config,
+    *,
+    teacher: str,
+    gen_config: str,
+    prefill: str,
+) -> pa.Table:
     """Every sample one shard still owes, through ``backend``, as the table the stage commits.
 
     The unit of work of a Ray replica: the same Assembler as the local loop, over one shard's
@@ -150,8 +172,15 @@ def generate_shard(backend, prompts: pa.Table, messages: list[list[dict]], done:
     """
     work = plan(prompts.column("id").to_pylist(), config.n, max(1, prompts.num_rows), done)
     shards: list[pa.Table] = []
-    assembler = Assembler(prompts, messages, work, teacher=teacher, gen_config=gen_config,
-                          prefilled=config.prefill_think, commit=shards.append)
+    assembler = Assembler(
+        prompts,
+        messages,
+        work,
+        teacher=teacher,
+        gen_config=gen_config,
+        prefilled=config.prefill_think,
+        commit=shards.append,
+    )
     for completion in backend.generate(assembler.requests(config, prefill)):
         assembler.add(completion)
     assembler.check_complete()
@@ -163,7 +192,9 @@ def totals(writer) -> dict:
     out = {"rows": 0, "prompts": 0, "prompt_tokens": 0, "completion_tokens": 0, "truncated": 0, "errors": 0}
     ids: set[str] = set()
     for shard in writer.manifest["shards"]:
-        t = pq.read_table(writer.dir / shard["file"], columns=["id", "finish_reason", "prompt_tokens", "completion_tokens"])
+        t = pq.read_table(
+            writer.dir / shard["file"], columns=["id", "finish_reason", "prompt_tokens", "completion_tokens"]
+        )
         out["rows"] += t.num_rows
         ids.update(t.column("id").to_pylist())
         out["prompt_tokens"] += int(pc.sum(t.column("prompt_tokens")).as_py() or 0)

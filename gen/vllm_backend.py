@@ -127,9 +127,14 @@ class VllmBackend:
         import vllm
 
         mc = self.llm.llm_engine.model_config
-        return {"backend": "vllm", "vllm": vllm.__version__, "dtype": str(mc.dtype).replace("torch.", ""),
-                "max_model_len": self.max_model_len, "lora": self.lora,
-                **({"engine_args": self.engine_args} if self.engine_args else {})}
+        return {
+            "backend": "vllm",
+            "vllm": vllm.__version__,
+            "dtype": str(mc.dtype).replace("torch.", ""),
+            "max_model_len": self.max_model_len,
+            "lora": self.lora,
+            **({"engine_args": self.engine_args} if self.engine_args else {}),
+        }
 
     def _lora_request(self):
         if self.lora is None:
@@ -140,8 +145,13 @@ class VllmBackend:
 
     def render(self, request: Request) -> tuple[list[int], bool]:
         """The prompt's token ids, and whether it leaves a ``<think>`` block open."""
-        text = prompt_text(self.tokenizer, request.messages, chat_template=self.chat_template, prefill=request.prefill,
-                           tools=request.tools)
+        text = prompt_text(
+            self.tokenizer,
+            request.messages,
+            chat_template=self.chat_template,
+            prefill=request.prefill,
+            tools=request.tools,
+        )
         return encode(self.tokenizer, text), opens_think(text)
 
     def params(self, request: Request, prompt_len: int):
@@ -185,8 +195,9 @@ class VllmBackend:
                         refused.extend(error_completions(request, len(ids)))
                         continue
                     rid = f"rk-{next(self._ids)}"
-                    engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), self.params(request, len(ids)),
-                                       lora_request=lora)
+                    engine.add_request(
+                        rid, TokensPrompt(prompt_token_ids=ids), self.params(request, len(ids)), lora_request=lora
+                    )
                     pending[rid] = (request, len(ids), opened)
                 yield from refused
                 refused.clear()

@@ -113,8 +113,10 @@ def parse(text: str, split: str | None = None) -> DatasetRef | None:
     if not (is_hub_id(source) or (parts and _data_folder(source)) or is_hub_folder(source)):
         return None
     if len(parts) > 2 or any(not p for p in parts) or (revision is not None and not revision):
-        raise UserError(f"{text}: expected SOURCE, SOURCE:SPLIT or SOURCE:CONFIG:SPLIT (SOURCE a Hub id or a "
-                        "Hub-layout folder, optionally SOURCE@REVISION)")
+        raise UserError(
+            f"{text}: expected SOURCE, SOURCE:SPLIT or SOURCE:CONFIG:SPLIT (SOURCE a Hub id or a "
+            "Hub-layout folder, optionally SOURCE@REVISION)"
+        )
     if len(parts) == 1:
         return DatasetRef(source, None, split, revision, suffix=parts[0])
     if parts and split is not None and parts[1] != split:
@@ -136,8 +138,10 @@ def resolve(ref: DatasetRef) -> DatasetRef:
         if ref.suffix is not None:
             return resolve(_place_suffix(ref, configs, _splits(ref, config) if config in configs else []))
         if config is None:
-            raise UserError(f"{ref.text}: no config named and it has several, with no default: {', '.join(configs)}; "
-                            f"name one ({ref.source}:{configs[0]}:SPLIT)")
+            raise UserError(
+                f"{ref.text}: no config named and it has several, with no default: {', '.join(configs)}; "
+                f"name one ({ref.source}:{configs[0]}:SPLIT)"
+            )
         if config not in configs:
             raise UserError(f"{ref.text}: no config {config!r}; its configs: {', '.join(configs)}")
         splits = _splits(ref, config)
@@ -145,8 +149,10 @@ def resolve(ref: DatasetRef) -> DatasetRef:
     if ref.split is None:
         if len(splits) != 1:
             prefix = f"{ref.source}:{config}" if len(configs) > 1 else ref.source
-            raise UserError(f"{ref.text}: no split named and it has {len(splits)}: {', '.join(splits)}{also}; "
-                            f"name one ({prefix}:{splits[0]})")
+            raise UserError(
+                f"{ref.text}: no split named and it has {len(splits)}: {', '.join(splits)}{also}; "
+                f"name one ({prefix}:{splits[0]})"
+            )
         return dataclasses.replace(ref, config=config, split=splits[0])
     if ref.split_name not in splits:
         raise UserError(f"{ref.text}: no split {ref.split_name!r}; it has: {', '.join(splits)}{also}")
@@ -188,7 +194,11 @@ def identity(ref: DatasetRef) -> str:
         ref = resolve(ref)
     except UserError:  # still pinned to the revision: a moved Hub id is another input even unread
         sha = hub_revision(ref.source, "dataset", ref.revision) if is_hub_id(ref.source) else None
-        return f"hub-dataset:{ref.source}@{sha}:?{ref.text[len(ref.source):]}" if sha else f"unresolved-dataset:{ref.text}"
+        return (
+            f"hub-dataset:{ref.source}@{sha}:?{ref.text[len(ref.source) :]}"
+            if sha
+            else f"unresolved-dataset:{ref.text}"
+        )
     where = f"{ref.config}:{ref.split}"
     if not is_hub_id(ref.source):
         import hashlib
@@ -285,5 +295,6 @@ class _errors:
             raise UserError(
                 f"{self.ref.text}: looks like a Hugging Face dataset id, but HF_HUB_OFFLINE=1 and it is not in the "
                 f"local cache ({first}); on a machine with the Hub run `huggingface-cli download --repo-type dataset "
-                f"{self.ref.source} --local-dir DIR`, copy DIR here and name DIR instead") from None
+                f"{self.ref.source} --local-dir DIR`, copy DIR here and name DIR instead"
+            ) from None
         raise UserError(f"{self.ref.text}: cannot load Hugging Face dataset ({first})") from None

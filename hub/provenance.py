@@ -23,8 +23,21 @@ from reasonkit.hub.public import is_local_path, public_model, public_path, scrub
 REPORT = "report.json"
 
 SAMPLING_KEYS = (
-    "teacher", "backend", "n", "temperature", "top_p", "top_k", "min_p", "max_tokens", "seed",
-    "system", "instruction", "prefill_think", "chat_template", "dtype", "max_model_len",
+    "teacher",
+    "backend",
+    "n",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "max_tokens",
+    "seed",
+    "system",
+    "instruction",
+    "prefill_think",
+    "chat_template",
+    "dtype",
+    "max_model_len",
 )
 
 
@@ -166,12 +179,17 @@ def _verified(inputs: list[str], as_list: bool, here: Link) -> list[Path | None]
         return [o[0] if o else None for o in options]
     shown = ", ".join(f"`{public_path(r)}`" for r in (missing or inputs))
     if missing:
-        why = (f"inputs {shown} are not reachable from here (moved or deleted since this stage read them)"
-               if len(missing) > 1 else
-               f"input {shown} is not reachable from here (moved or deleted since this stage read it)")
+        why = (
+            f"inputs {shown} are not reachable from here (moved or deleted since this stage read them)"
+            if len(missing) > 1
+            else f"input {shown} is not reachable from here (moved or deleted since this stage read it)"
+        )
     else:
-        why = (f"inputs {shown} have changed since this stage read them" if len(inputs) > 1
-               else f"input {shown} has changed since this stage read it")
+        why = (
+            f"inputs {shown} have changed since this stage read them"
+            if len(inputs) > 1
+            else f"input {shown} has changed since this stage read it"
+        )
     here.notes.append(f"{why}; provenance stops at this stage")
     return None
 
@@ -194,6 +212,7 @@ def _candidates(recorded: str, stage_dir: Path | None, *, moved: bool = True) ->
 def teacher_counts(configs: list[Config], chain: list[Link]) -> Counter:
     """(teacher, gen_config) -> rows, counted in the published tables (or the nearest traces upstream)."""
     import pyarrow.parquet as pq
+
     from reasonkit.store import shard_paths
 
     def count(paths: list[Path]) -> Counter | None:
@@ -299,7 +318,9 @@ def funnel(report: dict) -> Funnel | None:
         return None
     parsed = []
     for step in steps:
-        if not (isinstance(step, dict) and isinstance(step.get("dropped"), int) and isinstance(step.get("remaining"), int)):
+        if not (
+            isinstance(step, dict) and isinstance(step.get("dropped"), int) and isinstance(step.get("remaining"), int)
+        ):
             return None
         parsed.append((str(step.get("filter", "?")), str(step.get("reason", "?")), step["dropped"], step["remaining"]))
     return Funnel(rows_in, parsed, rows_out)
@@ -313,7 +334,7 @@ def decontamination(chain: list[Link]) -> tuple[dict[str, Any], list[str]]:
         report = link.report or {}
         parsed = funnel(report)
         # A filter's funnel names every eval set it checked, zeros included ("contaminated:<name>").
-        for _, reason, n, _ in (parsed.steps if parsed else []):
+        for _, reason, n, _ in parsed.steps if parsed else []:
             if reason.startswith("contaminated:"):
                 found[reason.split(":", 1)[1]] = n
         for k, v in report.items():  # a section of its own ("contamination": {name: rows})
@@ -366,8 +387,12 @@ def provenance(configs: list[Config], chain: list[Link]) -> dict:
         "reasonkit_version": __version__,
         "configs": {c.name: {"files": c.files, "manifest": public_manifest(c.manifest)} for c in configs},
         "lineage": [
-            {"manifest": public_manifest(link.manifest), "report": scrub(link.report),
-             "source": link.source, "notes": [scrub_text(n) for n in link.notes]}
+            {
+                "manifest": public_manifest(link.manifest),
+                "report": scrub(link.report),
+                "source": link.source,
+                "notes": [scrub_text(n) for n in link.notes],
+            }
             for link in chain
         ],
     }

@@ -69,7 +69,7 @@ def public_model(name: str, identity: str | None = None) -> str:
     ('teacher@sha256:abababababababab', 'Qwen/Q-7B@cccccccccccccccccccccccccccccccccccccccc')
     """
     if identity and identity.startswith("hub:"):
-        return identity[len("hub:"):]  # the revision in full: it is what `from_pretrained(revision=)` takes
+        return identity[len("hub:") :]  # the revision in full: it is what `from_pretrained(revision=)` takes
     shown = (_parts(name)[-1:] or ("?",))[0] if is_local_path(name) else name
     if identity and identity.startswith("sha256:"):
         return f"{shown}@{identity[: len('sha256:') + 16]}"

@@ -80,8 +80,9 @@ def push(
         _check_no_secrets_in_tables(configs)
 
     chain = hub_provenance.lineage(stage_dir, configs[0].manifest)
-    card = hub_card.render(repo, configs, skipped, chain, split=split, license=license,
-                           recipe=hub_provenance.recipe_text(recipe, chain))
+    card = hub_card.render(
+        repo, configs, skipped, chain, split=split, license=license, recipe=hub_provenance.recipe_text(recipe, chain)
+    )
     texts = {
         "README.md": card,
         "provenance.json": json.dumps(hub_provenance.provenance(configs, chain), indent=2, default=str) + "\n",
@@ -117,9 +118,13 @@ def _check_names(repo: str, split: str, license: str) -> None:
             "(letters, digits, '-', '_', '.'; at most 96 characters each; no '--' or '..')"
         )
     if not _SPLIT.fullmatch(split or ""):
-        raise UserError(f"--split {split!r}: a split name is letters, digits and '_' (parts joined by '.'), e.g. train")
+        raise UserError(
+            f"--split {split!r}: a split name is letters, digits and '_' (parts joined by '.'), e.g. train"
+        )
     if not _LICENSE.fullmatch(license or ""):
-        raise UserError(f"--license {license!r}: expected a Hub license id such as apache-2.0, mit, cc-by-4.0 or other")
+        raise UserError(
+            f"--license {license!r}: expected a Hub license id such as apache-2.0, mit, cc-by-4.0 or other"
+        )
 
 
 def _collect(stage_dir: Path, split: str) -> tuple[list, dict[str, str]]:
@@ -209,8 +214,10 @@ def _check_no_secret(texts: dict[str, str], token: str | None, allow_secrets: bo
             raise UserError(f"refusing to publish: the Hugging Face token appears in the generated {name}")
     found = [] if allow_secrets else find_in_texts(texts)
     if found:
-        raise UserError(f"refusing to publish: a credential-shaped string appears in the generated {', '.join(found)}; "
-                        "remove it, or pass --allow-secrets if it is not a real credential")
+        raise UserError(
+            f"refusing to publish: a credential-shaped string appears in the generated {', '.join(found)}; "
+            "remove it, or pass --allow-secrets if it is not a real credential"
+        )
 
 
 def _check_no_secrets_in_tables(configs) -> None:
@@ -227,10 +234,21 @@ def _check_no_secrets_in_tables(configs) -> None:
     if merged:
         from reasonkit.hub.secrets import Finding
 
-        lines = [Finding(t, col, tuple(sorted({k for f in fs for k in f.kinds})), [i for f in fs for i in f.ids],
-                         sum(f.rows for f in fs)).line() for (t, col), fs in merged.items()]
-        raise UserError("refusing to publish: credential-shaped strings found: " + "; ".join(lines)
-                        + "; remove those rows, or pass --allow-secrets if they are not real credentials")
+        lines = [
+            Finding(
+                t,
+                col,
+                tuple(sorted({k for f in fs for k in f.kinds})),
+                [i for f in fs for i in f.ids],
+                sum(f.rows for f in fs),
+            ).line()
+            for (t, col), fs in merged.items()
+        ]
+        raise UserError(
+            "refusing to publish: credential-shaped strings found: "
+            + "; ".join(lines)
+            + "; remove those rows, or pass --allow-secrets if they are not real credentials"
+        )
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -335,14 +353,31 @@ def _first_line(e: BaseException) -> str:
 @click.option("--repo", required=True, metavar="ORG/NAME", help="Dataset repository to create or update.")
 @click.option("--private", is_flag=True, help="Create the repository private (an existing one keeps its visibility).")
 @click.option("--split", default="train", show_default=True, help="Split name every table is published under.")
-@click.option("--dry-run", "dry_run", type=click.Path(path_type=Path), metavar="FOLDER",
-              help="Write the repository to FOLDER (new or empty) and upload nothing; needs no token.")
+@click.option(
+    "--dry-run",
+    "dry_run",
+    type=click.Path(path_type=Path),
+    metavar="FOLDER",
+    help="Write the repository to FOLDER (new or empty) and upload nothing; needs no token.",
+)
 @click.option("--license", "license_", default="other", show_default=True, help="Hub license id for the card.")
 @click.option("--recipe", type=click.Path(path_type=Path), help="Recipe YAML to show in the card.")
-@click.option("--allow-secrets", is_flag=True, help="Publish even where a string column holds a credential-shaped "
-              "string (hf_ tokens, sk- keys, AWS keys, private keys); without it the push is refused, naming the rows.")
-def push_command(dir: Path, repo: str, private: bool, split: str, dry_run: Path | None, license_: str,
-                 recipe: Path | None, allow_secrets: bool) -> None:
+@click.option(
+    "--allow-secrets",
+    is_flag=True,
+    help="Publish even where a string column holds a credential-shaped "
+    "string (hf_ tokens, sk- keys, AWS keys, private keys); without it the push is refused, naming the rows.",
+)
+def push_command(
+    dir: Path,
+    repo: str,
+    private: bool,
+    split: str,
+    dry_run: Path | None,
+    license_: str,
+    recipe: Path | None,
+    allow_secrets: bool,
+) -> None:
     """Publish the stage directory DIR as a Hugging Face Hub dataset with a generated card.
 
     \b
@@ -350,8 +385,16 @@ def push_command(dir: Path, repo: str, private: bool, split: str, dry_run: Path 
     Example:
       distill push out/filtered --repo me/r1-distill-math --dry-run /tmp/preview
     """
-    result = push(dir, repo, private=private, split=split, dry_run=dry_run, license=license_, recipe=recipe,
-                  allow_secrets=allow_secrets)
+    result = push(
+        dir,
+        repo,
+        private=private,
+        split=split,
+        dry_run=dry_run,
+        license=license_,
+        recipe=recipe,
+        allow_secrets=allow_secrets,
+    )
     tables = ", ".join(f"{name} {rows:,} rows" for name, rows in result["configs"].items())
     for note in result["notes"]:
         click.echo(f"note: the card says: {note}", err=True)
@@ -359,4 +402,7 @@ def push_command(dir: Path, repo: str, private: bool, split: str, dry_run: Path 
         click.echo(f"dry run: wrote {len(result['files'])} files to {result['dry_run']} ({tables}); nothing uploaded")
     else:
         deleted = f"; removed {len(result['deleted'])} stale shard(s)" if result["deleted"] else ""
-        click.echo(f"pushed {len(result['files'])} files to {result['url']} ({tables}; commit {result['commit'][:10]}){deleted}")
+        click.echo(
+            f"pushed {len(result['files'])} files to {result['url']} ({tables}; commit "
+            f"{result['commit'][:10]}){deleted}"
+        )

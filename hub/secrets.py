@@ -41,7 +41,9 @@ class Finding:
     rows: int
 
     def line(self) -> str:
-        shown = ", ".join(self.ids[:SHOWN_IDS]) + (f" and {self.rows - SHOWN_IDS} more" if self.rows > SHOWN_IDS else "")
+        shown = ", ".join(self.ids[:SHOWN_IDS]) + (
+            f" and {self.rows - SHOWN_IDS} more" if self.rows > SHOWN_IDS else ""
+        )
         return f"table {self.table!r}, column {self.column!r}: {' / '.join(self.kinds)} in row(s) {shown}"
 
 

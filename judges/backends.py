@@ -21,14 +21,20 @@ def generation_config(model: JudgeModel, seed: int = 0):
     from reasonkit.gen.settings import BackendSettings, SamplingSettings, values_of
     from reasonkit.gen.stage import GenerateConfig
 
-    return GenerateConfig(prompts="", teacher=model.judge, out="", **values_of(model, SamplingSettings, seed=seed),
-                          **values_of(model, BackendSettings))
+    return GenerateConfig(
+        prompts="",
+        teacher=model.judge,
+        out="",
+        **values_of(model, SamplingSettings, seed=seed),
+        **values_of(model, BackendSettings),
+    )
 
 
 def make_backend(model: JudgeModel, *, seed: int = 0):
     """Build the backend ``model`` names (preflight first: a bad setting fails before any load)."""
     from reasonkit.gen.render import load_chat_template
-    from reasonkit.gen.stage import make_backend as gen_backend, preflight
+    from reasonkit.gen.stage import make_backend as gen_backend
+    from reasonkit.gen.stage import preflight
 
     try:
         config = generation_config(model, seed)
@@ -65,7 +71,9 @@ def ask(backend, prompts: Mapping[str, Sequence[dict]], model: JudgeModel, seed:
     if not prompts:
         return {}
     requests = [
-        Request(id=key, messages=[dict(m) for m in messages], n=1, sampling=model.request_sampling(derive_seed(seed, key)))
+        Request(
+            id=key, messages=[dict(m) for m in messages], n=1, sampling=model.request_sampling(derive_seed(seed, key))
+        )
         for key, messages in prompts.items()
     ]
     answers: dict[str, Answer] = {}

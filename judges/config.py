@@ -98,13 +98,19 @@ class JudgeConfig(JudgeModel, StageRun):
 
     input: str = setting(cli=False)  # the command's argument
     mode: str = setting("pointwise", "", choices=MODES)
-    rubric: str | None = setting(None, "Text file of grading criteria. [default: judges/templates/rubric.txt]", path=True)
+    rubric: str | None = setting(
+        None, "Text file of grading criteria. [default: judges/templates/rubric.txt]", path=True
+    )
     # pointwise: chosen_score - rejected_score must reach this (and exceed 0)
     min_margin: float = setting(1.0, "pointwise: least score gap of a pair.")
     max_pairs_per_prompt: int = setting(1, "")
     # show the judge the <think> block too, not only the response
-    include_reasoning: bool = setting(True, "Show the model the response after </think> only, not the reasoning.",
-                                      flag="--response-only", flag_value=False)
+    include_reasoning: bool = setting(
+        True,
+        "Show the model the response after </think> only, not the reasoning.",
+        flag="--response-only",
+        flag_value=False,
+    )
     # show the judge the prompt's gold ``answer`` when it has one
     reference: bool = setting(True, "Do not show the judge the gold answer.", flag="--no-reference", flag_value=False)
     shard_size: int = setting(256, "Prompts (judge) or rows (critique) per committed shard.")
@@ -143,9 +149,24 @@ def fingerprinted(config: object) -> dict:
     output goes, not whether to overwrite, not how many requests are in flight. A judge is also
     named by its content (identity.py: weights hashed, a Hub id at its revision), so a judge
     retrained at the same path cannot extend a record the old one started."""
-    skip = {"input", "verdicts", "out", "overwrite", "allow_incomplete", "concurrency", "base_url", "api_key_env",
-            "shard_size", "tensor_parallel", "engine_args", "data_parallel", "gpu_memory_utilization", "batch_size",
-            "request_timeout", "max_retries"}  # the input is fingerprinted by its manifest, not its path
+    skip = {
+        "input",
+        "verdicts",
+        "out",
+        "overwrite",
+        "allow_incomplete",
+        "concurrency",
+        "base_url",
+        "api_key_env",
+        "shard_size",
+        "tensor_parallel",
+        "engine_args",
+        "data_parallel",
+        "gpu_memory_utilization",
+        "batch_size",
+        "request_timeout",
+        "max_retries",
+    }  # the input is fingerprinted by its manifest, not its path
     settings = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in skip}
     if output_engine_args(getattr(config, "engine_args", {})):  # only when set: older runs keep their hash
         settings["engine_args"] = output_engine_args(config.engine_args)

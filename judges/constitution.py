@@ -53,7 +53,7 @@ class Constitution:
 
 def load_constitution(path: str | os.PathLike | None) -> Constitution:
     """The constitution at ``path`` (None: the shipped ``judges/constitution.yaml``)."""
-    from reasonkit.config import suggest, load_yaml
+    from reasonkit.config import load_yaml, suggest
 
     file = Path(path) if path is not None else DEFAULT
     if file.is_dir():

@@ -33,29 +33,77 @@ from reasonkit.judges.parse import answer_part
 from reasonkit.schema import MESSAGES
 from reasonkit.store import StageWriter, fingerprint_path
 
-_ROUND = pa.struct([("principle", pa.string()), ("critic_prompt", pa.string()), ("critic_response", pa.string()),
-                    ("revision_prompt", pa.string()), ("revision_response", pa.string())])
-RECORD = stage.with_extras(stage.prompt_fields() + [
-    ("sample", pa.int32()), ("init_prompt", pa.string()), ("init_response", pa.string()),
-    ("critic_prompt", pa.string()), ("critic_response", pa.string()), ("revision_prompt", pa.string()),
-    ("revision_response", pa.string()), ("principle", pa.string()), ("rounds", pa.list_(_ROUND)),
-    ("reason", pa.string()), ("prompt_tokens", pa.int32()), ("completion_tokens", pa.int32())], PASS_THROUGH)
-PREFS = stage.with_extras(stage.prompt_fields() + [
-    ("chosen", MESSAGES), ("rejected", MESSAGES), ("chosen_score", pa.float32()), ("rejected_score", pa.float32()),
-    ("strategy", pa.string()), ("sample", pa.int32()), ("principle", pa.string())], PASS_THROUGH)
+_ROUND = pa.struct(
+    [
+        ("principle", pa.string()),
+        ("critic_prompt", pa.string()),
+        ("critic_response", pa.string()),
+        ("revision_prompt", pa.string()),
+        ("revision_response", pa.string()),
+    ]
+)
+RECORD = stage.with_extras(
+    stage.prompt_fields()
+    + [
+        ("sample", pa.int32()),
+        ("init_prompt", pa.string()),
+        ("init_response", pa.string()),
+        ("critic_prompt", pa.string()),
+        ("critic_response", pa.string()),
+        ("revision_prompt", pa.string()),
+        ("revision_response", pa.string()),
+        ("principle", pa.string()),
+        ("rounds", pa.list_(_ROUND)),
+        ("reason", pa.string()),
+        ("prompt_tokens", pa.int32()),
+        ("completion_tokens", pa.int32()),
+    ],
+    PASS_THROUGH,
+)
+PREFS = stage.with_extras(
+    stage.prompt_fields()
+    + [
+        ("chosen", MESSAGES),
+        ("rejected", MESSAGES),
+        ("chosen_score", pa.float32()),
+        ("rejected_score", pa.float32()),
+        ("strategy", pa.string()),
+        ("sample", pa.int32()),
+        ("principle", pa.string()),
+    ],
+    PASS_THROUGH,
+)
 SFT = stage.with_extras([("id", pa.string()), ("messages", MESSAGES), ("sample", pa.int32())], ("source",))
 
 
 def derive_prefs(rows: list[dict]) -> list[dict]:
-    return [{"id": r["id"], "prompt": r["prompt"], "chosen": stage.assistant(r["revision_response"]),
-             "rejected": stage.assistant(r["init_response"]), "strategy": "critique", "sample": r["sample"],
-             "principle": r["principle"], **{c: r.get(c) for c in PASS_THROUGH}}
-            for r in rows if r["revision_response"] and r["revision_response"] != r["init_response"]]
+    return [
+        {
+            "id": r["id"],
+            "prompt": r["prompt"],
+            "chosen": stage.assistant(r["revision_response"]),
+            "rejected": stage.assistant(r["init_response"]),
+            "strategy": "critique",
+            "sample": r["sample"],
+            "principle": r["principle"],
+            **{c: r.get(c) for c in PASS_THROUGH},
+        }
+        for r in rows
+        if r["revision_response"] and r["revision_response"] != r["init_response"]
+    ]
 
 
 def derive_sft(rows: list[dict]) -> list[dict]:
-    return [{"id": r["id"], "messages": r["prompt"] + stage.assistant(r["revision_response"]), "sample": r["sample"],
-             "source": r.get("source")} for r in rows if r["revision_response"]]
+    return [
+        {
+            "id": r["id"],
+            "messages": r["prompt"] + stage.assistant(r["revision_response"]),
+            "sample": r["sample"],
+            "source": r.get("source"),
+        }
+        for r in rows
+        if r["revision_response"]
+    ]
 
 
 def _failure(a: Answer, what: str) -> str | None:
@@ -66,11 +114,22 @@ def _failure(a: Answer, what: str) -> str | None:
     return None
 
 
-def critique_chunk(items: list[dict], cfg: CritiqueConfig, constitution: Constitution, backend) -> tuple[list[dict], Counter]:
+def critique_chunk(
+    items: list[dict], cfg: CritiqueConfig, constitution: Constitution, backend
+) -> tuple[list[dict], Counter]:
     """Run every round for ``items`` (dicts with id, sample, prompt, init_response); record rows and cost."""
     spent = Counter()
-    state = {(it["id"], it["sample"]): {**it, "current": it["init_response"], "rounds": [], "reason": None,
-                                         "prompt_tokens": 0, "completion_tokens": 0} for it in items}
+    state = {
+        (it["id"], it["sample"]): {
+            **it,
+            "current": it["init_response"],
+            "rounds": [],
+            "reason": None,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+        }
+        for it in items
+    }
 
     def call(prompts: dict, keys: dict, what: str) -> dict[tuple, str]:
         answers = ask(backend, prompts, cfg, cfg.seed)
@@ -100,50 +159,89 @@ def critique_chunk(items: list[dict], cfg: CritiqueConfig, constitution: Constit
             row = state[key]
             p = principles[key] = choose(constitution, seed=cfg.seed, key=f"{key[0]}/{key[1]}", round=r)
             row["principle"] = p.name  # the last one tried, also when its round fails
-            chats[key] = row["prompt"] + stage.assistant(row["current"]) + [{"role": "user", "content": p.critique_request}]
+            chats[key] = (
+                row["prompt"] + stage.assistant(row["current"]) + [{"role": "user", "content": p.critique_request}]
+            )
             k = f"{key[0]}\x1f{key[1]}\x1fcritique{r}"
             keys[k], prompts[k] = key, chats[key]
         critiques = call(prompts, keys, "critique")
         keys, prompts = {}, {}
         for key, text in critiques.items():
-            chats[key] = chats[key] + stage.assistant(text) + [{"role": "user", "content": principles[key].revision_request}]
+            chats[key] = (
+                chats[key] + stage.assistant(text) + [{"role": "user", "content": principles[key].revision_request}]
+            )
             k = f"{key[0]}\x1f{key[1]}\x1frevision{r}"
             keys[k], prompts[k] = key, chats[key]
         revisions = call(prompts, keys, "revision")
         for key, text in revisions.items():
             row, p = state[key], principles[key]
-            row["rounds"].append({"principle": p.name, "critic_prompt": p.critique_request, "critic_response": critiques[key],
-                                  "revision_prompt": p.revision_request, "revision_response": text})
+            row["rounds"].append(
+                {
+                    "principle": p.name,
+                    "critic_prompt": p.critique_request,
+                    "critic_response": critiques[key],
+                    "revision_prompt": p.revision_request,
+                    "revision_response": text,
+                }
+            )
             row["current"] = text
     rows = []
     for row in state.values():
         last = row["rounds"][-1] if row["rounds"] else {}
-        rows.append({**{k: row[k] for k in ("id", "prompt", "sample", "init_response", "rounds", "reason",
-                                            "prompt_tokens", "completion_tokens", *PASS_THROUGH) if k in row},
-                     "init_prompt": render_prompt(row["prompt"]), **{k: last.get(k) for k in _ROUND.names},
-                     "principle": last.get("principle") or row.get("principle")})
+        rows.append(
+            {
+                **{
+                    k: row[k]
+                    for k in (
+                        "id",
+                        "prompt",
+                        "sample",
+                        "init_response",
+                        "rounds",
+                        "reason",
+                        "prompt_tokens",
+                        "completion_tokens",
+                        *PASS_THROUGH,
+                    )
+                    if k in row
+                },
+                "init_prompt": render_prompt(row["prompt"]),
+                **{k: last.get(k) for k in _ROUND.names},
+                "principle": last.get("principle") or row.get("principle"),
+            }
+        )
     return rows, spent
 
 
 def run_critique(cfg: CritiqueConfig, *, backend=None) -> dict:
     """Critique and revise every row of ``cfg.input`` not yet in the record; the report."""
     constitution = load_constitution(cfg.constitution)  # a bad constitution fails before anything loads
-    groups, skipped, manifest = read_groups(cfg.input, include_reasoning=cfg.include_reasoning,
-                                            allow_incomplete=cfg.allow_incomplete)
+    groups, skipped, manifest = read_groups(
+        cfg.input, include_reasoning=cfg.include_reasoning, allow_incomplete=cfg.allow_incomplete
+    )
     if manifest.get("kind") == "prefs" or any(g.pairs for g in groups):
         raise UserError(f"{cfg.input}: a prefs stage; critique revises single responses (traces, verdicts or sft)")
     settings = {**fingerprinted(cfg), "constitution": constitution.as_dict()}
     source_fp = fingerprint_path(cfg.input)
-    common = dict(config=settings, keys=("id", "sample"), input_fingerprint=source_fp, input_path=cfg.input,
-                  overwrite=cfg.overwrite)
+    common = dict(
+        config=settings,
+        keys=("id", "sample"),
+        input_fingerprint=source_fp,
+        input_path=cfg.input,
+        overwrite=cfg.overwrite,
+    )
     prefs = StageWriter(cfg.out, stage="critique", kind="prefs", **common)
     sft = StageWriter(stage.record_dir(cfg.out).parent / "sft", stage="critique-sft", kind="sft", **common)
     record = StageWriter(stage.record_dir(cfg.out), stage="critique-record", kind=None, **common)
     outputs = [stage.Output(prefs, derive_prefs, PREFS), stage.Output(sft, derive_sft, SFT)]
     stage.reconcile(record, outputs)
     done = record.done_keys()
-    items = [{"id": g.id, "sample": c.sample, "prompt": g.prompt, "init_response": c.text, **g.extras}
-             for g in groups for c in g.candidates if (g.id, c.sample) not in done]
+    items = [
+        {"id": g.id, "sample": c.sample, "prompt": g.prompt, "init_response": c.text, **g.extras}
+        for g in groups
+        for c in g.candidates
+        if (g.id, c.sample) not in done
+    ]
     spent = Counter()
     if items:
         owned = backend is None
@@ -172,9 +270,20 @@ def summarize(record, prefs, sft, skipped, spent, constitution) -> dict:
     for t in iter_stage(record.dir, allow_incomplete=True):
         reasons += t.column("reason").to_pylist()
         principles.update(p for p in t.column("principle").to_pylist() if p)
-        tok.update(prompt_tokens=pc.sum(t.column("prompt_tokens")).as_py() or 0,
-                   completion_tokens=pc.sum(t.column("completion_tokens")).as_py() or 0)
-    return {"stage": "critique", "constitution": constitution.name, "rows_in": record.manifest["rows"] + sum(skipped.values()),
-            "rows_skipped": dict(skipped), "rows_recorded": record.manifest["rows"],
-            "failed": stage.reason_counts(reasons), "principles": dict(principles),
-            "prefs": prefs.manifest["rows"], "sft": sft.manifest["rows"], "tokens": dict(tok), "this_run": spent}
+        tok.update(
+            prompt_tokens=pc.sum(t.column("prompt_tokens")).as_py() or 0,
+            completion_tokens=pc.sum(t.column("completion_tokens")).as_py() or 0,
+        )
+    return {
+        "stage": "critique",
+        "constitution": constitution.name,
+        "rows_in": record.manifest["rows"] + sum(skipped.values()),
+        "rows_skipped": dict(skipped),
+        "rows_recorded": record.manifest["rows"],
+        "failed": stage.reason_counts(reasons),
+        "principles": dict(principles),
+        "prefs": prefs.manifest["rows"],
+        "sft": sft.manifest["rows"],
+        "tokens": dict(tok),
+        "this_run": spent,
+    }

@@ -165,20 +165,29 @@ def groups_from_sft(table: pa.Table, *, where: str) -> tuple[list[Group], Counte
         group = groups.setdefault(row["id"], Group(row["id"], messages[:-1], extras=_extras(row)))
         sample = row.get("sample")
         text = messages[-1]["content"].strip()
-        group.candidates.append(Candidate(int(sample) if sample is not None else len(group.candidates), text, len(text)))
+        group.candidates.append(
+            Candidate(int(sample) if sample is not None else len(group.candidates), text, len(text))
+        )
     if table.num_rows and not groups:
         raise UserError(f"{where}: no row ends in an assistant turn; expected a traces, verdicts, sft or prefs stage")
     return list(groups.values()), skipped
 
 
-def read_groups(path: str, *, include_reasoning: bool = True, allow_incomplete: bool = False) -> tuple[list[Group], Counter, dict]:
+def read_groups(
+    path: str, *, include_reasoning: bool = True, allow_incomplete: bool = False
+) -> tuple[list[Group], Counter, dict]:
     """The prompts of a traces, verdicts, sft or prefs directory (a filter's kept rows, not ``rejected/``)."""
     table, manifest = open_stage(path, allow_incomplete=allow_incomplete)
     names = table.column_names
     if is_prefs(table) or manifest.get("kind") == "prefs":
         groups, skipped = groups_from_prefs(table, where=str(path))
-    elif manifest.get("kind") == "sft" or ("messages" in names and "completion" not in names and "response" not in names
-                                           and "id" in names and table.num_rows):
+    elif manifest.get("kind") == "sft" or (
+        "messages" in names
+        and "completion" not in names
+        and "response" not in names
+        and "id" in names
+        and table.num_rows
+    ):
         groups, skipped = groups_from_sft(table, where=str(path))
     else:
         groups, skipped = groups_from_rows(table, include_reasoning=include_reasoning, where=str(path))

@@ -30,17 +30,51 @@ from reasonkit.schema import MESSAGES
 from reasonkit.store import StageWriter, fingerprint_path
 
 _COST = [("finish_reason", pa.string()), ("prompt_tokens", pa.int32()), ("completion_tokens", pa.int32())]
-POINTWISE_RECORD = stage.with_extras(stage.prompt_fields() + [
-    ("sample", pa.int32()), ("text", pa.string()), ("score", pa.float32()), ("rationale", pa.string()),
-    ("reason", pa.string()), ("judge_output", pa.string())] + _COST, PASS_THROUGH)
-PAIRWISE_RECORD = stage.with_extras(stage.prompt_fields() + [
-    ("pair", pa.int32()), ("a_sample", pa.int32()), ("b_sample", pa.int32()), ("a_text", pa.string()),
-    ("b_text", pa.string()), ("verdict_ab", pa.string()), ("verdict_ba", pa.string()), ("winner", pa.string()),
-    ("reason", pa.string()), ("output_ab", pa.string()), ("output_ba", pa.string())] + _COST, PASS_THROUGH)
-PREFS = stage.with_extras(stage.prompt_fields() + [
-    ("chosen", MESSAGES), ("rejected", MESSAGES), ("chosen_score", pa.float32()), ("rejected_score", pa.float32()),
-    ("strategy", pa.string()), ("pair", pa.int32()), ("chosen_sample", pa.int32()), ("rejected_sample", pa.int32())],
-    PASS_THROUGH)
+POINTWISE_RECORD = stage.with_extras(
+    stage.prompt_fields()
+    + [
+        ("sample", pa.int32()),
+        ("text", pa.string()),
+        ("score", pa.float32()),
+        ("rationale", pa.string()),
+        ("reason", pa.string()),
+        ("judge_output", pa.string()),
+    ]
+    + _COST,
+    PASS_THROUGH,
+)
+PAIRWISE_RECORD = stage.with_extras(
+    stage.prompt_fields()
+    + [
+        ("pair", pa.int32()),
+        ("a_sample", pa.int32()),
+        ("b_sample", pa.int32()),
+        ("a_text", pa.string()),
+        ("b_text", pa.string()),
+        ("verdict_ab", pa.string()),
+        ("verdict_ba", pa.string()),
+        ("winner", pa.string()),
+        ("reason", pa.string()),
+        ("output_ab", pa.string()),
+        ("output_ba", pa.string()),
+    ]
+    + _COST,
+    PASS_THROUGH,
+)
+PREFS = stage.with_extras(
+    stage.prompt_fields()
+    + [
+        ("chosen", MESSAGES),
+        ("rejected", MESSAGES),
+        ("chosen_score", pa.float32()),
+        ("rejected_score", pa.float32()),
+        ("strategy", pa.string()),
+        ("pair", pa.int32()),
+        ("chosen_sample", pa.int32()),
+        ("rejected_sample", pa.int32()),
+    ],
+    PASS_THROUGH,
+)
 
 
 def pointwise_pairs(rows: list[dict], min_margin: float, k: int) -> tuple[list[dict], str | None]:
@@ -69,10 +103,19 @@ def pointwise_pairs(rows: list[dict], min_margin: float, k: int) -> tuple[list[d
 
 def _pref(row: dict, pair: int, strategy: str, chosen: dict, rejected: dict, cscore=None, rscore=None) -> dict:
     """A prefs row; ``chosen``/``rejected`` hold ``text`` and ``sample``."""
-    return {"id": row["id"], "prompt": row["prompt"], "chosen": stage.assistant(chosen["text"]),
-            "rejected": stage.assistant(rejected["text"]), "chosen_score": cscore, "rejected_score": rscore,
-            "strategy": strategy, "pair": pair, "chosen_sample": chosen["sample"], "rejected_sample": rejected["sample"],
-            **{c: row.get(c) for c in PASS_THROUGH}}
+    return {
+        "id": row["id"],
+        "prompt": row["prompt"],
+        "chosen": stage.assistant(chosen["text"]),
+        "rejected": stage.assistant(rejected["text"]),
+        "chosen_score": cscore,
+        "rejected_score": rscore,
+        "strategy": strategy,
+        "pair": pair,
+        "chosen_sample": chosen["sample"],
+        "rejected_sample": rejected["sample"],
+        **{c: row.get(c) for c in PASS_THROUGH},
+    }
 
 
 def derive_pointwise(cfg: JudgeConfig):
@@ -80,7 +123,10 @@ def derive_pointwise(cfg: JudgeConfig):
         by_id: dict[str, list[dict]] = {}
         for r in rows:
             by_id.setdefault(r["id"], []).append(r)
-        return [p for group in by_id.values() for p in pointwise_pairs(group, cfg.min_margin, cfg.max_pairs_per_prompt)[0]]
+        return [
+            p for group in by_id.values() for p in pointwise_pairs(group, cfg.min_margin, cfg.max_pairs_per_prompt)[0]
+        ]
+
     return derive
 
 
@@ -133,7 +179,11 @@ def judge_chunk(groups: list[Group], cfg: JudgeConfig, rubric: str, backend) -> 
     """Ask the judge about every item of ``groups`` at once; the record rows and the tokens spent."""
     prompts, items = {}, []
     for g in groups:
-        ctx = {"rubric": rubric, "question": render_prompt(g.prompt), "reference": g.extras.get("answer") if cfg.reference else None}
+        ctx = {
+            "rubric": rubric,
+            "question": render_prompt(g.prompt),
+            "reference": g.extras.get("answer") if cfg.reference else None,
+        }
         texts = {c.sample: c.text for c in g.candidates}
         if cfg.mode == "pointwise":
             for c in g.candidates:
@@ -143,8 +193,12 @@ def judge_chunk(groups: list[Group], cfg: JudgeConfig, rubric: str, backend) -> 
         else:
             for pair, a, b in pairwise_items(g, cfg.max_pairs_per_prompt, cfg.seed):
                 keys = (f"{g.id}\x1f{pair}\x1fab", f"{g.id}\x1f{pair}\x1fba")
-                prompts[keys[0]] = [{"role": "user", "content": render("pairwise", answer_a=texts[a], answer_b=texts[b], **ctx)}]
-                prompts[keys[1]] = [{"role": "user", "content": render("pairwise", answer_a=texts[b], answer_b=texts[a], **ctx)}]
+                prompts[keys[0]] = [
+                    {"role": "user", "content": render("pairwise", answer_a=texts[a], answer_b=texts[b], **ctx)}
+                ]
+                prompts[keys[1]] = [
+                    {"role": "user", "content": render("pairwise", answer_a=texts[b], answer_b=texts[a], **ctx)}
+                ]
                 items.append((g, (pair, a, b), keys))
     answers = ask(backend, prompts, cfg, cfg.seed)
     rows = []
@@ -152,40 +206,80 @@ def judge_chunk(groups: list[Group], cfg: JudgeConfig, rubric: str, backend) -> 
         if cfg.mode == "pointwise":
             a = answers[key]
             parsed = parse_score(a.text) if a.failure is None else None
-            rows.append({**_base(g), "sample": item, "text": next(c.text for c in g.candidates if c.sample == item),
-                         "score": parsed.value if parsed else None, "rationale": parsed.rationale if parsed else None,
-                         "reason": a.failure or _truncated(a, parsed.reason), "judge_output": a.text,
-                         "finish_reason": a.finish_reason,
-                         "prompt_tokens": a.prompt_tokens, "completion_tokens": a.completion_tokens})
+            rows.append(
+                {
+                    **_base(g),
+                    "sample": item,
+                    "text": next(c.text for c in g.candidates if c.sample == item),
+                    "score": parsed.value if parsed else None,
+                    "rationale": parsed.rationale if parsed else None,
+                    "reason": a.failure or _truncated(a, parsed.reason),
+                    "judge_output": a.text,
+                    "finish_reason": a.finish_reason,
+                    "prompt_tokens": a.prompt_tokens,
+                    "completion_tokens": a.completion_tokens,
+                }
+            )
             continue
         pair, sa, sb = item
         replies = [answers[k] for k in key]
         verdicts = [parse_verdict(r.text) if r.failure is None else None for r in replies]
-        failed = [r.failure or (v.reason and f"unparseable: {_truncated(r, v.reason)}") for r, v in zip(replies, verdicts)]
+        failed = [
+            r.failure or (v.reason and f"unparseable: {_truncated(r, v.reason)}") for r, v in zip(replies, verdicts)
+        ]
         values = [v.value if v else None for v in verdicts]
         winner, why = combine(*values) if not any(failed) else (None, next(f for f in failed if f))
         texts = {c.sample: c.text for c in g.candidates}
-        rows.append({**_base(g), "pair": pair, "a_sample": sa, "b_sample": sb, "a_text": texts[sa], "b_text": texts[sb],
-                     "verdict_ab": values[0], "verdict_ba": values[1], "winner": winner, "reason": why,
-                     "output_ab": replies[0].text, "output_ba": replies[1].text,
-                     "finish_reason": ",".join(r.finish_reason for r in replies),
-                     "prompt_tokens": sum(r.prompt_tokens for r in replies),
-                     "completion_tokens": sum(r.completion_tokens for r in replies)})
+        rows.append(
+            {
+                **_base(g),
+                "pair": pair,
+                "a_sample": sa,
+                "b_sample": sb,
+                "a_text": texts[sa],
+                "b_text": texts[sb],
+                "verdict_ab": values[0],
+                "verdict_ba": values[1],
+                "winner": winner,
+                "reason": why,
+                "output_ab": replies[0].text,
+                "output_ba": replies[1].text,
+                "finish_reason": ",".join(r.finish_reason for r in replies),
+                "prompt_tokens": sum(r.prompt_tokens for r in replies),
+                "completion_tokens": sum(r.completion_tokens for r in replies),
+            }
+        )
     return rows, tokens(answers)
 
 
 def run_judge(cfg: JudgeConfig, *, backend=None) -> dict:
     """Judge every prompt of ``cfg.input`` not yet in the record; write prefs and record; the report."""
     rubric = load_rubric(cfg.rubric)  # a bad rubric fails before any data or model is loaded
-    groups, skipped, _ = read_groups(cfg.input, include_reasoning=cfg.include_reasoning, allow_incomplete=cfg.allow_incomplete)
+    groups, skipped, _ = read_groups(
+        cfg.input, include_reasoning=cfg.include_reasoning, allow_incomplete=cfg.allow_incomplete
+    )
     settings = {**fingerprinted(cfg), "rubric": rubric}
     source_fp = fingerprint_path(cfg.input)
     pointwise = cfg.mode == "pointwise"
-    prefs = StageWriter(cfg.out, stage="judge", kind="prefs", config=settings, keys=("id", "pair"),
-                        input_fingerprint=source_fp, input_path=cfg.input, overwrite=cfg.overwrite)
-    record = StageWriter(stage.record_dir(cfg.out), stage="judge-record", kind=None, config=settings,
-                         keys=("id", "sample") if pointwise else ("id", "pair"), input_fingerprint=source_fp,
-                         overwrite=cfg.overwrite)
+    prefs = StageWriter(
+        cfg.out,
+        stage="judge",
+        kind="prefs",
+        config=settings,
+        keys=("id", "pair"),
+        input_fingerprint=source_fp,
+        input_path=cfg.input,
+        overwrite=cfg.overwrite,
+    )
+    record = StageWriter(
+        stage.record_dir(cfg.out),
+        stage="judge-record",
+        kind=None,
+        config=settings,
+        keys=("id", "sample") if pointwise else ("id", "pair"),
+        input_fingerprint=source_fp,
+        overwrite=cfg.overwrite,
+    )
     outputs = [stage.Output(prefs, derive_pointwise(cfg) if pointwise else derive_pairwise, PREFS)]
     stage.reconcile(record, outputs)
     done = stage.done_ids(record)
@@ -199,7 +293,9 @@ def run_judge(cfg: JudgeConfig, *, backend=None) -> dict:
                 rows, cost = judge_chunk(chunk, cfg, rubric, backend)
                 stage.commit(record, POINTWISE_RECORD if pointwise else PAIRWISE_RECORD, outputs, rows)
                 spent.update(cost)
-                stage.say(f"judge: {min((n + 1) * cfg.shard_size, len(todo))}/{len(todo)} prompts, {spent['calls']} calls")
+                stage.say(
+                    f"judge: {min((n + 1) * cfg.shard_size, len(todo))}/{len(todo)} prompts, {spent['calls']} calls"
+                )
         finally:
             if owned:
                 backend.close()
@@ -219,8 +315,12 @@ def summarize(cfg: JudgeConfig, record: StageWriter, prefs: StageWriter, groups,
     for t in iter_stage(record.dir, allow_incomplete=True):
         rows = t.to_pylist()
         reasons += [r["reason"] for r in rows]
-        tok.update({"prompt_tokens": sum(r["prompt_tokens"] for r in rows),
-                    "completion_tokens": sum(r["completion_tokens"] for r in rows)})
+        tok.update(
+            {
+                "prompt_tokens": sum(r["prompt_tokens"] for r in rows),
+                "completion_tokens": sum(r["completion_tokens"] for r in rows),
+            }
+        )
         if cfg.mode == "pointwise":
             by_id: dict[str, list[dict]] = {}
             for r in rows:
@@ -236,7 +336,17 @@ def summarize(cfg: JudgeConfig, record: StageWriter, prefs: StageWriter, groups,
     few = sum(1 for g in groups if len(g.candidates) < 2)
     if few:
         no_pair["fewer_than_two_candidates"] += few
-    return {"stage": "judge", "mode": cfg.mode, "judge": cfg.judge, "prompts_in": len(groups),
-            "rows_skipped": dict(skipped), "items_judged": len(reasons),
-            "no_value": stage.reason_counts(reasons), "prompts_paired": len(paired), "pairs": prefs.manifest["rows"],
-            "no_pair": dict(no_pair), "tokens": dict(tok), "this_run": spent}
+    return {
+        "stage": "judge",
+        "mode": cfg.mode,
+        "judge": cfg.judge,
+        "prompts_in": len(groups),
+        "rows_skipped": dict(skipped),
+        "items_judged": len(reasons),
+        "no_value": stage.reason_counts(reasons),
+        "prompts_paired": len(paired),
+        "pairs": prefs.manifest["rows"],
+        "no_pair": dict(no_pair),
+        "tokens": dict(tok),
+        "this_run": spent,
+    }

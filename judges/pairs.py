@@ -39,8 +39,20 @@ from reasonkit.judges.stage import write_report
 from reasonkit.schema import MESSAGES
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path, is_stage_dir, shard_paths
 
-_COLUMNS = ("id", "sample", "messages", "correct", "keep", "drop_reason", "finish_reason", "completion_tokens",
-          "reasoning", "response", "completion", *PASS_THROUGH)
+_COLUMNS = (
+    "id",
+    "sample",
+    "messages",
+    "correct",
+    "keep",
+    "drop_reason",
+    "finish_reason",
+    "completion_tokens",
+    "reasoning",
+    "response",
+    "completion",
+    *PASS_THROUGH,
+)
 _OUT_SHARD = 2000  # pairs per committed shard
 
 
@@ -64,7 +76,7 @@ def pick(cands: list[Cand], cfg: PairsConfig, rng: random.Random) -> tuple[list[
     [(1, 2)]
     >>> pick([c(0, 9, True)], cfg, random.Random(0))
     ([], 'no_incorrect')
-    """
+    """  # noqa: E501
     ordered = sorted(cands, key=lambda c: c.sample)
     verified = [c for c in ordered if c.correct is not None]
     if not ordered:
@@ -227,21 +239,23 @@ def build(cfg: PairsConfig) -> tuple[list[dict], dict]:
     out = []
     for pid, k, a, b in picked:
         first = rows[(pid, a.sample)]
-        out.append({
-            "id": pid,
-            "prompt": [{"role": m["role"], "content": m["content"]} for m in first["messages"]],
-            "chosen": [{"role": "assistant", "content": candidate_text(first)}],
-            "rejected": [{"role": "assistant", "content": candidate_text(rows[(pid, b.sample)])}],
-            "chosen_score": 1.0 if verifier else None,
-            "rejected_score": 0.0 if verifier else None,
-            "strategy": cfg.strategy,
-            "pair": k,
-            "chosen_sample": a.sample,
-            "rejected_sample": b.sample,
-            "chosen_length": a.length,
-            "rejected_length": b.length,
-            **{c: first.get(c) for c in PASS_THROUGH if c in first},
-        })
+        out.append(
+            {
+                "id": pid,
+                "prompt": [{"role": m["role"], "content": m["content"]} for m in first["messages"]],
+                "chosen": [{"role": "assistant", "content": candidate_text(first)}],
+                "rejected": [{"role": "assistant", "content": candidate_text(rows[(pid, b.sample)])}],
+                "chosen_score": 1.0 if verifier else None,
+                "rejected_score": 0.0 if verifier else None,
+                "strategy": cfg.strategy,
+                "pair": k,
+                "chosen_sample": a.sample,
+                "rejected_sample": b.sample,
+                "chosen_length": a.length,
+                "rejected_length": b.length,
+                **{c: first.get(c) for c in PASS_THROUGH if c in first},
+            }
+        )
     paired = len({r["id"] for r in out})
     report = {
         "stage": "pairs",
@@ -260,10 +274,18 @@ def build(cfg: PairsConfig) -> tuple[list[dict], dict]:
 def to_table(rows: list[dict]) -> pa.Table:
     """Pair rows as a prefs table with an explicit schema."""
     fields = [
-        ("id", pa.string()), ("prompt", MESSAGES), ("chosen", MESSAGES), ("rejected", MESSAGES),
-        ("chosen_score", pa.float32()), ("rejected_score", pa.float32()), ("strategy", pa.string()),
-        ("pair", pa.int32()), ("chosen_sample", pa.int32()), ("rejected_sample", pa.int32()),
-        ("chosen_length", pa.int32()), ("rejected_length", pa.int32()),
+        ("id", pa.string()),
+        ("prompt", MESSAGES),
+        ("chosen", MESSAGES),
+        ("rejected", MESSAGES),
+        ("chosen_score", pa.float32()),
+        ("rejected_score", pa.float32()),
+        ("strategy", pa.string()),
+        ("pair", pa.int32()),
+        ("chosen_sample", pa.int32()),
+        ("rejected_sample", pa.int32()),
+        ("chosen_length", pa.int32()),
+        ("rejected_length", pa.int32()),
     ] + [(c, pa.string()) for c in PASS_THROUGH if rows and c in rows[0]]
     schema = pa.schema(fields)
     return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema)
@@ -273,8 +295,14 @@ def run_pairs(cfg: PairsConfig) -> dict:
     """Build the pairs and write them as a resumable ``prefs`` stage directory; returns the report."""
     src = _sources(Path(cfg.verdicts))
     writer = StageWriter(
-        cfg.out, stage="pairs", kind="prefs", config=fingerprinted(cfg), keys=("id", "pair"),
-        input_fingerprint=fingerprint([fingerprint_path(d) for d in src]), input_path=src, overwrite=cfg.overwrite,
+        cfg.out,
+        stage="pairs",
+        kind="prefs",
+        config=fingerprinted(cfg),
+        keys=("id", "pair"),
+        input_fingerprint=fingerprint([fingerprint_path(d) for d in src]),
+        input_path=src,
+        overwrite=cfg.overwrite,
     )
     rows, report = build(cfg)
     done = writer.done_keys()

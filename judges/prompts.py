@@ -20,7 +20,7 @@ from reasonkit.errors import UserError
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _template(name: str):
     import jinja2
 

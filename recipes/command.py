@@ -19,23 +19,59 @@ def _load(recipe_path: str, overrides: tuple[str, ...], out: str | None = None):
 
 @click.command("run")
 @click.argument("recipe", type=click.Path(dir_okay=False))
-@click.option("--set", "overrides", multiple=True, metavar="STEP.KEY=VALUE", help="Override a step's setting (repeatable).")
-@click.option("--from", "start", metavar="STEP", help="Run this step and every step after it (earlier ones must be finished).")
+@click.option(
+    "--set", "overrides", multiple=True, metavar="STEP.KEY=VALUE", help="Override a step's setting (repeatable)."
+)
+@click.option(
+    "--from", "start", metavar="STEP", help="Run this step and every step after it (earlier ones must be finished)."
+)
 @click.option("--only", metavar="STEP", help="Run only this step.")
-@click.option("--overwrite", is_flag=True, help="Delete the output of the steps that run and redo them (without it, "
-              "an interrupted step resumes and a finished one is skipped).")
-@click.option("--verbose", is_flag=True, help="Show library logs (vLLM, transformers, ...) instead of writing them to OUT/STEP/run.log.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Delete the output of the steps that run and redo them (without it, "
+    "an interrupted step resumes and a finished one is skipped).",
+)
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Show library logs (vLLM, transformers, ...) instead of writing them to OUT/STEP/run.log.",
+)
 @click.option("--out", default=None, help="Run directory (default: the recipe's `out`).")
-@click.option("--plan", "show_plan", is_flag=True, help="Print what each step would do, where, on how many GPUs "
-              "and with how much memory per GPU (estimated), then stop; no model is loaded. A step whose estimate "
-              "passes the GPU's memory is refused (exit 2).")
-@click.option("--gpu-gb", type=float, default=None, help="The GPU memory (GB) --plan fits each step in (default 80, "
-              "an H100; a train step's gpu_memory_gb wins for it).")
-@click.option("--report-to", multiple=True, type=click.Choice(["tensorboard", "wandb", "trackio", "mlflow", "none"]),
-              help="Every train step logs its curves and protocol, every eval step its summary, to this tracker; "
-                   "repeatable; a step's own report_to wins [none].")
-def run(recipe: str, overrides: tuple[str, ...], start: str | None, only: str | None, overwrite: bool, verbose: bool,
-        out: str | None, show_plan: bool, gpu_gb: float | None, report_to: tuple[str, ...]) -> None:
+@click.option(
+    "--plan",
+    "show_plan",
+    is_flag=True,
+    help="Print what each step would do, where, on how many GPUs "
+    "and with how much memory per GPU (estimated), then stop; no model is loaded. A step whose estimate "
+    "passes the GPU's memory is refused (exit 2).",
+)
+@click.option(
+    "--gpu-gb",
+    type=float,
+    default=None,
+    help="The GPU memory (GB) --plan fits each step in (default 80, "
+    "an H100; a train step's gpu_memory_gb wins for it).",
+)
+@click.option(
+    "--report-to",
+    multiple=True,
+    type=click.Choice(["tensorboard", "wandb", "trackio", "mlflow", "none"]),
+    help="Every train step logs its curves and protocol, every eval step its summary, to this tracker; "
+    "repeatable; a step's own report_to wins [none].",
+)
+def run(
+    recipe: str,
+    overrides: tuple[str, ...],
+    start: str | None,
+    only: str | None,
+    overwrite: bool,
+    verbose: bool,
+    out: str | None,
+    show_plan: bool,
+    gpu_gb: float | None,
+    report_to: tuple[str, ...],
+) -> None:
     """Run a whole recipe YAML, skipping steps already finished with the same config.
 
     A step that was interrupted resumes where it stopped, also when named with --only or --from;
@@ -50,7 +86,8 @@ def run(recipe: str, overrides: tuple[str, ...], start: str | None, only: str | 
         from reasonkit.errors import UserError
         from reasonkit.recipes.plan import plan, refusals, render
         from reasonkit.recipes.preflight import missing
-        from reasonkit.recipes.runner import load_state, validate as validate_recipe
+        from reasonkit.recipes.runner import load_state
+        from reasonkit.recipes.runner import validate as validate_recipe
 
         planned = validate_recipe(parsed)
         plans = plan(parsed, planned, load_state(Path(parsed.out)), gpu_gb=gpu_gb)
@@ -92,10 +129,20 @@ def validate(recipe: str, overrides: tuple[str, ...]) -> None:
 @click.option("--out", default="runs/quickstart", show_default=True, help="Run directory.")
 @click.option("--set", "overrides", multiple=True, metavar="STEP.KEY=VALUE")
 @click.option("--overwrite", is_flag=True, help="Delete the earlier run in --out and redo every step.")
-@click.option("--verbose", is_flag=True, help="Show library logs (vLLM, transformers, ...) instead of writing them to OUT/STEP/run.log.")
-@click.option("--report-to", multiple=True, type=click.Choice(["tensorboard", "wandb", "trackio", "mlflow", "none"]),
-              help="As distill run's: every train and eval step logs to this tracker [none].")
-def quickstart(out: str, overrides: tuple[str, ...], overwrite: bool, verbose: bool, report_to: tuple[str, ...]) -> None:
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Show library logs (vLLM, transformers, ...) instead of writing them to OUT/STEP/run.log.",
+)
+@click.option(
+    "--report-to",
+    multiple=True,
+    type=click.Choice(["tensorboard", "wandb", "trackio", "mlflow", "none"]),
+    help="As distill run's: every train and eval step logs to this tracker [none].",
+)
+def quickstart(
+    out: str, overrides: tuple[str, ...], overwrite: bool, verbose: bool, report_to: tuple[str, ...]
+) -> None:
     """The whole distillation loop on this CPU with the embedded teacher (= distill run recipes/quickstart.yaml)."""
     from reasonkit.recipes.runner import run as run_recipe
 
@@ -114,8 +161,10 @@ def with_trackers(recipe, trackers: tuple[str, ...]):
     if not names(trackers):
         return recipe
     require(names(trackers))  # before the first step, not when the first train step starts
-    steps = tuple(dataclasses.replace(s, config={"report_to": list(trackers), **s.config})
-                  if s.stage in ("train", "eval") else s for s in recipe.steps)
+    steps = tuple(
+        dataclasses.replace(s, config={"report_to": list(trackers), **s.config}) if s.stage in ("train", "eval") else s
+        for s in recipe.steps
+    )
     return dataclasses.replace(recipe, steps=steps)
 
 

@@ -17,8 +17,15 @@ from pathlib import Path
 
 from reasonkit.recipes.recipe import references
 
-_MODEL_KEYS = {"train": ("student", "reward_model"), "eval": ("model", "adapter"), "generate": ("teacher",),
-               "prepare-student": ("model",), "label-steps": ("policy",), "critique": ("judge",), "score": ("model",)}
+_MODEL_KEYS = {
+    "train": ("student", "reward_model"),
+    "eval": ("model", "adapter"),
+    "generate": ("teacher",),
+    "prepare-student": ("model",),
+    "label-steps": ("policy",),
+    "critique": ("judge",),
+    "score": ("model",),
+}
 
 
 def train_outputs(config) -> set[str]:
@@ -40,8 +47,11 @@ def check_paths(planned: list, shipped: dict) -> list[str]:
                 sub = raw.split("}", 1)[1].strip("/")
                 writes = train_outputs(own[refs[0]].config)
                 if sub and sub.split("/")[0] not in writes:
-                    lines.append(f"{p.step.name}.{key}: {raw}: step {refs[0]} writes {_listed(refs[0], writes, own[refs[0]].config)}, "
-                                 f"not {refs[0]}/{sub}")
+                    lines.append(
+                        f"{p.step.name}.{key}: {raw}: step {refs[0]} writes "
+                        f"{_listed(refs[0], writes, own[refs[0]].config)}, "
+                        f"not {refs[0]}/{sub}"
+                    )
             elif raw and not refs and not Path(raw).exists():
                 found = _in_shipped(raw, shipped)
                 if found:
@@ -59,12 +69,12 @@ def _in_shipped(path: str, shipped: dict) -> str | None:
     parts = Path(path).parts
     for out, steps in shipped.items():
         head = Path(out).parts
-        if tuple(parts[:len(head)]) != head or len(parts) < len(head) + 2:
+        if tuple(parts[: len(head)]) != head or len(parts) < len(head) + 2:
             continue
         step, sub = parts[len(head)], parts[len(head) + 1]
         config = steps.get(step)
         if config is not None and sub not in train_outputs(config):
-            return f"the recipe writing {out} has step {step} write {_listed(step, train_outputs(config), config)}, not {step}/{sub}"
+            return f"the recipe writing {out} has step {step} write {_listed(step, train_outputs(config), config)}, not {step}/{sub}"  # noqa: E501
     return None
 
 
@@ -79,17 +89,21 @@ def check_on_policy(planned: list) -> list[str]:
                 step, key, value = sampler
                 student = p.step.config.get("student")
                 if str(student) != str(value):
-                    lines.append(f"{p.step.name}.student: {student} is not the model that sampled its pairs "
-                                 f"({step}.{key}: {value}): the pairs are off-policy; expected {value} (--set "
-                                 f"{p.step.name}.student=... with the sampler's value)")
+                    lines.append(
+                        f"{p.step.name}.student: {student} is not the model that sampled its pairs "
+                        f"({step}.{key}: {value}): the pairs are off-policy; expected {value} (--set "
+                        f"{p.step.name}.student=... with the sampler's value)"
+                    )
         if p.step.stage == "eval" and p.step.config.get("adapter"):
             refs = references(str(p.step.config["adapter"]))
             source = own.get(refs[0]) if refs else None
             if source is not None and source.step.stage == "train":
                 base, model = source.step.config.get("student"), p.step.config.get("model")
                 if str(base) != str(model):
-                    lines.append(f"{p.step.name}.model: {model} is not the base {refs[0]}'s adapter was trained on "
-                                 f"({refs[0]}.student: {base}); expected {base}")
+                    lines.append(
+                        f"{p.step.name}.model: {model} is not the base {refs[0]}'s adapter was trained on "
+                        f"({refs[0]}.student: {base}); expected {base}"
+                    )
     return lines
 
 

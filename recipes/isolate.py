@@ -70,8 +70,10 @@ class StepTask:
 
 #: The child's command line: the parent's sys.path first (a stage a test registered, a user's module),
 #: then the task; ``python -c`` so that nothing re-runs the parent's ``__main__`` as multiprocessing's spawn does.
-_CHILD = ("import pickle, sys; f = open(sys.argv[1], 'rb'); sys.path[:] = pickle.load(f); "
-          "from reasonkit.recipes.isolate import child_main; child_main(f, sys.argv[2], int(sys.argv[3]))")
+_CHILD = (
+    "import pickle, sys; f = open(sys.argv[1], 'rb'); sys.path[:] = pickle.load(f); "
+    "from reasonkit.recipes.isolate import child_main; child_main(f, sys.argv[2], int(sys.argv[3]))"
+)
 _ANSWER = "answer.json"
 
 
@@ -93,8 +95,9 @@ def run_in_child(task: StepTask, echo: Callable[[str], None] = print) -> tuple[A
             pickle.dump(task, f)
         for stream in (sys.stdout, sys.stderr):  # what the parent printed comes before what the child prints
             stream.flush()
-        child = subprocess.Popen([sys.executable, "-c", _CHILD, str(talk / "task.pickle"), str(talk / _ANSWER),
-                                  str(os.getpid()), task.name])  # the name for ps; terminal, env and cwd inherited
+        child = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(talk / "task.pickle"), str(talk / _ANSWER), str(os.getpid()), task.name]
+        )  # the name for ps; terminal, env and cwd inherited
         try:
             code = child.wait()
         except BaseException:  # Ctrl-C (or an error) in the parent: no orphan keeps the GPUs

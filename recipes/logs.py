@@ -32,16 +32,30 @@ from pathlib import Path
 
 LOG = "run.log"
 #: Loggers whose records go to the step's log. A logger's children (``vllm.engine``...) follow it.
-LIBRARIES = ("vllm", "transformers", "datasets", "huggingface_hub", "accelerate", "peft", "trl", "torch", "ray",
-             "filelock", "httpx", "urllib3", "py.warnings")
+LIBRARIES = (
+    "vllm",
+    "transformers",
+    "datasets",
+    "huggingface_hub",
+    "accelerate",
+    "peft",
+    "trl",
+    "torch",
+    "ray",
+    "filelock",
+    "httpx",
+    "urllib3",
+    "py.warnings",
+)
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _CONFIGURE_ON_IMPORT = ("transformers.utils.logging", "datasets.utils.logging")
 _configs_dir: str | None = None
 
 
 @contextlib.contextmanager
-def step_logs(directory: Path, *, verbose: bool = False, preload: tuple[str, ...] = (),
-              echo: Callable[[str], None] = print) -> Iterator[Path | None]:
+def step_logs(
+    directory: Path, *, verbose: bool = False, preload: tuple[str, ...] = (), echo: Callable[[str], None] = print
+) -> Iterator[Path | None]:
     """Route library logs into ``directory/run.log`` while the block runs (nothing when ``verbose``).
 
     ``preload``: further modules that configure logging on import (``ray`` for a step on Ray).
@@ -124,11 +138,20 @@ def _point_vllm_at(path: Path) -> dict[str, str | None]:
         "formatters": {"plain": {"format": _FORMAT}},
         "handlers": {
             "file": {"class": f"{__name__}.StepLogHandler", "filename": str(path.resolve()), "formatter": "plain"},
-            "errors": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "level": "ERROR",
-                       "formatter": "plain"},
+            "errors": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+                "level": "ERROR",
+                "formatter": "plain",
+            },
         },
-        "loggers": {"vllm": {"handlers": ["file", "errors"], "level": os.environ.get("VLLM_LOGGING_LEVEL", "INFO"),
-                             "propagate": False}},
+        "loggers": {
+            "vllm": {
+                "handlers": ["file", "errors"],
+                "level": os.environ.get("VLLM_LOGGING_LEVEL", "INFO"),
+                "propagate": False,
+            }
+        },
     }
     fd, file = tempfile.mkstemp(prefix="vllm-logging-", suffix=".json", dir=_config_dir())
     with os.fdopen(fd, "w") as f:

@@ -51,23 +51,50 @@ PUBLISHED: dict[str, tuple[float, float, int, int, int]] = {
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": (1.78e9, 2.0, 151_936, 1536, 28),
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": (7.62e9, 2.0, 152_064, 3584, 28),
 }
-_QWEN_1_5B = {"vocab_size": 151_936, "hidden_size": 1536, "num_hidden_layers": 28, "intermediate_size": 8960,
-              "num_attention_heads": 12, "num_key_value_heads": 2, "tie_word_embeddings": True, "model_type": "qwen2",
-              "max_position_embeddings": 32768}
-_QWEN_7B = {"vocab_size": 152_064, "hidden_size": 3584, "num_hidden_layers": 28, "intermediate_size": 18944,
-            "num_attention_heads": 28, "num_key_value_heads": 4, "tie_word_embeddings": False, "model_type": "qwen2",
-            "max_position_embeddings": 32768}
+_QWEN_1_5B = {
+    "vocab_size": 151_936,
+    "hidden_size": 1536,
+    "num_hidden_layers": 28,
+    "intermediate_size": 8960,
+    "num_attention_heads": 12,
+    "num_key_value_heads": 2,
+    "tie_word_embeddings": True,
+    "model_type": "qwen2",
+    "max_position_embeddings": 32768,
+}
+_QWEN_7B = {
+    "vocab_size": 152_064,
+    "hidden_size": 3584,
+    "num_hidden_layers": 28,
+    "intermediate_size": 18944,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "tie_word_embeddings": False,
+    "model_type": "qwen2",
+    "max_position_embeddings": 32768,
+}
 _MATH = {"max_position_embeddings": 4096}  # Qwen2.5-Math's context
 #: DeepSeek-R1's attention (MLA): the KV cache holds a 512-wide latent and a 64-wide RoPE key a token a layer.
-_R1 = {"vocab_size": 129_280, "hidden_size": 7168, "num_hidden_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
-       "max_position_embeddings": 163_840, "model_type": "deepseek_v3"}
+_R1 = {
+    "vocab_size": 129_280,
+    "hidden_size": 7168,
+    "num_hidden_layers": 61,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "max_position_embeddings": 163_840,
+    "model_type": "deepseek_v3",
+}
 #: The config.json shapes of the dense students the shipped recipes name (their model cards' files),
 #: for the training estimate (distill/lint/memory.py) before anything is downloaded.
 PUBLISHED_SHAPES: dict[str, dict] = {
-    "Qwen/Qwen2.5-Math-1.5B": {**_QWEN_1_5B, **_MATH}, "Qwen/Qwen2.5-Math-1.5B-Instruct": {**_QWEN_1_5B, **_MATH},
-    "Qwen/Qwen2.5-1.5B-Instruct": _QWEN_1_5B, "Qwen/Qwen2.5-7B-Instruct": _QWEN_7B,
-    "Qwen/Qwen2.5-Math-7B": {**_QWEN_7B, **_MATH}, "Qwen/Qwen2.5-7B": {**_QWEN_7B, "max_position_embeddings": 131_072},
-    "deepseek-ai/DeepSeek-R1": _R1, "deepseek-ai/DeepSeek-R1-0528": _R1,
+    "Qwen/Qwen2.5-Math-1.5B": {**_QWEN_1_5B, **_MATH},
+    "Qwen/Qwen2.5-Math-1.5B-Instruct": {**_QWEN_1_5B, **_MATH},
+    "Qwen/Qwen2.5-1.5B-Instruct": _QWEN_1_5B,
+    "Qwen/Qwen2.5-7B-Instruct": _QWEN_7B,
+    "Qwen/Qwen2.5-Math-7B": {**_QWEN_7B, **_MATH},
+    "Qwen/Qwen2.5-7B": {**_QWEN_7B, "max_position_embeddings": 131_072},
+    "deepseek-ai/DeepSeek-R1": _R1,
+    "deepseek-ai/DeepSeek-R1-0528": _R1,
 }
 #: The GPU a plan fits when neither ``--gpu-gb`` nor a train step's ``gpu_memory_gb`` says and none is visible here:
 #: the 80 GB H100 the shipped GPU recipes are written for, at the memory torch.cuda reports for it (81,559 MiB =
@@ -178,8 +205,9 @@ def plan(recipe: Recipe, planned: list, state: dict, *, gpu_gb: float | None = N
             written[p.step.name] = _fresh_student(p.config)
         elif p.step.stage == "train" or "student" in p.step.stage:
             source = next((f for f in ("student", "model") if hasattr(p.config, f)), None)
-            written[p.step.name] = _with_positions(size_of(source, p)[0] if source else None,
-                                                   getattr(p.config, "max_positions", None))
+            written[p.step.name] = _with_positions(
+                size_of(source, p)[0] if source else None, getattr(p.config, "max_positions", None)
+            )
         if p.step.stage == "train":
             step.notes += schedule_note(train_layout(p.config)[3], recipe, p.step)
         out.append(step)
@@ -232,8 +260,15 @@ def _fresh_student(config: Any) -> ModelSize | None:
         return None
     h, layers, inter = config.hidden_size, config.num_layers, config.intermediate_size
     params = layers * (4 * h * h + 3 * h * inter) + tokenizer.vocab * h  # tied embeddings
-    shape = {"vocab_size": tokenizer.vocab, "hidden_size": h, "num_hidden_layers": layers, "intermediate_size": inter,
-             "num_attention_heads": config.num_heads, "tie_word_embeddings": True, "model_type": "llama"}
+    shape = {
+        "vocab_size": tokenizer.vocab,
+        "hidden_size": h,
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": config.num_heads,
+        "tie_word_embeddings": True,
+        "model_type": "llama",
+    }
     return ModelSize(params, 4.0, tokenizer.vocab, h, layers, "the student stage's config", shape)
 
 
@@ -266,13 +301,23 @@ def _resources(step: StepPlan, config: Any, size_of) -> None:
             step.gpus, step.layout = 0, f"every visible GPU, {per_engine} per engine"
         else:
             step.gpus = per_engine * int(replicas or 1)
-            step.layout = (f"TP {tp} x PP {pp} x {replicas} engine(s)" if backend == "vllm"
-                           else f"transformers, {replicas} replica(s)")
+            step.layout = (
+                f"TP {tp} x PP {pp} x {replicas} engine(s)"
+                if backend == "vllm"
+                else f"transformers, {replicas} replica(s)"
+            )
         size, name = size_of(model_field) if model_field else (None, "no model")
         length = get("max_model_len") or args.get("max_model_len")
-        step.memory, step.refusal = _engine_memory(size, name, get("dtype"), (tp, pp) if backend == "vllm" else (1, 1),
-                                                   get("gpu_memory_utilization", 0.9), step.gpu, length,
-                                                   args.get("kv_cache_dtype"))
+        step.memory, step.refusal = _engine_memory(
+            size,
+            name,
+            get("dtype"),
+            (tp, pp) if backend == "vllm" else (1, 1),
+            get("gpu_memory_utilization", 0.9),
+            step.gpu,
+            length,
+            args.get("kv_cache_dtype"),
+        )
     elif step.stage == "train":
         step.gpus, step.layout, step.refusal, config = train_layout(config)
         if step.refusal:
@@ -338,8 +383,16 @@ def kv_per_token(shape: dict | None, tp: int = 1, pp: int = 1, kv_bytes: int = 2
     return float(2 * layers * kv_heads * head_dim * kv_bytes)
 
 
-def _engine_memory(size: ModelSize | None, name: str, dtype: str | None, layout: tuple[int, int], utilization: float,
-                   gpu: float, max_model_len: int | None, kv_dtype: str | None) -> tuple[str, str | None]:
+def _engine_memory(
+    size: ModelSize | None,
+    name: str,
+    dtype: str | None,
+    layout: tuple[int, int],
+    utilization: float,
+    gpu: float,
+    max_model_len: int | None,
+    kv_dtype: str | None,
+) -> tuple[str, str | None]:
     """The engine's weights and KV cache per GPU in words, and why it does not fit (None when it does)."""
     if size is None:
         return _unknown(name), None
@@ -350,12 +403,16 @@ def _engine_memory(size: ModelSize | None, name: str, dtype: str | None, layout:
         per_weight = _DTYPE_BYTES.get(str(dtype), per_weight)
     weights = size.params * per_weight / gpus
     budget = utilization * gpu
-    text = (f"weights {_gb(weights)}/GPU ({_params(size.params)} params x {per_weight:g} B / {gpus}); "
-            f"vLLM takes {utilization:.0%} of each {_gb(gpu)} GPU ({_gb(budget)}), the rest of it KV cache")
+    text = (
+        f"weights {_gb(weights)}/GPU ({_params(size.params)} params x {per_weight:g} B / {gpus}); "
+        f"vLLM takes {utilization:.0%} of each {_gb(gpu)} GPU ({_gb(budget)}), the rest of it KV cache"
+    )
     if weights >= budget:
-        return text, (f"weights {_gb(weights)}/GPU do not fit the {_gb(budget)} vLLM may take of a {_gb(gpu)} GPU "
-                      f"(gpu_memory_utilization {utilization:g}); expected at most {_gb(budget)}: more GPUs per engine "
-                      f"(tensor_parallel, engine_args.pipeline_parallel_size) or a larger GPU (--gpu-gb)")
+        return text, (
+            f"weights {_gb(weights)}/GPU do not fit the {_gb(budget)} vLLM may take of a {_gb(gpu)} GPU "
+            f"(gpu_memory_utilization {utilization:g}); expected at most {_gb(budget)}: more GPUs per engine "
+            f"(tensor_parallel, engine_args.pipeline_parallel_size) or a larger GPU (--gpu-gb)"
+        )
     kv = kv_per_token(size.shape, tp, pp, 1 if str(kv_dtype or "").startswith("fp8") else 2)
     if kv is None:
         return text, None
@@ -363,14 +420,18 @@ def _engine_memory(size: ModelSize | None, name: str, dtype: str | None, layout:
     text += f": {kv / 1e3:.1f} KB a token, ~{tokens / 1e3:,.0f}K tokens"
     length = max_model_len or (size.shape or {}).get("max_position_embeddings")
     if length and tokens < length:
-        return text, (f"KV cache: {_gb(budget - weights)}/GPU holds {tokens:,.0f} tokens at {kv / 1e3:.1f} KB a token, fewer than "
-                      f"one {length:,}-token sequence (max_model_len); expected at least {_gb(length * kv)}: more GPUs per "
-                      f"engine, a higher gpu_memory_utilization or a lower max_model_len")
+        return text, (
+            f"KV cache: {_gb(budget - weights)}/GPU holds {tokens:,.0f} tokens at {kv / 1e3:.1f} KB a token, fewer "
+            "than "
+            f"one {length:,}-token sequence (max_model_len); expected at least {_gb(length * kv)}: more GPUs per "
+            f"engine, a higher gpu_memory_utilization or a lower max_model_len"
+        )
     return text, None
 
 
-def _train_memory(config: Any, gpu: float, size: ModelSize | None, name: str, *,
-                  reward: ModelSize | None = None) -> tuple[str, str | None]:
+def _train_memory(
+    config: Any, gpu: float, size: ModelSize | None, name: str, *, reward: ModelSize | None = None
+) -> tuple[str, str | None]:
     """The train lint's own estimate (distill/lint/memory.py) for a GPU run of this step, per process, and why it
     does not fit the GPU (None when it does)."""
     from reasonkit.distill.lint.memory import levers, train_estimate
@@ -392,14 +453,18 @@ def _train_memory(config: Any, gpu: float, size: ModelSize | None, name: str, *,
     from reasonkit.distill.levers import resolve_attention
 
     attention = resolve_attention(on_gpu.attn_implementation, cuda=True)
-    text = (f"{e.describe()} at {tokens:,} tokens a micro-step, as on a GPU ({'bf16' if on_gpu.bf16 else 'fp32'}, "
-            f"checkpointing {'on' if on_gpu.gradient_checkpointing else 'off'}, {attention} attention)")
+    text = (
+        f"{e.describe()} at {tokens:,} tokens a micro-step, as on a GPU ({'bf16' if on_gpu.bf16 else 'fp32'}, "
+        f"checkpointing {'on' if on_gpu.gradient_checkpointing else 'off'}, {attention} attention)"
+    )
     if e.vllm:
         text += f"; vLLM colocated: {config.vllm_gpu_memory_utilization:.0%} of the GPU"
     if e.total <= gpu:
         return text, None
-    return text, (f"the estimate {_gb(e.total)} per GPU passes the {_gb(gpu)} GPU; the largest term: {e.largest()} "
-                  f"({e.describe()}); {'; '.join(levers(on_gpu))}")
+    return text, (
+        f"the estimate {_gb(e.total)} per GPU passes the {_gb(gpu)} GPU; the largest term: {e.largest()} "
+        f"({e.describe()}); {'; '.join(levers(on_gpu))}"
+    )
 
 
 def replace_device(config: Any) -> Any:
@@ -420,8 +485,10 @@ def render(plans: list[StepPlan], missing: list[str] = ()) -> str:
     peak = max((s.gpus for s in plans), default=0)
     lines.append(f"steps run one at a time: the largest holds {peak} GPU(s)")
     for name, size in dict.fromkeys((s.gpu_name, s.gpu) for s in plans if s.gpus or s.memory):
-        lines.append(f"memory per GPU fitted to: {name}, {size / 2**30:.1f} GiB = {_gb(size)}"
-                     + (" (no GPU visible here; --gpu-gb for another)" if name == DEFAULT_GPU[0] else ""))
+        lines.append(
+            f"memory per GPU fitted to: {name}, {size / 2**30:.1f} GiB = {_gb(size)}"
+            + (" (no GPU visible here; --gpu-gb for another)" if name == DEFAULT_GPU[0] else "")
+        )
     lines += [f"{s.name}: {note}" for s in plans for note in s.notes]
     if missing:
         lines.append("not installed here (distill run stops before its first step): " + "; ".join(missing))

@@ -18,8 +18,9 @@ runner.validate; this is what a valid config still needs installed.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from reasonkit.errors import UserError
 
@@ -43,7 +44,7 @@ class Need:
 
 def needs_of(stage: str, config: Any) -> list[Need]:
     """The modules a step of ``stage`` with this config (a dataclass or a dict) imports beyond the core ones."""
-    get = (config.get if isinstance(config, dict) else lambda k, d=None: getattr(config, k, d))
+    get = config.get if isinstance(config, dict) else lambda k, d=None: getattr(config, k, d)
     out: list[Need] = []
     if stage in _ENGINE_STAGES and get("backend", "vllm") == "vllm":
         out.append(Need("vllm", "backend vllm"))
@@ -97,8 +98,10 @@ def missing(planned: list, *, cuda: Callable[[], bool]) -> list[str]:
             auto = config.use_vllm is None
             if (config.use_vllm or (auto and config.device != "cpu" and cuda())) and not supported_vllm():
                 found = f"vllm {vllm_version()} is installed" if vllm_version() else "none is installed"
-                lines.append(f"{name}: vllm ({'use_vllm auto on a GPU' if auto else 'use_vllm true'}: TRL's GRPOTrainer "
-                             f"generates with vLLM {TRL_VLLM[0]} to {TRL_VLLM[1]}, {found})")
+                lines.append(
+                    f"{name}: vllm ({'use_vllm auto on a GPU' if auto else 'use_vllm true'}: TRL's GRPOTrainer "
+                    f"generates with vLLM {TRL_VLLM[0]} to {TRL_VLLM[1]}, {found})"
+                )
     return lines
 
 
@@ -122,9 +125,11 @@ def check(recipe, planned: list, *, cuda: Callable[[], bool] | None = None) -> N
         raise UserError(f"{recipe.path}: {'; '.join(unmet)}")
     lines = missing(planned, cuda=cuda or gpu_here)
     if lines:
-        raise UserError(f"{recipe.path}: {len(lines)} thing(s) the steps need are not installed, found before the first "
-                        f"step: {'; '.join(lines)}; install: {' && '.join(pip_lines(lines))} (or bash scripts/setup-gpu.sh "
-                        "on a GPU machine)")
+        raise UserError(
+            f"{recipe.path}: {len(lines)} thing(s) the steps need are not installed, found before the first "
+            f"step: {'; '.join(lines)}; install: {' && '.join(pip_lines(lines))} (or bash scripts/setup-gpu.sh "
+            "on a GPU machine)"
+        )
 
 
 def check_fit(recipe, planned: list, names: set[str], state: dict, gpu_gb: float | None) -> None:
@@ -136,7 +141,9 @@ def check_fit(recipe, planned: list, names: set[str], state: dict, gpu_gb: float
 
     refused = refusals([s for s in plan(recipe, planned, state, gpu_gb=gpu_gb) if s.name in names])
     if refused:
-        raise UserError(f"{recipe.path}: {len(refused)} step(s) would not fit this {gpu_gb:.0f} GB GPU: {'; '.join(refused)}")
+        raise UserError(
+            f"{recipe.path}: {len(refused)} step(s) would not fit this {gpu_gb:.0f} GB GPU: {'; '.join(refused)}"
+        )
 
 
 def gpu_memory_gb() -> float | None:

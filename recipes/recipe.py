@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reasonkit.config import suggest, parse_assignment, set_path
+from reasonkit.config import parse_assignment, set_path, suggest
 from reasonkit.errors import UserError
 
 REF = re.compile(r"\$\{([A-Za-z0-9_\-]+)\}")
@@ -164,7 +164,9 @@ def _compare_pairs(raw: Any, steps: list[Step], path: str) -> tuple[tuple[str, s
             raise UserError(f"{path}: compare[{i}]: expected [eval step A, eval step B], found {pair!r}")
         for name in pair:
             if name not in evals:
-                raise UserError(f"{path}: compare[{i}]: {name} is not an eval step of this recipe (eval steps: {', '.join(evals)})")
+                raise UserError(
+                    f"{path}: compare[{i}]: {name} is not an eval step of this recipe (eval steps: {', '.join(evals)})"
+                )
         pairs.append((pair[0], pair[1]))
     return tuple(pairs)
 

@@ -54,9 +54,11 @@ def write_report(recipe: Recipe) -> Path:
 
 
 #: report.md's line to the run's page of rows (`distill view`), which the runner writes beside it.
-VIEW_LINK = ("**Look at the data**: [{page}]({page}), one page of this run's rows and verdicts (the funnel, every "
-             "drop reason's rows, traces, pairs, evaluations problem by problem) that opens offline in any browser; "
-             "`distill view {out}` rewrites it, `--serve` reads every row.\n")
+VIEW_LINK = (
+    "**Look at the data**: [{page}]({page}), one page of this run's rows and verdicts (the funnel, every "
+    "drop reason's rows, traces, pairs, evaluations problem by problem) that opens offline in any browser; "
+    "`distill view {out}` rewrites it, `--serve` reads every row.\n"
+)
 
 
 def _write_view(out: Path, report: Path) -> None:
@@ -68,8 +70,9 @@ def _write_view(out: Path, report: Path) -> None:
     try:
         write(collect(out, Options()).data, out / PAGE)
     except UserError as e:
-        text = report.read_text().replace(VIEW_LINK.format(page=PAGE, out=out),
-                                          f"**Look at the data**: no {PAGE} was written: {e}\n")
+        text = report.read_text().replace(
+            VIEW_LINK.format(page=PAGE, out=out), f"**Look at the data**: no {PAGE} was written: {e}\n"
+        )
         report.write_text(text)
 
 
@@ -117,11 +120,17 @@ def _filter_section(name: str, d: Path, out: Path) -> str:
     r = _read_json(d / "report.json")
     if not r:
         return ""
-    lines = [f"## {name}: filter funnel\n", "| step | reason | dropped (rows) | remaining (rows) |", "|---|---|---|---|",
-             f"| in | | | {r.get('rows_in')} |"]
+    lines = [
+        f"## {name}: filter funnel\n",
+        "| step | reason | dropped (rows) | remaining (rows) |",
+        "|---|---|---|---|",
+        f"| in | | | {r.get('rows_in')} |",
+    ]
     funnel = r.get("funnel") or []
     for s in funnel:
-        lines.append(f"| {s.get('step', s.get('filter', ''))} | {s.get('reason')} | {s.get('dropped')} | {s.get('remaining')} |")
+        lines.append(
+            f"| {s.get('step', s.get('filter', ''))} | {s.get('reason')} | {s.get('dropped')} | {s.get('remaining')} |"
+        )
     lines.append(f"| **out** | | | **{r.get('rows_out')}** |")
     png = out / f"funnel_{name}.png"
     if _funnel_plot(r, png):
@@ -143,7 +152,9 @@ def _funnel_plot(r: dict, path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(6, 0.45 * len(labels) + 1), dpi=110)
     colors = ["#4c72b0"] + ["#dd8452"] * len(funnel) + ["#55a868"]
     ax.barh(range(len(labels)), values, color=colors)
-    ax.set_yticks(range(len(labels)), [f"after {l}" if 0 < i < len(labels) - 1 else l for i, l in enumerate(labels)])
+    ax.set_yticks(
+        range(len(labels)), [f"after {ln}" if 0 < i < len(labels) - 1 else ln for i, ln in enumerate(labels)]
+    )
     ax.invert_yaxis()
     for i, v in enumerate(values):
         ax.text(v, i, f" {v}", va="center", fontsize=8)
@@ -218,8 +229,10 @@ def _overflow_text(evals: list[tuple[str, dict]]) -> str:
         over = summary.get("context_overflow") or {}
         if over.get("samples"):
             ids = ", ".join(over["ids"][:8]) + (" ..." if len(over["ids"]) > 8 else "")
-            lines.append(f"- {name}: context overflow in {over['samples']} of {summary.get('n_samples')} samples "
-                         f"({over['problems']} of {summary.get('n_problems')} problems: {ids}), counted apart from no answer")
+            lines.append(
+                f"- {name}: context overflow in {over['samples']} of {summary.get('n_samples')} samples "
+                f"({over['problems']} of {summary.get('n_problems')} problems: {ids}), counted apart from no answer"
+            )
     return ("\n" + "\n".join(lines) + "\n") if lines else ""
 
 

@@ -1,12 +1,11 @@
 """``distill run`` and ``distill validate``: a recipe's steps in order, resuming what is done.
 
-Each step's fingerprint covers its stage, its resolved config, the fingerprints of the steps it
-reads and the content of what it reads from outside the recipe (identity.py: a model's weights and
-tokenizer hashed, a Hub id at its revision, a data file's bytes), so a teacher retrained at the same
-path reruns the steps that used it, and changing one step's config reruns that step and everything downstream of it, and
-nothing else. A step whose fingerprint matches a finished run is skipped and says so; one that was
-interrupted reruns with the same config, and the stage's own store resumes it shard by shard (a
-train step resumes from its last complete checkpoint).
+Each step's fingerprint covers its stage, its resolved config, the fingerprints of the steps it reads and the content
+of what it reads from outside the recipe (identity.py: a model's weights and tokenizer hashed, a Hub id at its
+revision, a data file's bytes), so a teacher retrained at the same path reruns the steps that used it, and changing one
+step's config reruns that step and everything downstream of it, and nothing else. A step whose fingerprint matches a
+finished run is skipped and says so; one that was interrupted reruns with the same config, and the stage's own store
+resumes it shard by shard (a train step resumes from its last complete checkpoint).
 
 ``--only STEP`` and ``--from STEP`` choose which steps run; they never delete work: a chosen step
 that was interrupted resumes, and one that finished with the same config is skipped. Only
@@ -40,8 +39,19 @@ STATE = "_recipe_state.json"
 # ``--set sft.resume=true`` would look like a new config and delete the checkpoints it asks to keep.
 # A train step's launch (launcher, num_processes, accelerate_config) is not fingerprinted either:
 # resuming it on fewer GPUs is a train-stage question (its global batch must match), not a new run.
-_NOT_FINGERPRINTED = {"overwrite", "resume", "allow_incomplete", "workers", "concurrency", "progress", "threads", "data_parallel",
-                      "report_to", *ENGINE_FIELDS, *LAUNCH_FIELDS}  # report_to: where curves go, not what is computed
+_NOT_FINGERPRINTED = {
+    "overwrite",
+    "resume",
+    "allow_incomplete",
+    "workers",
+    "concurrency",
+    "progress",
+    "threads",
+    "data_parallel",
+    "report_to",
+    *ENGINE_FIELDS,
+    *LAUNCH_FIELDS,
+}  # report_to: where curves go, not what is computed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,8 +101,9 @@ def _semantic(step: Step, spec, config) -> dict[str, Any]:
     enter as the recipe wrote them, not resolved to this run's paths: what they hold is the upstream
     fingerprints' and :func:`_contents`' to say. So a run directory copied or moved elsewhere (or the
     recipe run from another clone) finds its finished steps finished (identity is content)."""
-    semantic = {k: v for k, v in dataclasses.asdict(config).items()
-                if k not in _NOT_FINGERPRINTED and k != spec.out_field}
+    semantic = {
+        k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FINGERPRINTED and k != spec.out_field
+    }
     for key, raw in step.config.items():
         if key in semantic and _names_a_path(raw):
             semantic[key] = raw
@@ -165,8 +176,15 @@ def run(recipe: Recipe, **options) -> dict:
         restore_mode(previous)
 
 
-def _run(recipe: Recipe, *, start: str | None = None, only: str | None = None, overwrite: bool = False,
-         verbose: bool = False, echo=print) -> dict:
+def _run(
+    recipe: Recipe,
+    *,
+    start: str | None = None,
+    only: str | None = None,
+    overwrite: bool = False,
+    verbose: bool = False,
+    echo=print,
+) -> dict:
     planned = validate(recipe)
     names = [p.step.name for p in planned]
     for flag, name in (("--from", start), ("--only", only)):
@@ -189,8 +207,10 @@ def _run(recipe: Recipe, *, start: str | None = None, only: str | None = None, o
     if follower is not None:  # another machine of a multi-node train step: train with machine 0, record nothing
         previous = state.get(follower.step.name, {})
         resume = bool(previous) and previous.get("fingerprint") == follower.fingerprint and not overwrite
-        echo(f"[run]  {follower.step.name} ({follower.step.stage}): with machine 0, as machine "
-             f"{_rank(follower.config)} of {follower.config.num_machines}")
+        echo(
+            f"[run]  {follower.step.name} ({follower.step.stage}): with machine 0, as machine "
+            f"{_rank(follower.config)} of {follower.config.num_machines}"
+        )
         config = _with_flags(follower.config, overwrite=overwrite, resume=resume)
         return {follower.step.name: jsonable(STAGES["train"].run_function()(config))}
     out.mkdir(parents=True, exist_ok=True)
@@ -213,7 +233,9 @@ def _run(recipe: Recipe, *, start: str | None = None, only: str | None = None, o
         changed = previous.get("fingerprint") not in (None, p.fingerprint)
         resuming = bool(previous) and not changed and not overwrite
         config = _with_flags(p.config, overwrite=overwrite or changed, resume=resuming)
-        why = "overwrite requested" if overwrite else "config changed" if changed else "resuming" if resuming else "new"
+        why = (
+            "overwrite requested" if overwrite else "config changed" if changed else "resuming" if resuming else "new"
+        )
         echo(f"[run]  {name} ({p.step.stage}): {why}")
         state[name] = {"fingerprint": p.fingerprint, "done": False, "stage": p.step.stage}
         _save_state(out, state)
@@ -262,8 +284,10 @@ def _follower(chosen: list[PlannedStep], only: str | None) -> PlannedStep | None
         return None
     if only is None or len(chosen) != 1:
         names = ", ".join(p.step.name for p in joining)
-        raise UserError(f"this is machine {_rank(joining[0].config)} of a multi-node train step ({names}): run it alone here "
-                        f"with --only {joining[0].step.name}; every other step runs on machine 0")
+        raise UserError(
+            f"this is machine {_rank(joining[0].config)} of a multi-node train step ({names}): run it alone here "
+            f"with --only {joining[0].step.name}; every other step runs on machine 0"
+        )
     return joining[0]
 
 
@@ -280,7 +304,11 @@ def _with_flags(config: Any, *, overwrite: bool, resume: bool) -> Any:
 
 def _finished(state: dict, p: PlannedStep, recipe: Recipe) -> bool:
     record = state.get(p.step.name) or {}
-    return bool(record.get("done")) and record.get("fingerprint") == p.fingerprint and Path(step_dir(recipe, p.step.name)).exists()
+    return (
+        bool(record.get("done"))
+        and record.get("fingerprint") == p.fingerprint
+        and Path(step_dir(recipe, p.step.name)).exists()
+    )
 
 
 def load_state(out: Path) -> dict:

@@ -10,7 +10,7 @@ count is left as a formula of the rows the earlier step will write.
 ...       max_steps=None, data="absent", launcher="accelerate", num_machines=1)
 >>> schedule_note(c)
 ['128 rows a step (2 x 8 processes x 8 accumulation), one trace a row (no packing): at most 4,194,304 tokens a step (128 x 32,768); optimizer steps: 5 x rows / 128 (rows: what absent holds once written)']
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def schedule_note(config: Any, recipe=None, step=None) -> list[str]:
         else:
             kind = "one pair a row (chosen + rejected)" if per_row == 2 else "one trace a row (no packing)"
             what = f"{rows} rows a step ({split}), {kind}"
-            tokens = f"at most {rows * per_row * length:,} tokens a step ({rows}{' x 2' if per_row == 2 else ''} x {length:,})"
+            tokens = f"at most {rows * per_row * length:,} tokens a step ({rows}{' x 2' if per_row == 2 else ''} x {length:,})"  # noqa: E501
     if config.max_steps:
         steps = f"optimizer steps: {config.max_steps} (max_steps)"
     elif method == "grpo":
@@ -48,7 +48,7 @@ def schedule_note(config: Any, recipe=None, step=None) -> list[str]:
         known = _rows(config.data)
         epochs = f"{config.epochs:g} x " if config.epochs != 1 else ""
         if known is not None and not (method == "sft" and config.packing):
-            steps = f"optimizer steps: {math.ceil(known / rows) * config.epochs:,.0f} ({epochs}ceil({known:,} rows / {rows}))"
+            steps = f"optimizer steps: {math.ceil(known / rows) * config.epochs:,.0f} ({epochs}ceil({known:,} rows / {rows}))"  # noqa: E501
         else:
             unit = "packed rows" if method == "sft" and config.packing else "rows"
             steps = f"optimizer steps: {epochs}{unit} / {rows} ({unit}: what {config.data} holds once written)"

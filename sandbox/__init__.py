@@ -40,7 +40,7 @@ Many tests of one program: pass the test data as ``files`` and a harness as the 
 "['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'MKL_NUM_THREADS', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'PATH', 'PYTHONPATH']\\n"
 >>> run("import os; print(os.path.exists(os.path.expanduser('~root/.bashrc')), os.listdir('/tmp'))").stdout
 "False ['sandbox']\\n"
-"""
+"""  # noqa: E501
 
 from reasonkit.sandbox.runner import (
     ENV_MODE,
@@ -56,5 +56,16 @@ from reasonkit.sandbox.runner import (
     run,
 )
 
-__all__ = ["ENV_MODE", "MODES", "Limits", "Result", "SandboxError", "available_mode", "isolation_of", "preflight",
-           "requested_mode", "resolve_mode", "run"]
+__all__ = [
+    "ENV_MODE",
+    "MODES",
+    "Limits",
+    "Result",
+    "SandboxError",
+    "available_mode",
+    "isolation_of",
+    "preflight",
+    "requested_mode",
+    "resolve_mode",
+    "run",
+]

@@ -34,10 +34,24 @@ def command(view: dict, tmpfs_mb: int, init: list[str], info_fd: int | None = No
     if os.geteuid() != 0:  # as root bwrap makes the namespaces itself, and keeps the init's capabilities
         # (the program's process drops them all, and the uid, before it execs)
         args += ["--unshare-user", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
-    args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
-             "--unshare-cgroup",
-             "--die-with-parent", "--new-session", "--as-pid-1",
-             "--size", size, "--perms", "1777", "--tmpfs", "/tmp"]  # first: an interpreter under /tmp is bound onto it
+    args += [
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--hostname",
+        "sandbox",
+        "--unshare-cgroup",
+        "--die-with-parent",
+        "--new-session",
+        "--as-pid-1",
+        "--size",
+        size,
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/tmp",
+    ]  # first: an interpreter under /tmp is bound onto it
     made = set()
     for path in view["binds"]:
         # bubblewrap makes missing parents 0700: a 0700 /root above the interpreter would then stop the
@@ -54,8 +68,22 @@ def command(view: dict, tmpfs_mb: int, init: list[str], info_fd: int | None = No
     args += ["--perms", "0755", "--dir", "/dev"]
     for name in DEVICES:
         args += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                         ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         args += ["--symlink", target, f"/dev/{name}"]
-    args += ["--symlink", "/tmp", "/dev/shm", "--proc", "/proc", "--remount-ro", "/", "--chdir", "/"]  # one cap for both
+    args += [
+        "--symlink",
+        "/tmp",
+        "/dev/shm",
+        "--proc",
+        "/proc",
+        "--remount-ro",
+        "/",
+        "--chdir",
+        "/",
+    ]  # one cap for both
     return args + init

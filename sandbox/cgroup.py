@@ -4,15 +4,15 @@ cgroup that wrote it), its process count and its CPU time capped as a whole, not
 rlimit is per process: three processes held 3 x 200 MB under a 256 MB limit, and CPU seconds added up
 past the CPU limit).
 
-The caller (runner.py) makes the cgroup under its own, writes the limits, and moves the init into it
-while the init's interpreter starts (the init forks the program only after that, so every process of
-the program is born inside). The caller moves it, not the program's process: moving a task takes a
-lock whose first taker after a pause waits out an RCU grace period, ~13 ms here, which the init's own
-start hides. Once it has forked the program the init moves itself back to the caller's cgroup (off
-the program's start path): the program's memory cap can never end it in an OOM kill, nor its
-processes count against the program's (``pids.max`` allows one more, the init's fork). What the init reads goes to it as descriptors (under bubblewrap its view holds no ``/sys``): the CPU
-time used (it stops the run at the limit) and the counts of OOM kills and refused forks (a ``memory``
-or ``processes`` limit the sandbox saw, not one the program claims).
+The caller (runner.py) makes the cgroup under its own, writes the limits, and moves the init into it while the init's
+interpreter starts (the init forks the program only after that, so every process of the program is born inside). The
+caller moves it, not the program's process: moving a task takes a lock whose first taker after a pause waits out an RCU
+grace period, ~13 ms here, which the init's own start hides. Once it has forked the program the init moves itself back
+to the caller's cgroup (off the program's start path): the program's memory cap can never end it in an OOM kill, nor
+its processes count against the program's (``pids.max`` allows one more, the init's fork). What the init reads goes to
+it as descriptors (under bubblewrap its view holds no ``/sys``): the CPU time used (it stops the run at the limit) and
+the counts of OOM kills and refused forks (a ``memory`` or ``processes`` limit the sandbox saw, not one the program
+claims).
 
 cgroup v2 where the caller's cgroup can give a child the ``memory`` and ``pids`` controllers, else v1's
 ``memory``, ``pids`` and ``cpuacct`` hierarchies (this CI machine's), else none: a non-root user
@@ -74,7 +74,9 @@ def _read(path: str) -> str:
 
 
 _probed: dict = {}  # not functools.cache: the init imports this module, and functools costs its start ~2 ms
-_probing = _thread.allocate_lock()  # threads' first runs probe once, not side by side (one's probe is another's EEXIST)
+_probing = (
+    _thread.allocate_lock()
+)  # threads' first runs probe once, not side by side (one's probe is another's EEXIST)
 
 
 def _parents() -> tuple[str, dict[str, str]] | None:
@@ -114,7 +116,9 @@ def _make(version: str, parents: dict[str, str], name: str) -> dict[str, str]:
             path = os.path.join(parent, name)
             os.mkdir(path)
             made[key] = path
-        if version == "v2" and not {"memory", "pids"} <= set(_read(os.path.join(made["v2"], "cgroup.controllers")).split()):
+        if version == "v2" and not {"memory", "pids"} <= set(
+            _read(os.path.join(made["v2"], "cgroup.controllers")).split()
+        ):
             raise OSError(errno.ENOTSUP, "the memory and pids controllers are not delegated here")
     except OSError:
         _remove(made)
@@ -152,18 +156,30 @@ class RunCgroup:
             if os.path.exists(os.path.join(dirs["v2"], "memory.swap.max")):
                 _write(os.path.join(dirs["v2"], "memory.swap.max"), "0")
             _write(os.path.join(dirs["v2"], "pids.max"), str(processes + 1))  # + the init
-            files = {"procs": [("v2", "cgroup.procs")], "cpu": ("v2", "cpu.stat"), "oom": ("v2", "memory.events"),
-                     "pids": ("v2", "pids.events")}
+            files = {
+                "procs": [("v2", "cgroup.procs")],
+                "cpu": ("v2", "cpu.stat"),
+                "oom": ("v2", "memory.events"),
+                "pids": ("v2", "pids.events"),
+            }
         else:
             _write(os.path.join(dirs["memory"], "memory.limit_in_bytes"), str(memory_mb << 20))
             swap = os.path.join(dirs["memory"], "memory.memsw.limit_in_bytes")
             if os.path.exists(swap):  # the same cap with swap counted: tmpfs pages cannot move past it
                 _write(swap, str(memory_mb << 20))
             _write(os.path.join(dirs["pids"], "pids.max"), str(processes + 1))  # + the init
-            files = {"procs": [(c, "cgroup.procs") for c in V1], "cpu": ("cpuacct", "cpuacct.usage"),
-                     "oom": ("memory", "memory.oom_control"), "pids": ("pids", "pids.events")}
-        self.opened["procs"] = [os.open(os.path.join(dirs[k], n), os.O_WRONLY | os.O_CLOEXEC) for k, n in files["procs"]]
-        self.opened["leave"] = [os.open(os.path.join(parents[k], n), os.O_WRONLY | os.O_CLOEXEC) for k, n in files["procs"]]
+            files = {
+                "procs": [(c, "cgroup.procs") for c in V1],
+                "cpu": ("cpuacct", "cpuacct.usage"),
+                "oom": ("memory", "memory.oom_control"),
+                "pids": ("pids", "pids.events"),
+            }
+        self.opened["procs"] = [
+            os.open(os.path.join(dirs[k], n), os.O_WRONLY | os.O_CLOEXEC) for k, n in files["procs"]
+        ]
+        self.opened["leave"] = [
+            os.open(os.path.join(parents[k], n), os.O_WRONLY | os.O_CLOEXEC) for k, n in files["procs"]
+        ]
         for what in ("cpu", "oom", "pids"):
             key, name = files[what]
             path = os.path.join(dirs[key], name)
@@ -194,12 +210,17 @@ class RunCgroup:
 
     def fds(self) -> list[int]:
         """The descriptors passed to the init: the files it reads, and where it leaves to."""
-        return [self.opened[k] for k in ("cpu", "oom", "pids") if self.opened.get(k) is not None] + self.opened["leave"]
+        return [self.opened[k] for k in ("cpu", "oom", "pids") if self.opened.get(k) is not None] + self.opened[
+            "leave"
+        ]
 
     def spec(self) -> dict:
         """What the init needs to know: the version and which passed descriptor is which."""
-        return {"version": self.version, "leave": self.opened["leave"],
-                **{k: self.opened.get(k) for k in ("cpu", "oom", "pids")}}
+        return {
+            "version": self.version,
+            "leave": self.opened["leave"],
+            **{k: self.opened.get(k) for k in ("cpu", "oom", "pids")},
+        }
 
     def close(self) -> None:
         for fd in self.opened.pop("procs", []) + self.fds():

@@ -53,4 +53,3 @@ def loads(text: str | bytes, *, max_chars: int, max_depth: int = MAX_DEPTH):
         return json.loads(text)
     except (ValueError, RecursionError, MemoryError) as e:
         raise Unreadable(f"not JSON: {str(e)[:100]}") from None
-

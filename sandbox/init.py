@@ -10,32 +10,31 @@ asks for a stop, one byte ``m`` says the user namespace is mapped (``userns`` as
 that this process was moved into the run's cgroup (cgroup.py); REPORT, when given, becomes the
 program's descriptor 3 (the code verifier's harness reports its tests there).
 
-The init stays **outside** the program's PID namespace: it makes that namespace (``unshare(
-CLONE_NEWPID)``) and forks the program as its PID 1, so nothing the program runs can name it, signal
-it, limit it or read it, whatever uid they share. Born in the run's cgroup, the program's child waits, while it builds its
-view, for the init to leave that cgroup (no OOM kill at the program's cap can end the init). The
-program's child, before it execs: builds the
-view (view.py: a minimal read-only root of its own, its own ``/proc``, private size-capped ``/tmp``)
-and pivots into it, sets its rlimits, takes every privilege (confine.py) and execs; a failure there
-goes back on a pipe closed by the exec, the only way the sandbox says it failed. The wall clock is a
-``pidfd`` and a timed ``select`` here, no signal handler; when the program (PID 1) ends, the kernel
-ends every process it left. Without namespaces (``--sandbox none``) the init is their child
-subreaper and kills them itself.
+The init stays **outside** the program's PID namespace: it makes that namespace (``unshare(CLONE_NEWPID)``) and forks
+the program as its PID 1, so nothing the program runs can name it, signal it, limit it or read it, whatever uid they
+share. Born in the run's cgroup, the program's child waits, while it builds its view, for the init to leave that cgroup
+(no OOM kill at the program's cap can end the init). The program's child, before it execs: builds the view (view.py: a
+minimal read-only root of its own, its own ``/proc``, private size-capped ``/tmp``) and pivots into it, sets its
+rlimits, takes every privilege (confine.py) and execs; a failure there goes back on a pipe closed by the exec, the only
+way the sandbox says it failed. The wall clock is a ``pidfd`` and a timed ``select`` here, no signal handler; when the
+program (PID 1) ends, the kernel ends every process it left. Without namespaces (``--sandbox none``) the init is their
+child subreaper and kills them itself.
 """
 
+import _signal as signal  # the full module imports enum (~3 ms of the init's start)
 import ctypes
 import fcntl
 import marshal
 import os
 import resource
 import select
-import _signal as signal  # the full module imports enum (~3 ms of the init's start)
 import sys
 
 # With -I the script's own directory is not on sys.path: its stdlib-only siblings are added by hand.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cgroup  # noqa: E402
 import confine  # noqa: E402
+
 import view  # noqa: E402
 
 PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 36, 4
@@ -126,8 +125,9 @@ def own_cgroup_namespace(spec: dict) -> None:
         _ok(libc.unshare(CLONE_NEWCGROUP), "unshare the cgroup namespace")
 
 
-def become_program(spec: dict, files: list, report_fd: int | None, setup_fd: int, alive_fd: int,
-                   go_fd: int | None) -> None:
+def become_program(
+    spec: dict, files: list, report_fd: int | None, setup_fd: int, alive_fd: int, go_fd: int | None
+) -> None:
     """The forked child (PID 1 of the program's namespace): view, then exec_program. Never returns;
     a failure before the exec is written on ``setup_fd`` (closed by a successful exec)."""
     try:
@@ -202,7 +202,9 @@ def supervise(spec: dict, child: int, control_fd: int) -> dict:
     while True:
         remaining = deadline - time.monotonic()
         wait = remaining
-        if group and group.get("cpu") is not None:  # the run's CPU time, all its processes: checked when it could be over
+        if (
+            group and group.get("cpu") is not None
+        ):  # the run's CPU time, all its processes: checked when it could be over
             left = cpu_limit - (cgroup.cpu_seconds(group["version"], group["cpu"]) - group["cpu_base"])
             if left <= 0:
                 out["cpu_exceeded"] = True
@@ -296,7 +298,9 @@ def main(args: list[str]) -> None:
     status: dict = {}
     try:
         enter_namespaces(spec, status_fd, control_fd)
-        if spec["cgroup"] and os.read(control_fd, 1) != b"c":  # the caller has moved this process into the run's cgroup
+        if (
+            spec["cgroup"] and os.read(control_fd, 1) != b"c"
+        ):  # the caller has moved this process into the run's cgroup
             raise OSError("the caller did not move the init into the run's cgroup")
         child, setup_fd, alive_fd = start(spec, files, report[0] if report else None)
         for fd in report:

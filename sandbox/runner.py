@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 import reasonkit.sandbox.cgroup as cgroups
 from reasonkit.sandbox.cgroup import RunCgroup
 
-
 INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "init.py")
 MODES = ("root", "userns", "bwrap", "none")
 # Namespaces per mode. "root": unshare as root, the program under a uid of its own; "userns": an
@@ -48,9 +47,11 @@ SYSTEM_PATHS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib3
 # Each run's uid is its own, so one run's processes never count against another's RLIMIT_NPROC.
 _UID_BASE = 200_000
 _uids = itertools.count()
-HOW_TO_FIX = ("enable unprivileged user namespaces (sysctl user.max_user_namespaces=15000; on Ubuntu 24.04 "
-              "kernel.apparmor_restrict_unprivileged_userns=0) or install bubblewrap (apt-get install bubblewrap), "
-              "or pass --sandbox none to run model programs with all of your rights (not isolated)")
+HOW_TO_FIX = (
+    "enable unprivileged user namespaces (sysctl user.max_user_namespaces=15000; on Ubuntu 24.04 "
+    "kernel.apparmor_restrict_unprivileged_userns=0) or install bubblewrap (apt-get install bubblewrap), "
+    "or pass --sandbox none to run model programs with all of your rights (not isolated)"
+)
 
 
 @dataclass(frozen=True)
@@ -107,9 +108,7 @@ def available_mode() -> str:
     unshare = shutil.which("unshare")
     candidates = (["root"] if os.geteuid() == 0 else []) + ["userns"]
     for mode in candidates if unshare else []:
-        probe = subprocess.run(
-            [unshare, *UNSHARE[mode], "true"], capture_output=True, timeout=10, check=False
-        )
+        probe = subprocess.run([unshare, *UNSHARE[mode], "true"], capture_output=True, timeout=10, check=False)
         if probe.returncode == 0:
             return mode
     if bwrap_path() and bwrap_works():
@@ -124,8 +123,9 @@ def bwrap_works() -> bool:
     if not bwrap_path():
         return False
     python = _python()
-    probe = subprocess.run(command(view_of(python), 1, [python, "-I", "-S", "-c", "pass"]),
-                           capture_output=True, timeout=10, check=False)
+    probe = subprocess.run(
+        command(view_of(python), 1, [python, "-I", "-S", "-c", "pass"]), capture_output=True, timeout=10, check=False
+    )
     return probe.returncode == 0
 
 
@@ -139,8 +139,11 @@ def isolation_of(mode: str, cgroup: bool | None = None) -> tuple[str, ...]:
     common = ("nocaps", "seccomp", "cgroup" if (cgroups.available() if cgroup is None else cgroup) else "no-cgroup")
     spaces = ("netns", "pidns", "mountns", "ipcns", "utsns", "cgroupns", "minroot")
     uid = ("uid-drop",) if os.geteuid() == 0 else ()
-    names = {"root": spaces + ("uid-drop",), "userns": spaces + ("userns",) + uid,
-             "bwrap": spaces + ("bwrap",) + (uid or ("userns",))}
+    names = {
+        "root": spaces + ("uid-drop",),
+        "userns": spaces + ("userns",) + uid,
+        "bwrap": spaces + ("bwrap",) + (uid or ("userns",)),
+    }
     if mode in names:
         return names[mode] + common
     return ("no-namespaces",) + (("uid-drop",) if os.geteuid() == 0 else ()) + common
@@ -162,7 +165,9 @@ def resolve_mode(mode: str | None = None) -> str:
     if mode == "auto":
         mode = available_mode()
         if mode == "none":
-            raise SandboxError(f"no isolation is possible here (no user, mount, PID or network namespaces): {HOW_TO_FIX}")
+            raise SandboxError(
+                f"no isolation is possible here (no user, mount, PID or network namespaces): {HOW_TO_FIX}"
+            )
     if mode not in MODES:
         raise ValueError(f"sandbox mode {mode!r}: expected auto, {', '.join(MODES)}")
     return mode
@@ -183,8 +188,11 @@ def preflight(mode: str | None = None) -> str:
         why = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
         raise SandboxError(f"the sandbox cannot run a trivial program in mode {mode!r}: {why}; {HOW_TO_FIX}")
     if mode == "none":
-        print("warning: --sandbox none: model programs run WITHOUT isolation, with all of your rights "
-              "(files, network, tokens); recorded as isolation 'no-namespaces'", file=sys.stderr)
+        print(
+            "warning: --sandbox none: model programs run WITHOUT isolation, with all of your rights "
+            "(files, network, tokens); recorded as isolation 'no-namespaces'",
+            file=sys.stderr,
+        )
     return mode
 
 
@@ -192,8 +200,13 @@ def clean_env(home: str) -> dict[str, str]:
     """The program's whole environment: nothing of the caller's. One thread per math library and two
     malloc arenas, so threads do not eat the address-space limit."""
     path = os.pathsep.join(dict.fromkeys([os.path.dirname(_python()), "/usr/local/bin", "/usr/bin", "/bin"]))
-    env = {"PATH": path, "LANG": "C.UTF-8", "HOME": home, "MALLOC_ARENA_MAX": "2",
-           "PYTHONPATH": os.pathsep.join(_site_packages())}
+    env = {
+        "PATH": path,
+        "LANG": "C.UTF-8",
+        "HOME": home,
+        "MALLOC_ARENA_MAX": "2",
+        "PYTHONPATH": os.pathsep.join(_site_packages()),
+    }
     env.update(dict.fromkeys(["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"], "1"))
     return env
 
@@ -228,7 +241,10 @@ def _masks() -> tuple[str, ...]:
     found = []
     for site in _site_packages():
         candidates = glob.glob(os.path.join(site, "*.dist-info", "direct_url.json")) + [
-            os.path.join(site, n) for n in os.listdir(site) if n.startswith("__editable__") or n.endswith((".pth", ".egg-link"))]
+            os.path.join(site, n)
+            for n in os.listdir(site)
+            if n.startswith("__editable__") or n.endswith((".pth", ".egg-link"))
+        ]
         for path in candidates:
             try:
                 with open(path, "rb") as f:
@@ -245,8 +261,12 @@ def view_of(argv0: str) -> dict:
     directory; the symlinks on the way to them; the files to mask (``_masks``). Real paths only, so a
     symlinked venv or clone needs nothing of the host beyond its target; a venv's own prefix is not
     bound (``python -S`` with site-packages on PYTHONPATH needs only those), nor is the project."""
-    binds = {os.path.realpath(sys.base_prefix), os.path.dirname(_python()), *_site_packages(),
-             os.path.dirname(os.path.realpath(argv0))}
+    binds = {
+        os.path.realpath(sys.base_prefix),
+        os.path.dirname(_python()),
+        *_site_packages(),
+        os.path.dirname(os.path.realpath(argv0)),
+    }
     if _python().startswith(os.path.realpath(sys.prefix) + os.sep):  # a venv made with --copies: its pyvenv.cfg
         binds.add(os.path.realpath(sys.prefix))
     symlinks = []
@@ -258,9 +278,14 @@ def view_of(argv0: str) -> dict:
             binds.add(path)
     binds = _outermost(binds)
     if "/" in binds:
-        raise SandboxError(f"the interpreter's directories include / ({sys.prefix}): the view would hold the whole host")
-    return {"binds": binds, "symlinks": [s for s in symlinks if not any(s[0].startswith(b + "/") for b in binds)],
-            "masks": list(_masks())}
+        raise SandboxError(
+            f"the interpreter's directories include / ({sys.prefix}): the view would hold the whole host"
+        )
+    return {
+        "binds": binds,
+        "symlinks": [s for s in symlinks if not any(s[0].startswith(b + "/") for b in binds)],
+        "masks": list(_masks()),
+    }
 
 
 def run(
@@ -323,9 +348,15 @@ def run(
         command = _command(mode, spec, limits, [_python(), "-I", "-S", INIT, *map(str, passed)], fds.get("bwrap_info"))
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
         started = time.monotonic()
-        streams, truncated, killed = _communicate(command, stdin_bytes, timeout, limits.output_bytes, fds,
-                                                  _map_users(spec["host_uid"]) if spec["userns_by_caller"] else None,
-                                                  _join(group, fds.get("info")) if group else None)
+        streams, truncated, killed = _communicate(
+            command,
+            stdin_bytes,
+            timeout,
+            limits.output_bytes,
+            fds,
+            _map_users(spec["host_uid"]) if spec["userns_by_caller"] else None,
+            _join(group, fds.get("info")) if group else None,
+        )
         elapsed = time.monotonic() - started
     finally:
         fds.close_all()
@@ -501,7 +532,11 @@ def _limit_hit(r: Result, limits: Limits, status: dict) -> str | None:
         return "output"
     if r.timed_out:
         return "wall"
-    if status.get("cpu_exceeded") or r.signal == "SIGXCPU" or (r.signal == "SIGKILL" and r.cpu_seconds >= limits.cpu_seconds):
+    if (
+        status.get("cpu_exceeded")
+        or r.signal == "SIGXCPU"
+        or (r.signal == "SIGKILL" and r.cpu_seconds >= limits.cpu_seconds)
+    ):
         return "cpu"
     if status.get("oom_kills"):  # the run's cgroup: the kernel killed one of its processes at the memory cap
         return "memory"
@@ -520,7 +555,13 @@ def _limit_hit(r: Result, limits: Limits, status: dict) -> str | None:
 
 
 def _communicate(
-    command: list[str], stdin: bytes, timeout: float, cap: int, fds: _Fds, map_users=None, join=None,
+    command: list[str],
+    stdin: bytes,
+    timeout: float,
+    cap: int,
+    fds: _Fds,
+    map_users=None,
+    join=None,
 ) -> tuple[tuple[bytes, bytes, bytes, bytes], bool, str | None]:
     """Run ``command``; feed stdin, read stdout/stderr up to ``cap`` bytes each, and the init's status and
     the program's report. Past the cap, or past the timeout (a backstop: the init enforces it first),
@@ -530,8 +571,13 @@ def _communicate(
     ``join(proc, deadline)``: moves the init into the run's cgroup, while its interpreter starts.
     Returns ((stdout, stderr, status, report), truncated, why killed: "output", "wall" or None)."""
     proc = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, pass_fds=[*(fds[k] for k in (*_Fds.PASSED, "bwrap_info") if k in fds), *(join.fds if join else ())],
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        pass_fds=[*(fds[k] for k in (*_Fds.PASSED, "bwrap_info") if k in fds), *(join.fds if join else ())],
     )
     for name in (*_Fds.PASSED, "bwrap_info"):
         fds.close(name)  # the init's now; their ends of file are its ends
@@ -585,7 +631,7 @@ def _communicate(
                 fd = key.fd
                 if fd == in_fd:
                     try:
-                        pending = pending[os.write(fd, pending[:65536]):]
+                        pending = pending[os.write(fd, pending[:65536]) :]
                     except BrokenPipeError:
                         pending = pending[:0]
                     if not pending:

@@ -61,7 +61,11 @@ def _apply(ctx: click.Context, param: click.Parameter, value: str | None) -> Non
 def sandbox_option(command):
     """``--sandbox auto|none`` on a command whose stage may run model programs."""
     return click.option(
-        "--sandbox", type=click.Choice(CHOICES), default=None, expose_value=False, callback=_apply,
+        "--sandbox",
+        type=click.Choice(CHOICES),
+        default=None,
+        expose_value=False,
+        callback=_apply,
         help="How model programs run: auto (the strongest isolation here; refuse if there is none) or none "
-             "(no namespaces: the programs run with your rights; recorded as isolation 'no-namespaces'). [auto]",
+        "(no namespaces: the programs run with your rights; recorded as isolation 'no-namespaces'). [auto]",
     )(command)

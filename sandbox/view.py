@@ -9,8 +9,8 @@ hardlink the program makes, not by unmounting something: the program holds no ca
   the interpreter's prefix and base prefix, site-packages, the system library directories,
   ``/etc/ld.so.cache``), and the symlinks among them (``/lib -> usr/lib``);
 - ``/dev`` with null, zero, random and urandom only; a fresh ``/proc`` of the program's own PID
-  namespace (mounted by its PID 1: the init, outside, is not in it), ``/proc/cmdline`` masked (the
-  kernel's command line is the host's); ``/tmp`` a private size-capped tmpfs and ``/dev/shm`` a link to it (one cap for both),
+  namespace (mounted by its PID 1: the init, outside, is not in it), ``/proc/cmdline`` masked (the kernel's command
+  line is the host's); ``/tmp`` a private size-capped tmpfs and ``/dev/shm`` a link to it (one cap for both),
   ``/tmp/sandbox`` the working directory;
 - the files of the interpreter's tree that name host paths the program does not need (an editable
   install's ``direct_url.json`` and finder: the project's checkout) masked with an empty file.
@@ -22,12 +22,29 @@ interpreter, and then only that directory.
 import ctypes
 import os
 
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
+    1,
+    2,
+    4,
+    8,
+    32,
+    4096,
+    16384,
+    1 << 18,
+)
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MNT_DETACH = 2
 # statvfs's f_flag bits -> the mount flags that must be repeated on a bind's read-only remount (a
 # user namespace may not clear a flag its parent's mount set: the kernel locks them).
-_LOCKED = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: MS_NOATIME, 2048: MS_NODIRATIME, 4096: MS_RELATIME}
+_LOCKED = {
+    1: MS_RDONLY,
+    2: MS_NOSUID,
+    4: MS_NODEV,
+    8: MS_NOEXEC,
+    1024: MS_NOATIME,
+    2048: MS_NODIRATIME,
+    4096: MS_RELATIME,
+}
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 DEVICES = ("null", "zero", "random", "urandom")
 
@@ -98,8 +115,12 @@ def build(spec: dict, newroot: str, files: list) -> str:
         mask(newroot + path)
     for name in DEVICES:
         bind(f"/dev/{name}", _make_point(newroot, f"/dev/{name}", False), writable=True, exec_ok=False)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                         ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, f"{newroot}/dev/{name}")
     os.symlink("/tmp", f"{newroot}/dev/shm")  # one tmpfs, one cap for both (POSIX shm and semaphores live there)
     mount_proc(_make_point(newroot, "/proc", True))

@@ -36,9 +36,13 @@ def teacher_dir() -> str:
 
 @pytest.fixture(scope="session")
 def agent_teacher_dir() -> str:
-    """The committed tool-using teacher (recipes/teachers/agent.py: TRL's Qwen2.5 template, calls search), read-only."""
-    if not (AGENT_TEACHER_DIR / "model.safetensors").is_file():  # as tests/recipes/teachers/test_agent_teacher.py waits for it
-        pytest.skip(f"embedded agent teacher not trained yet at {AGENT_TEACHER_DIR} (distill make-teacher --task agent)")
+    """The committed tool-using teacher (recipes/teachers/agent.py: TRL's Qwen2.5 template, calls search), read-only."""  # noqa: E501
+    if not (
+        AGENT_TEACHER_DIR / "model.safetensors"
+    ).is_file():  # as tests/recipes/teachers/test_agent_teacher.py waits for it
+        pytest.skip(
+            f"embedded agent teacher not trained yet at {AGENT_TEACHER_DIR} (distill make-teacher --task agent)"
+        )
     return str(AGENT_TEACHER_DIR)
 
 
@@ -94,7 +98,11 @@ def quickstart(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("quickstart") / "qs"
     started = time.monotonic()
-    done = subprocess.run([str(Path(sys.executable).parent / "distill"), "quickstart", "--out", str(out)],
-                          capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "distill"), "quickstart", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return SimpleNamespace(out=out, process=done, seconds=time.monotonic() - started)

@@ -34,8 +34,9 @@ def tracked() -> list[str]:
 def citations(files: list[str]):
     """(file, line number, cited path) for every citation in the tracked text files."""
     folders = sorted({f.split("/", 1)[0] for f in files if "/" in f and not f.startswith(("runs/", "build/"))})
-    pattern = re.compile(r"(?<![\w./-])(?:" + "|".join(map(re.escape, folders)) + r")/[\w.*/-]*[\w*]\.(?:"
-                         + "|".join(SUFFIXES) + r")\b")
+    pattern = re.compile(
+        r"(?<![\w./-])(?:" + "|".join(map(re.escape, folders)) + r")/[\w.*/-]*[\w*]\.(?:" + "|".join(SUFFIXES) + r")\b"
+    )
     for name in files:
         if not name.endswith(CITING) or name.startswith(("recipes/assets/", "runs/", "build/")) or name == SELF:
             continue
@@ -49,8 +50,11 @@ def citations(files: list[str]):
 
 def test_every_cited_path_exists():
     files = tracked()
-    missing = [f"{name}:{number}: {cited}" for name, number, cited in citations(files)
-               if (name, cited) not in ELSEWHERE and not list(REPO.glob(cited))]
+    missing = [
+        f"{name}:{number}: {cited}"
+        for name, number, cited in citations(files)
+        if (name, cited) not in ELSEWHERE and not list(REPO.glob(cited))
+    ]
     assert not missing, "cited paths that do not exist:\n" + "\n".join(missing)
 
 

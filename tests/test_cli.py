@@ -1,5 +1,4 @@
 import json
-import os
 import subprocess
 import sys
 import time
@@ -33,13 +32,14 @@ def test_help_is_instant_and_imports_nothing_heavy():
         "import sys, time; t = time.perf_counter()\n"
         "from reasonkit.cli import cli\n"
         "try:\n    cli(['--help'], prog_name='distill')\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('torch', 'vllm', 'transformers', 'trl', 'peft', 'pyarrow', 'polars') if m in sys.modules]\n"
+        "heavy = [m for m in ('torch', 'vllm', 'transformers', 'trl', 'peft', 'pyarrow', 'polars') if m in "
+        "sys.modules]\n"
         "print('RESULT', time.perf_counter() - t, heavy)\n"
     )
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     wall = time.perf_counter() - start
-    line = next(l for l in out.splitlines() if l.startswith("RESULT"))
+    line = next(ln for ln in out.splitlines() if ln.startswith("RESULT"))
     assert line.endswith("[]"), f"--help imported heavy modules: {line}"
     assert wall < 1.0, f"`distill --help` took {wall:.2f}s including interpreter start"
 
@@ -82,8 +82,10 @@ def test_inspect_shows_each_config_with_the_line_that_loads_it(tmp_path):
     sft.finish()
     info = json.loads(CliRunner().invoke(cli, ["inspect", str(out), "--json"]).output)
     assert info["card"] == "written"
-    assert [(c["config"], c["table"], c["rows"]) for c in info["configs"]] == [("default", "traces", 3),
-                                                                               ("sft", "sft", 1)]
+    assert [(c["config"], c["table"], c["rows"]) for c in info["configs"]] == [
+        ("default", "traces", 3),
+        ("sft", "sft", 1),
+    ]
     text = CliRunner().invoke(cli, ["inspect", str(out)]).output
     for config in info["configs"]:
         assert config["load"] in text.replace("\n", "")
@@ -105,4 +107,5 @@ def test_inspect_shows_each_config_with_the_line_that_loads_it(tmp_path):
     info = json.loads(CliRunner().invoke(cli, ["inspect", str(tmp_path / "eval"), "--json"]).output)
     assert [(c["config"], c["rows"], c["load"]) for c in info["configs"]] == [
         ("problems", None, f'load_dataset("{tmp_path / "eval"}", split="train")'),
-        ("samples", None, f'load_dataset("{tmp_path / "eval"}", "samples", split="train")')]
+        ("samples", None, f'load_dataset("{tmp_path / "eval"}", "samples", split="train")'),
+    ]

@@ -9,11 +9,18 @@ from pathlib import Path
 import pytest
 
 PINNED = json.loads(Path(__file__).with_name("config_keys.json").read_text())
-WHERE = {"GenerateConfig": "reasonkit.gen.config", "EvalConfig": "reasonkit.distill.eval.config",
-         "JudgeConfig": "reasonkit.judges.config", "CritiqueConfig": "reasonkit.judges.config",
-         "PairsConfig": "reasonkit.judges.config", "LabelStepsConfig": "reasonkit.judges.steps.config",
-         "FilterConfig": "reasonkit.filters.config", "TrainConfig": "reasonkit.distill.config",
-         "ScoreConfig": "reasonkit.judges.score.run", "PrepareConfig": "reasonkit.distill.prepare.run"}
+WHERE = {
+    "GenerateConfig": "reasonkit.gen.config",
+    "EvalConfig": "reasonkit.distill.eval.config",
+    "JudgeConfig": "reasonkit.judges.config",
+    "CritiqueConfig": "reasonkit.judges.config",
+    "PairsConfig": "reasonkit.judges.config",
+    "LabelStepsConfig": "reasonkit.judges.steps.config",
+    "FilterConfig": "reasonkit.filters.config",
+    "TrainConfig": "reasonkit.distill.config",
+    "ScoreConfig": "reasonkit.judges.score.run",
+    "PrepareConfig": "reasonkit.distill.prepare.run",
+}
 
 
 def defaults(cls) -> dict[str, str]:

@@ -32,8 +32,17 @@ class WhereAmI:
 
 def test_each_replica_runs_in_a_placement_group_of_the_bundles_asked_for(ray_cluster):
     seen = {}
-    run_shards([{"shard": 0}], {0: 1}, WhereAmI, {}, replicas=1, num_cpus=1, bundles=({"CPU": 1.0},),
-               strategy="STRICT_PACK", on_shard=lambda shard, rows: seen.update(json.loads(rows.column("seen")[0].as_py())))
+    run_shards(
+        [{"shard": 0}],
+        {0: 1},
+        WhereAmI,
+        {},
+        replicas=1,
+        num_cpus=1,
+        bundles=({"CPU": 1.0},),
+        strategy="STRICT_PACK",
+        on_shard=lambda shard, rows: seen.update(json.loads(rows.column("seen")[0].as_py())),
+    )
     assert seen == {"bundles": [{"CPU": 1.0}], "child_in_group": True}
     _remove_placement_groups()
 

@@ -13,8 +13,14 @@ from reasonkit import hardware
 def machine_in_a_child(**env) -> dict:
     """machine(gpu=False) in a fresh interpreter: torch reads ATEN_CPU_CAPABILITY once, at import."""
     code = "import json; from reasonkit.hardware import machine; print(json.dumps(machine(gpu=False)))"
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True,
-                         timeout=300, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
     return json.loads(out.splitlines()[-1])
 
 
@@ -82,8 +88,10 @@ def test_a_cpu_is_named_with_its_family_and_model_numbers(tmp_path, monkeypatch)
     from pathlib import Path as RealPath
 
     cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
-                       "model name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n")
+    cpuinfo.write_text(
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+        "model name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n"
+    )
     monkeypatch.setattr(hardware, "Path", lambda p: cpuinfo if p == "/proc/cpuinfo" else RealPath(p))
     assert hardware.cpu_model() == "AMD EPYC (family 25 model 1)"
     assert hardware.machine(gpu=False)["cpu_flags"] == ["avx2", "fma"]

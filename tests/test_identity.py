@@ -17,7 +17,7 @@ from reasonkit.cli import cli
 from reasonkit.identity import directory_identity, model_identity
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.recipes.teachers.tiny import build_tiny
-from reasonkit.store import fingerprint_path, load_manifest, read_stage
+from reasonkit.store import load_manifest, read_stage
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -76,8 +76,28 @@ def test_a_recorded_hash_is_trusted_while_size_and_mtime_hold(model, monkeypatch
 
 # -- (a) generate: the teacher's weights changed under the same path ------------------------------
 def gen_args(prompts, model, out, *extra):
-    return ["generate", "--prompts", prompts, "--teacher", model, "--out", str(out), "--backend", "hf", "--n", "2",
-            "--max-tokens", "8", "--shard-size", "2", "--batch-size", "2", "--dtype", "float32", *extra]
+    return [
+        "generate",
+        "--prompts",
+        prompts,
+        "--teacher",
+        model,
+        "--out",
+        str(out),
+        "--backend",
+        "hf",
+        "--n",
+        "2",
+        "--max-tokens",
+        "8",
+        "--shard-size",
+        "2",
+        "--batch-size",
+        "2",
+        "--dtype",
+        "float32",
+        *extra,
+    ]
 
 
 def test_generate_refuses_a_teacher_whose_weights_changed(tmp_path, model, monkeypatch):
@@ -110,8 +130,26 @@ def test_generate_refuses_a_teacher_whose_weights_changed(tmp_path, model, monke
 
 # -- (b) eval: the model under evaluation was retrained into the same folder ----------------------
 def eval_args(model, data, out, *extra):
-    return ["eval", "--model", model, "--data", data, "--out", str(out), "--backend", "hf", "--k", "2",
-            "--max-tokens", "8", "--dtype", "float32", "--verifier", "int", *extra]
+    return [
+        "eval",
+        "--model",
+        model,
+        "--data",
+        data,
+        "--out",
+        str(out),
+        "--backend",
+        "hf",
+        "--k",
+        "2",
+        "--max-tokens",
+        "8",
+        "--dtype",
+        "float32",
+        "--verifier",
+        "int",
+        *extra,
+    ]
 
 
 def test_eval_refuses_a_retrained_model_and_overwrite_scores_the_new_one(tmp_path, model, monkeypatch):
@@ -158,9 +196,11 @@ def fake_cache(root: Path, repo_type: str, repo: str, sha: str) -> None:
 
 
 def resolve_offline(cache: Path) -> dict:
-    code = ("import json; from reasonkit.identity import model_identity; from reasonkit.store import fingerprint_path; "
-            "print(json.dumps({'model': model_identity('org/name'), 'api': model_identity('org/unknown', api=True), "
-            "'data': fingerprint_path('org/data'), 'unknown': fingerprint_path('org/unknown-data')}))")
+    code = (
+        "import json; from reasonkit.identity import model_identity; from reasonkit.store import fingerprint_path; "
+        "print(json.dumps({'model': model_identity('org/name'), 'api': model_identity('org/unknown', api=True), "
+        "'data': fingerprint_path('org/data'), 'unknown': fingerprint_path('org/unknown-data')}))"
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

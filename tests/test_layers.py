@@ -57,13 +57,14 @@ def circles(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
 def test_the_layers_hold_and_no_import_circle():
     assert not circles(import_graph())
     lint = Path(sys.executable).with_name("lint-imports")
-    result = subprocess.run([str(lint) if lint.exists() else "lint-imports", "--no-cache"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [str(lint) if lint.exists() else "lint-imports", "--no-cache"], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
 
 
 def private_imports() -> list[str]:
-    """``from reasonkit.X import _name`` in a module other than X: a private name crossing modules (issue 39 item 3)."""
+    """``from reasonkit.X import _name`` in a module other than X: a private name crossing modules (issue 39 item 3)."""  # noqa: E501
     found = []
     for folder, dirs, names in os.walk(ROOT):
         dirs[:] = [d for d in dirs if d not in SKIP and not d.startswith(".")]
@@ -71,9 +72,16 @@ def private_imports() -> list[str]:
             path = Path(folder, name)
             module = ".".join(("reasonkit", *path.relative_to(ROOT).with_suffix("").parts)).removesuffix(".__init__")
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("reasonkit") and node.module != module:
-                    found += [f"{module}: {node.module}.{a.name}" for a in node.names
-                              if a.name.startswith("_") and not a.name.startswith("__")]
+                if (
+                    isinstance(node, ast.ImportFrom)
+                    and (node.module or "").startswith("reasonkit")
+                    and node.module != module
+                ):
+                    found += [
+                        f"{module}: {node.module}.{a.name}"
+                        for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")
+                    ]
     return found
 
 

@@ -36,7 +36,12 @@ def test_column_mapping_and_extras_pass_through(tmp_path):
     path = write_jsonl(tmp_path / "p.jsonl", [{"uid": 7, "q": "1+1?", "gold": 2, "level": "easy"}])
     t = read_prompts(path, ColumnMap(id="uid", problem="q", answer="gold"))
     assert t.to_pylist()[0] | {"messages": None} == {
-        "id": "7", "messages": None, "answer": "2", "source": None, "problem": "1+1?", "level": "easy"
+        "id": "7",
+        "messages": None,
+        "answer": "2",
+        "source": None,
+        "problem": "1+1?",
+        "level": "easy",
     }
 
 
@@ -51,10 +56,19 @@ def test_messages_column_is_used_as_is(tmp_path):
     "setup, message",
     [
         (lambda d: d / "missing.parquet", "missing.parquet: no such file"),
-        (lambda d: (d / "x.parquet").write_bytes(b"not parquet") and d / "x.parquet", "x.parquet: cannot read as parquet"),
+        (
+            lambda d: (d / "x.parquet").write_bytes(b"not parquet") and d / "x.parquet",
+            "x.parquet: cannot read as parquet",
+        ),
         (lambda d: (d / "e.jsonl").write_text("") * 0 or d / "e.jsonl", "e.jsonl: empty input"),
-        (lambda d: write_jsonl(d / "c.jsonl", [{"question": "x"}]), "no 'messages' or 'problem' column; found ['question']"),
-        (lambda d: write_jsonl(d / "d.jsonl", [{"id": "a", "problem": "x"}, {"id": "a", "problem": "y"}]), "duplicate ids 'a'"),
+        (
+            lambda d: write_jsonl(d / "c.jsonl", [{"question": "x"}]),
+            "no 'messages' or 'problem' column; found ['question']",
+        ),
+        (
+            lambda d: write_jsonl(d / "d.jsonl", [{"id": "a", "problem": "x"}, {"id": "a", "problem": "y"}]),
+            "duplicate ids 'a'",
+        ),
         (lambda d: write_jsonl(d / "n.jsonl", [{"problem": ""}]), "row 0: column 'problem' is empty"),
         (lambda d: (d / "t.txt").write_text("x") and d / "t.txt", "unsupported file type '.txt'"),
     ],

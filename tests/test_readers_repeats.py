@@ -4,14 +4,21 @@ several sources): the ids hashed from the text collide, and each problem is prom
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from .test_reference_prompts import RecordingTeacher, openr1_table
 
 from reasonkit.errors import UserError
 from reasonkit.gen.stage import GenerateConfig, generate
 from reasonkit.readers import prompt_notes, read_prompts, stable_id
 
-REPEATED = [("What is 12 * 34?", "408"), ("What is 99 * 10?", "990"), ("What is 12 * 34?", "408"),
-            ("  What is 12 * 34?\n", "408"), ("What is 7 * 8?", "56"), ("What is 99 * 10?", "990")]
+from .test_reference_prompts import RecordingTeacher, openr1_table
+
+REPEATED = [
+    ("What is 12 * 34?", "408"),
+    ("What is 99 * 10?", "990"),
+    ("What is 12 * 34?", "408"),
+    ("  What is 12 * 34?\n", "408"),
+    ("What is 7 * 8?", "56"),
+    ("What is 99 * 10?", "990"),
+]
 
 
 def test_repeated_problem_texts_are_prompted_once_and_counted(tmp_path, capsys):
@@ -19,7 +26,9 @@ def test_repeated_problem_texts_are_prompted_once_and_counted(tmp_path, capsys):
     pq.write_table(openr1_table(REPEATED), path)
     t = read_prompts(path)  # before: UserError "duplicate ids ..." at the first step
     assert t.column("problem").to_pylist() == ["What is 12 * 34?", "What is 99 * 10?", "What is 7 * 8?"]
-    assert t.column("id").to_pylist() == [stable_id(p) for p in ("What is 12 * 34?", "What is 99 * 10?", "What is 7 * 8?")]
+    assert t.column("id").to_pylist() == [
+        stable_id(p) for p in ("What is 12 * 34?", "What is 99 * 10?", "What is 7 * 8?")
+    ]
     assert t.column("uuid").to_pylist() == ["uuid-0", "uuid-1", "uuid-4"], "the first row of each problem is kept"
     assert prompt_notes(t) == {"reference_turns_dropped": 6, "duplicate_problems_dropped": 3}
     assert "3 rows repeat an earlier row's problem text" in capsys.readouterr().err

@@ -24,26 +24,29 @@ def openr1_table(problems=PROBLEMS, messages=None) -> pa.Table:
     solutions = [SOLUTION.format(a) for _, a in problems]
     r1 = [f"<think>\n{s}\n</think>\n\n\\boxed{{{a}}}" for s, (_, a) in zip(solutions, problems)]
     if messages is None:
-        messages = [[{"content": p, "role": "user"}, {"content": g, "role": "assistant"}]
-                    for (p, _), g in zip(problems, r1)]
+        messages = [
+            [{"content": p, "role": "user"}, {"content": g, "role": "assistant"}] for (p, _), g in zip(problems, r1)
+        ]
     n = len(problems)
     turn = pa.struct([("content", pa.string()), ("role", pa.string())])
-    return pa.table({
-        "problem": pa.array([p for p, _ in problems], pa.string()),
-        "solution": pa.array(solutions, pa.string()),
-        "answer": pa.array([a for _, a in problems], pa.string()),
-        "problem_type": pa.array(["Algebra"] * n, pa.string()),
-        "question_type": pa.array(["math-word-problem"] * n, pa.string()),
-        "source": pa.array(["olympiads"] * n, pa.string()),
-        "uuid": pa.array([f"uuid-{i}" for i in range(n)], pa.string()),
-        "is_reasoning_complete": pa.array([[True, True]] * n, pa.list_(pa.bool_())),
-        "generations": pa.array([[g, g] for g in r1], pa.list_(pa.string())),
-        "correctness_math_verify": pa.array([[True, False]] * n, pa.list_(pa.bool_())),
-        "correctness_llama": pa.array([None] * n, pa.list_(pa.bool_())),
-        "finish_reasons": pa.array([None] * n, pa.list_(pa.string())),
-        "correctness_count": pa.array([1] * n, pa.int64()),
-        "messages": pa.array(messages, pa.list_(turn)),
-    })
+    return pa.table(
+        {
+            "problem": pa.array([p for p, _ in problems], pa.string()),
+            "solution": pa.array(solutions, pa.string()),
+            "answer": pa.array([a for _, a in problems], pa.string()),
+            "problem_type": pa.array(["Algebra"] * n, pa.string()),
+            "question_type": pa.array(["math-word-problem"] * n, pa.string()),
+            "source": pa.array(["olympiads"] * n, pa.string()),
+            "uuid": pa.array([f"uuid-{i}" for i in range(n)], pa.string()),
+            "is_reasoning_complete": pa.array([[True, True]] * n, pa.list_(pa.bool_())),
+            "generations": pa.array([[g, g] for g in r1], pa.list_(pa.string())),
+            "correctness_math_verify": pa.array([[True, False]] * n, pa.list_(pa.bool_())),
+            "correctness_llama": pa.array([None] * n, pa.list_(pa.bool_())),
+            "finish_reasons": pa.array([None] * n, pa.list_(pa.string())),
+            "correctness_count": pa.array([1] * n, pa.int64()),
+            "messages": pa.array(messages, pa.list_(turn)),
+        }
+    )
 
 
 def test_reference_turn_is_dropped_and_said_once(tmp_path, capsys):
@@ -52,17 +55,23 @@ def test_reference_turn_is_dropped_and_said_once(tmp_path, capsys):
     t = read_prompts(path)
     assert t.column("messages").to_pylist() == [[{"role": "user", "content": p}] for p, _ in PROBLEMS]
     err = capsys.readouterr().err
-    line = (f"{path}: 'messages' end with an assistant turn in 3 rows (a reference solution); "
-            "prompting with the turns before it")
+    line = (
+        f"{path}: 'messages' end with an assistant turn in 3 rows (a reference solution); "
+        "prompting with the turns before it"
+    )
     assert err.count("end with an assistant turn") == 1 and line in err
     assert prompt_notes(t) == {"reference_turns_dropped": 3}
     assert t.column("solution").to_pylist()[0] == SOLUTION.format("408")  # extra columns still pass through
 
 
 def test_multi_turn_keeps_everything_before_the_last_assistant_turn(tmp_path):
-    convo = [{"content": "Be brief.", "role": "system"}, {"content": "1+1?", "role": "user"},
-             {"content": "2", "role": "assistant"}, {"content": "And 2+2?", "role": "user"},
-             {"content": "4", "role": "assistant"}]
+    convo = [
+        {"content": "Be brief.", "role": "system"},
+        {"content": "1+1?", "role": "user"},
+        {"content": "2", "role": "assistant"},
+        {"content": "And 2+2?", "role": "user"},
+        {"content": "4", "role": "assistant"},
+    ]
     path = tmp_path / "p.parquet"
     pq.write_table(openr1_table(PROBLEMS[:1], messages=[convo]).drop_columns(["problem"]), path)
     t = read_prompts(path)
@@ -86,8 +95,10 @@ def test_assistant_turn_alone_uses_the_problem_column(tmp_path):
 
 
 def test_assistant_turn_alone_without_a_problem_is_one_line_naming_file_and_row(tmp_path):
-    msgs = [[{"content": "1+1?", "role": "user"}, {"content": "2", "role": "assistant"}],
-            [{"content": "the answer is 408", "role": "assistant"}]]
+    msgs = [
+        [{"content": "1+1?", "role": "user"}, {"content": "2", "role": "assistant"}],
+        [{"content": "the answer is 408", "role": "assistant"}],
+    ]
     path = tmp_path / "p.parquet"
     pq.write_table(openr1_table(PROBLEMS[:2], messages=msgs).drop_columns(["problem"]), path)
     with pytest.raises(UserError) as e:
@@ -126,9 +137,17 @@ def test_openr1_prompts_through_generate_and_filter(tmp_path, teacher_dir):
 
     path = tmp_path / "prompts.parquet"
     pq.write_table(openr1_table(), path)
-    teacher = RecordingTeacher(AutoTokenizer.from_pretrained(teacher_dir), {f"uuid-{i}": a for i, (_, a) in enumerate(PROBLEMS)})
-    cfg = GenerateConfig(prompts=str(path), teacher="recording", out=str(tmp_path / "traces"), n=1, shard_size=2,
-                         columns=ColumnMap(id="uuid"))
+    teacher = RecordingTeacher(
+        AutoTokenizer.from_pretrained(teacher_dir), {f"uuid-{i}": a for i, (_, a) in enumerate(PROBLEMS)}
+    )
+    cfg = GenerateConfig(
+        prompts=str(path),
+        teacher="recording",
+        out=str(tmp_path / "traces"),
+        n=1,
+        shard_size=2,
+        columns=ColumnMap(id="uuid"),
+    )
     manifest = generate(cfg, backend=teacher)
     assert manifest["prompt_notes"] == {"reference_turns_dropped": 3}, "the trim is recorded with the traces"
     assert len(teacher.rendered) == 3
@@ -146,7 +165,16 @@ def test_openr1_prompts_through_generate_and_filter(tmp_path, teacher_dir):
 
 def test_arrow_trim_matches_the_plain_rule_across_chunks_slices_and_nulls(tmp_path, capsys):
     u, a, s = ({"role": r, "content": r[0] + str(i)} for i, r in enumerate(("user", "assistant", "system")))
-    rows = [[u], [u, a], [s, u, a, u, a, a], [], [a, u], [s, u], [u, a, a, a], [u, {"role": "tool", "content": "t"}, a]]
+    rows = [
+        [u],
+        [u, a],
+        [s, u, a, u, a, a],
+        [],
+        [a, u],
+        [s, u],
+        [u, a, a, a],
+        [u, {"role": "tool", "content": "t"}, a],
+    ]
 
     def plain(m):  # the rule in words: drop the trailing assistant turns
         m = list(m)

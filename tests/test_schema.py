@@ -10,9 +10,17 @@ MSG = [{"role": "user", "content": "What is 2 * 3?"}]
 
 def traces_row(**over):
     row = dict(
-        id="p1", sample=0, messages=MSG, completion="<think>2*3=6</think>\\boxed{6}", reasoning="2*3=6",
-        response="\\boxed{6}", finish_reason="stop", prompt_tokens=9, completion_tokens=12,
-        teacher="tiny", gen_config="abc",
+        id="p1",
+        sample=0,
+        messages=MSG,
+        completion="<think>2*3=6</think>\\boxed{6}",
+        reasoning="2*3=6",
+        response="\\boxed{6}",
+        finish_reason="stop",
+        prompt_tokens=9,
+        completion_tokens=12,
+        teacher="tiny",
+        gen_config="abc",
     )
     row.update(over)
     return row

@@ -46,14 +46,31 @@ TRL = str(Path(sys.executable).with_name("trl"))
 def _trajectories(n: int) -> pa.Table:
     """Tool-use rows in the trajectories table's shape (a search call, its observation, the answer)."""
     turn = {"tool_calls": None, "name": None}
-    call = {**turn, "role": "assistant", "content": "",
-            "tool_calls": [{"name": "search", "arguments": '{"query": "x"}'}]}
-    messages = [{**turn, "role": "user", "content": "When?"}, call,
-                {**turn, "role": "tool", "content": "1969.", "name": "search"},
-                {**turn, "role": "assistant", "content": r"\boxed{1969}"}]
-    scalars = {"id": [f"q{i}" for i in range(n)], "sample": [0] * n, "response": [r"\boxed{1969}"] * n,
-               "turns": [2] * n, "tool_calls": [1] * n, "tool_errors": [0] * n, "finish_reason": ["stop"] * n,
-               "prompt_tokens": [9] * n, "completion_tokens": [5] * n, "teacher": ["t"] * n, "gen_config": ["g"] * n}
+    call = {
+        **turn,
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"name": "search", "arguments": '{"query": "x"}'}],
+    }
+    messages = [
+        {**turn, "role": "user", "content": "When?"},
+        call,
+        {**turn, "role": "tool", "content": "1969.", "name": "search"},
+        {**turn, "role": "assistant", "content": r"\boxed{1969}"},
+    ]
+    scalars = {
+        "id": [f"q{i}" for i in range(n)],
+        "sample": [0] * n,
+        "response": [r"\boxed{1969}"] * n,
+        "turns": [2] * n,
+        "tool_calls": [1] * n,
+        "tool_errors": [0] * n,
+        "finish_reason": ["stop"] * n,
+        "prompt_tokens": [9] * n,
+        "completion_tokens": [5] * n,
+        "teacher": ["t"] * n,
+        "gen_config": ["g"] * n,
+    }
     table = pa.table(scalars).append_column("messages", pa.array([messages] * n, TOOL_MESSAGES))
     return validate(table, "trajectories")
 
@@ -65,12 +82,30 @@ def _writer(path: Path, stage: str, kind: str | None, keys=("id", "sample")) -> 
 def _label_steps(out: Path) -> None:
     """label-steps' layout: the steps table, and Step-DPO pairs in step_dpo/ (judges/steps/run.py)."""
     steps, pairs = _writer(out, "label-steps", "steps"), _writer(out / "step_dpo", "label-steps", "prefs_text")
-    steps.commit(pa.table({"id": ["s0", "s1"], "prompt": ["1+1?", "2+2?"], "completions": [["a", "b"], ["c"]],
-                           "labels": [[True, False], [True]],
-                           "soft": pa.array([[1.0, 0.0], [1.0]], pa.list_(pa.float32())),
-                           "sample": pa.array([0, 0], pa.int32())}))
-    pairs.commit(pa.table({"id": ["s0"], "prompt": ["1+1? Step 1: a"], "chosen": ["b-fixed"], "rejected": ["b"],
-                           "strategy": ["step-dpo"], "sample": pa.array([0], pa.int32())}))
+    steps.commit(
+        pa.table(
+            {
+                "id": ["s0", "s1"],
+                "prompt": ["1+1?", "2+2?"],
+                "completions": [["a", "b"], ["c"]],
+                "labels": [[True, False], [True]],
+                "soft": pa.array([[1.0, 0.0], [1.0]], pa.list_(pa.float32())),
+                "sample": pa.array([0, 0], pa.int32()),
+            }
+        )
+    )
+    pairs.commit(
+        pa.table(
+            {
+                "id": ["s0"],
+                "prompt": ["1+1? Step 1: a"],
+                "chosen": ["b-fixed"],
+                "rejected": ["b"],
+                "strategy": ["step-dpo"],
+                "sample": pa.array([0], pa.int32()),
+            }
+        )
+    )
     pairs.finish()
     steps.finish()
 
@@ -88,8 +123,12 @@ def _rollouts(out: Path) -> None:
     cfg = SimpleNamespace(rewards={"accuracy": 1.0}, data="p.parquet", tools=None)
     log = open_rollouts(cfg, out, None, {"fingerprint": "f", "data_fingerprint": "d"}, say=print)
     for step in (1, 2):
-        log.add([{**trace(f"p{i}"), "step": step, "reward": 1.0, "reward_accuracy": 1.0, "advantage": 0.0}
-                 for i in range(3)])
+        log.add(
+            [
+                {**trace(f"p{i}"), "step": step, "reward": 1.0, "reward_accuracy": 1.0, "advantage": 0.0}
+                for i in range(3)
+            ]
+        )
         log.commit()
     log.finish()
 
@@ -102,9 +141,17 @@ def _eval_layout(out: Path) -> None:
     gen.commit(traces_table([trace("e0", s) for s in range(2)] + [trace("e1", s) for s in range(2)]))
     gen.finish()
     samples = _writer(out / "samples", "eval", "eval_samples")
-    samples.commit(pa.table({"id": ["e0", "e0", "e1", "e1"], "sample": pa.array([0, 1, 0, 1], pa.int32()),
-                             "pred": ["4", "4", "5", None], "correct": [True, True, False, None],
-                             "completion_tokens": pa.array([3, 3, 4, 4], pa.int32())}))
+    samples.commit(
+        pa.table(
+            {
+                "id": ["e0", "e0", "e1", "e1"],
+                "sample": pa.array([0, 1, 0, 1], pa.int32()),
+                "pred": ["4", "4", "5", None],
+                "correct": [True, True, False, None],
+                "completion_tokens": pa.array([3, 3, 4, 4], pa.int32()),
+            }
+        )
+    )
     samples.finish()
     pq.write_table(pa.table({"id": ["e0", "e1"], "n": [2, 2], "correct": [2, 0]}), out / "problems.parquet")
     (out / "summary.json").write_text('{"pass@1": 0.5}')
@@ -118,8 +165,9 @@ def run(tmp_path_factory) -> Path:
     an eval's problems.parquet + samples/ + generations/."""
     root = tmp_path_factory.mktemp("run")
     write_traces(root / "traces", synthetic_rows(6, samples=4, seed=1, wrong=0.4, reasoning_words=8), shard_rows=5)
-    run_filter(FilterConfig(traces=str(root / "traces"), out=str(root / "verified"), verifier="int", workers=1,
-                            batch_rows=4))
+    run_filter(
+        FilterConfig(traces=str(root / "traces"), out=str(root / "verified"), verifier="int", workers=1, batch_rows=4)
+    )
     run_pairs(PairsConfig(verdicts=str(root / "verified"), out=str(root / "pairs")))
     w = _writer(root / "trajectories", "generate", "trajectories")
     w.commit(_trajectories(3))
@@ -174,8 +222,9 @@ def test_folders_of_shards_alone_are_the_stages_without_records(run):
     """Which directories `pd.read_parquet(DIR)` reads whole: those holding only shards and hidden files. A
     filter's (sub-folders, report.json), a pairs stage's (report.json) and a step labeller's (step_dpo/) are read
     through the card's globs."""
-    assert [d for d, n, s in CASES if n is None and s == d and _only_shards(run / d)] == \
-        [d for d, n, s in CASES if n is None and s == d and d not in ("verified", "pairs", "steps")]
+    assert [d for d, n, s in CASES if n is None and s == d and _only_shards(run / d)] == [
+        d for d, n, s in CASES if n is None and s == d and d not in ("verified", "pairs", "steps")
+    ]
 
 
 def _keys(rows) -> list[tuple]:
@@ -198,8 +247,10 @@ def test_load_dataset_polars_and_pandas_read_exactly_the_table(run, directory, n
     # polars and pandas, on the data files the card names for that config
     configs = card_configs(run / directory)
     files = configs[name or next(n for n, c in configs.items() if c.get("default"))]["data_files"][0]["path"]
-    for frame in (pl.read_parquet(str(run / directory / files)).to_pandas(),
-                  pd.read_parquet(sorted(glob.glob(str(run / directory / files))))):
+    for frame in (
+        pl.read_parquet(str(run / directory / files)).to_pandas(),
+        pd.read_parquet(sorted(glob.glob(str(run / directory / files)))),
+    ):
         assert list(frame.columns) == expected.column_names and len(frame) == recorded
         assert list(frame["id"]) == expected.column("id").to_pylist()
     if name is None and source == directory and _only_shards(run / directory):
@@ -208,10 +259,17 @@ def test_load_dataset_polars_and_pandas_read_exactly_the_table(run, directory, n
             assert len(frame) == recorded and list(frame["id"]) == expected.column("id").to_pylist()
 
 
-@pytest.mark.parametrize("directory,names", [
-    ("verified", ["default", "rejected", "sft"]), ("pairs", ["default"]), ("steps", ["default", "step_dpo"]),
-    ("grpo", ["rollouts"]), ("eval", ["problems", "samples", "generations"]), ("verified/sft", ["default"]),
-])
+@pytest.mark.parametrize(
+    "directory,names",
+    [
+        ("verified", ["default", "rejected", "sft"]),
+        ("pairs", ["default"]),
+        ("steps", ["default", "step_dpo"]),
+        ("grpo", ["rollouts"]),
+        ("eval", ["problems", "samples", "generations"]),
+        ("verified/sft", ["default"]),
+    ],
+)
 def test_each_directory_offers_its_tables_and_no_metadata(run, directory, names):
     import datasets
 
@@ -247,8 +305,16 @@ def _without_cards(run: Path, tmp_path: Path) -> Path:
 
 def test_a_directory_from_before_the_card_is_read_by_the_stages(run, tmp_path):
     old = _without_cards(run, tmp_path)
-    for stage_dir in ("traces", "verified", "verified/sft", "pairs", "steps", "scores", "grpo/rollouts",
-                      "eval/samples"):
+    for stage_dir in (
+        "traces",
+        "verified",
+        "verified/sft",
+        "pairs",
+        "steps",
+        "scores",
+        "grpo/rollouts",
+        "eval/samples",
+    ):
         assert read_table(old / stage_dir)[0].equals(read_stage(run / stage_dir)), stage_dir
     # the next stages run on it as they did, and write their own cards
     run_filter(FilterConfig(traces=str(old / "traces"), out=str(tmp_path / "v2"), verifier="int", workers=1))
@@ -303,8 +369,9 @@ def test_an_adopted_shard_and_an_overwrite_are_in_the_card(tmp_path):
     pq.write_table(traces_table([trace("c")]), out / "part-00002.parquet")  # renamed in, manifest update lost
     _writer(out, "generate", "traces")  # reopening adopts it
     assert "| `default` | traces | 3 | 3 |" in (out / CARD).read_text() and _load(out, tmp_path).num_rows == 3
-    StageWriter(out, stage="generate", kind="traces", config={"other": 1}, keys=("id", "sample"),
-                overwrite=True).finish()
+    StageWriter(
+        out, stage="generate", kind="traces", config={"other": 1}, keys=("id", "sample"), overwrite=True
+    ).finish()
     assert "| `default` | traces | 0 | 0 |" in (out / CARD).read_text()
 
 
@@ -312,10 +379,24 @@ def test_a_sub_stage_commit_updates_its_parents_card(run, tmp_path):
     verified = tmp_path / "verified"
     shutil.copytree(run / "verified", verified)
     before = load_manifest(verified / "sft")["rows"]
-    w = StageWriter(verified / "sft", stage="filter", kind="sft", config=load_manifest(verified / "sft")["config"],
-                    keys=("id", "sample"), input_fingerprint=load_manifest(verified / "sft")["input_fingerprint"])
-    w.commit(pa.table({"id": ["new"], "messages": pa.array([[{"role": "user", "content": "q"}]], MESSAGES),
-                       "source": ["s"], "sample": pa.array([0], pa.int32())}))
+    w = StageWriter(
+        verified / "sft",
+        stage="filter",
+        kind="sft",
+        config=load_manifest(verified / "sft")["config"],
+        keys=("id", "sample"),
+        input_fingerprint=load_manifest(verified / "sft")["input_fingerprint"],
+    )
+    w.commit(
+        pa.table(
+            {
+                "id": ["new"],
+                "messages": pa.array([[{"role": "user", "content": "q"}]], MESSAGES),
+                "source": ["s"],
+                "sample": pa.array([0], pa.int32()),
+            }
+        )
+    )
     parent = (verified / CARD).read_text()
     assert f"| `sft` | sft | {before + 1:,} |" in parent and "`sft` has" in parent  # and no longer complete
     assert _load(verified, tmp_path, "sft").num_rows == before + 1
@@ -372,8 +453,18 @@ def test_distill_eval_writes_its_directory_card(tmp_path):
 
     write_prompts(tmp_path / "test.parquet", 3, seed=3, variant="aime", split="test")
     out = tmp_path / "eval"
-    run_eval(EvalConfig(model=str(TEACHER), data=str(tmp_path / "test.parquet"), out=str(out), k=2, max_tokens=96,
-                        dtype="float32", verifier="int", backend="hf"))
+    run_eval(
+        EvalConfig(
+            model=str(TEACHER),
+            data=str(tmp_path / "test.parquet"),
+            out=str(out),
+            k=2,
+            max_tokens=96,
+            dtype="float32",
+            verifier="int",
+            backend="hf",
+        )
+    )
     assert "Incomplete" not in (out / CARD).read_text()
     problems = _load(out, tmp_path)
     assert problems["id"] == pq.read_table(out / "problems.parquet").column("id").to_pylist()
@@ -384,9 +475,28 @@ def test_distill_eval_writes_its_directory_card(tmp_path):
 
 def trl(command: str, dataset: Path, tmp_path: Path, *extra: str) -> None:
     """`trl COMMAND --dataset_name DIR` for 2 steps on the embedded teacher (a 1.1M-parameter Llama), CPU, fp32."""
-    args = [TRL, command, "--model_name_or_path", str(TEACHER), "--dataset_name", str(dataset), "--max_steps", "2",
-            "--use_cpu", "--bf16", "false", "--report_to", "none", "--save_strategy", "no",
-            "--per_device_train_batch_size", "2", "--output_dir", str(tmp_path / "out"), *extra]
+    args = [
+        TRL,
+        command,
+        "--model_name_or_path",
+        str(TEACHER),
+        "--dataset_name",
+        str(dataset),
+        "--max_steps",
+        "2",
+        "--use_cpu",
+        "--bf16",
+        "false",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--per_device_train_batch_size",
+        "2",
+        "--output_dir",
+        str(tmp_path / "out"),
+        *extra,
+    ]
     env = {**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -406,5 +516,14 @@ def test_trl_dpo_trains_on_a_pairs_directory(run, tmp_path):
 @pytest.mark.slow
 def test_trl_grpo_trains_on_a_pairs_directorys_prompts(run, tmp_path):
     """GRPO takes a `prompt` column: the prefs table's (conversational, as TRL's think_format_reward reads it)."""
-    trl("grpo", run / "pairs", tmp_path, "--reward_funcs", "think_format_reward", "--num_generations", "2",
-        "--max_completion_length", "16")
+    trl(
+        "grpo",
+        run / "pairs",
+        tmp_path,
+        "--reward_funcs",
+        "think_format_reward",
+        "--num_generations",
+        "2",
+        "--max_completion_length",
+        "16",
+    )

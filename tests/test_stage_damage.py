@@ -13,7 +13,13 @@ from click.testing import CliRunner
 from reasonkit.cli import cli
 from reasonkit.errors import UserError
 from reasonkit.store import (
-    MANIFEST, StageWriter, fingerprint_path, iter_stage, load_manifest, read_stage, shard_paths,
+    MANIFEST,
+    StageWriter,
+    fingerprint_path,
+    iter_stage,
+    load_manifest,
+    read_stage,
+    shard_paths,
 )
 
 
@@ -63,16 +69,26 @@ def _shard_entry(**entry):
 
 # (name, damage, what the one line must say after "error: <dir>")
 DAMAGE = [
-    ("shards-of-strings", _edit("shards", ["part-00000.parquet", "part-00001.parquet"]),
-     "shards[0] is 'part-00000.parquet', expected an object with file and rows"),
+    (
+        "shards-of-strings",
+        _edit("shards", ["part-00000.parquet", "part-00001.parquet"]),
+        "shards[0] is 'part-00000.parquet', expected an object with file and rows",
+    ),
     ("shards-not-a-list", _edit("shards", "part-00000.parquet"), "shards is 'part-00000.parquet', expected a list"),
     ("torn-manifest", _torn, "unreadable manifest"),
     ("manifest-a-list", lambda p: (p / MANIFEST).write_text("[1, 2]"), "expected a JSON object, found a list"),
     ("listed-shard-missing", _missing_shard, "part-00001.parquet: listed in"),
     ("rows-a-string", _edit("rows", "3"), "rows is '3', expected an integer"),
-    ("shard-rows-a-float", _shard_entry(file="part-00000.parquet", rows=2.5), "shards[0].rows is 2.5, expected an integer"),
-    ("shard-outside-the-dir", _shard_entry(file="../elsewhere.parquet", rows=2),
-     "shards[0].file is '../elsewhere.parquet', expected a file name in the directory"),
+    (
+        "shard-rows-a-float",
+        _shard_entry(file="part-00000.parquet", rows=2.5),
+        "shards[0].rows is 2.5, expected an integer",
+    ),
+    (
+        "shard-outside-the-dir",
+        _shard_entry(file="../elsewhere.parquet", rows=2),
+        "shards[0].file is '../elsewhere.parquet', expected a file name in the directory",
+    ),
     ("unknown-kind", _edit("kind", "tracez"), "kind is 'tracez', expected one of"),
     ("complete-a-string", _edit("complete", "yes"), "complete is 'yes', expected true or false"),
 ]
@@ -111,13 +127,17 @@ def test_filter_refuses_damaged_traces_and_leaves_no_output(tmp_path, name, dama
 
 
 @pytest.mark.parametrize("name, damage, says", DAMAGE, ids=IDS)
-@pytest.mark.parametrize("reader", [
-    read_stage,
-    lambda p: list(iter_stage(p)),
-    shard_paths,
-    lambda p: StageWriter(p, stage="generate", kind=None, config={"n": 1}, keys=("id",)),
-    fingerprint_path,  # how a later stage names its input
-], ids=["read_stage", "iter_stage", "shard_paths", "resume", "fingerprint_path"])
+@pytest.mark.parametrize(
+    "reader",
+    [
+        read_stage,
+        lambda p: list(iter_stage(p)),
+        shard_paths,
+        lambda p: StageWriter(p, stage="generate", kind=None, config={"n": 1}, keys=("id",)),
+        fingerprint_path,  # how a later stage names its input
+    ],
+    ids=["read_stage", "iter_stage", "shard_paths", "resume", "fingerprint_path"],
+)
 def test_every_reader_raises_one_user_error(tmp_path, reader, name, damage, says):
     path = damaged(tmp_path, damage)
     with pytest.raises(UserError) as e:

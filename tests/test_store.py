@@ -4,8 +4,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -17,11 +15,15 @@ CONFIG = {"n": 2, "temperature": 0.6}
 
 
 def rows(start: int, stop: int) -> pa.Table:
-    return pa.table({"id": [f"p{i}" for i in range(start, stop)], "sample": pa.array([0] * (stop - start), pa.int32())})
+    return pa.table(
+        {"id": [f"p{i}" for i in range(start, stop)], "sample": pa.array([0] * (stop - start), pa.int32())}
+    )
 
 
 def writer(path, config=CONFIG, **kw) -> StageWriter:
-    return StageWriter(path, stage="demo", kind=None, config=config, keys=("id", "sample"), input_fingerprint="in1", **kw)
+    return StageWriter(
+        path, stage="demo", kind=None, config=config, keys=("id", "sample"), input_fingerprint="in1", **kw
+    )
 
 
 def test_commit_finish_and_read_back(tmp_path):
@@ -125,9 +127,15 @@ def test_free_text_is_written_without_a_dictionary_and_short_values_with_one(tmp
     import pyarrow.parquet as pq
 
     n = 200
-    table = rows(0, n).append_column("teacher", pa.array(["deepseek-r1"] * n)).append_column(
-        "completion", pa.array([f"<think>step {i} " + "let me check this again. " * 8 + "</think>" for i in range(n)])
-    ).append_column("messages", pa.array([[{"role": "user", "content": f"q{i}"}] for i in range(n)]))
+    table = (
+        rows(0, n)
+        .append_column("teacher", pa.array(["deepseek-r1"] * n))
+        .append_column(
+            "completion",
+            pa.array([f"<think>step {i} " + "let me check this again. " * 8 + "</think>" for i in range(n)]),
+        )
+        .append_column("messages", pa.array([[{"role": "user", "content": f"q{i}"}] for i in range(n)]))
+    )
     w = writer(tmp_path)
     path = w.commit(table)
     w.finish()

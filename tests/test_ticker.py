@@ -20,8 +20,9 @@ class Clock:
 def ticker(clock, lines, **kw):
     settings = dict(step="generate", total=5000, unit="prompts", done=1000, every=30.0)
     settings.update(kw)
-    return Ticker(settings.pop("step"), settings.pop("total"), settings.pop("unit"), write=lines.append, clock=clock,
-                  **settings)
+    return Ticker(
+        settings.pop("step"), settings.pop("total"), settings.pop("unit"), write=lines.append, clock=clock, **settings
+    )
 
 
 def test_rate_and_time_left_count_this_runs_work_at_a_steady_interval():

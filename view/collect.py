@@ -24,9 +24,18 @@ def collect(path: str | Path, options: Options) -> Collected:
     root = Path(path)
     if not root.is_dir():
         raise UserError(f"{root}: no such directory (expected a stage directory or a recipe run)")
-    out = Collected({"title": root.resolve().name, "path": str(root), "sections": [], "tables": {}, "gen_configs": {},
-                     "report": None, "mode": "serve" if options.remote else "file",
-                     "limits": {"rows": options.rows, "per_reason": options.per_reason}})
+    out = Collected(
+        {
+            "title": root.resolve().name,
+            "path": str(root),
+            "sections": [],
+            "tables": {},
+            "gen_configs": {},
+            "report": None,
+            "mode": "serve" if options.remote else "file",
+            "limits": {"rows": options.rows, "per_reason": options.per_reason},
+        }
+    )
     single = _section(root, root.resolve().name, options, out, run=None)
     if single:
         out.data["sections"].append(single)
@@ -68,11 +77,16 @@ def _consumed_by_filters(root: Path, steps: list[str]) -> dict[str, str]:
     return consumed
 
 
-def _section(d: Path, name: str, options: Options, out: Collected, *, run: Path | None,
-             shown_elsewhere: str | None = None) -> dict | None:
+def _section(
+    d: Path, name: str, options: Options, out: Collected, *, run: Path | None, shown_elsewhere: str | None = None
+) -> dict | None:
     if (d / "summary.json").is_file() and ((d / "samples").is_dir() or (d / "problems.parquet").is_file()):
         return sections.evaluation(d, name, options, out)
-    if (d / "train_config.json").is_file() or (d / "report.json").is_file() and "method" in (load_json(d / "report.json") or {}):
+    if (
+        (d / "train_config.json").is_file()
+        or (d / "report.json").is_file()
+        and "method" in (load_json(d / "report.json") or {})
+    ):
         return sections.training(d, name, options, out)
     if (d / "_manifest.json").is_file():
         return sections.stage(d, name, options, out, shown_elsewhere=shown_elsewhere)

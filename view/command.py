@@ -18,16 +18,34 @@ def default_out(path: str | Path) -> Path:
 
 @click.command("view")
 @click.argument("path", type=click.Path(file_okay=False))
-@click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help=f"The HTML file to write [PATH/{PAGE}].")
-@click.option("--rows", type=click.IntRange(min=1), default=DEFAULT_ROWS, show_default=True,
-              help="Rows of each table put on the page; a larger table is sampled, with the counts stated.")
-@click.option("--per-reason", type=click.IntRange(min=0), default=DEFAULT_PER_REASON, show_default=True,
-              help="Dropped rows kept per drop reason within --rows (whole prompts), so every reason is represented.")
-@click.option("--serve", is_flag=True, help="Serve the page on 127.0.0.1 with every row read from the Parquet shards "
-              "on demand (tables too large to embed), instead of writing a file.")
-@click.option("--port", type=click.IntRange(min=0, max=65535), default=8765, show_default=True,
-              help="--serve: the port (0: any free one).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help=f"The HTML file to write [PATH/{PAGE}].")
+@click.option(
+    "--rows",
+    type=click.IntRange(min=1),
+    default=DEFAULT_ROWS,
+    show_default=True,
+    help="Rows of each table put on the page; a larger table is sampled, with the counts stated.",
+)
+@click.option(
+    "--per-reason",
+    type=click.IntRange(min=0),
+    default=DEFAULT_PER_REASON,
+    show_default=True,
+    help="Dropped rows kept per drop reason within --rows (whole prompts), so every reason is represented.",
+)
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="Serve the page on 127.0.0.1 with every row read from the Parquet shards "
+    "on demand (tables too large to embed), instead of writing a file.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(min=0, max=65535),
+    default=8765,
+    show_default=True,
+    help="--serve: the port (0: any free one).",
+)
 def view(path: str, out: str | None, rows: int, per_reason: int, serve: bool, port: int) -> None:
     """One self-contained HTML page of a stage directory or a whole recipe run: the filter's funnel with each
     drop reason linked to its rows, filters and search, traces with the think block folded, pairs side by
@@ -60,7 +78,9 @@ def sampled_lines(data: dict) -> list[str]:
     for key, table in data["tables"].items():
         note = table.get("note") or {}
         if note and note["shown"] < note["total"]:
-            lines.append(f"{key}: {note['shown']:,} of {note['total']:,} rows (--rows, --per-reason; --serve shows all)")
+            lines.append(
+                f"{key}: {note['shown']:,} of {note['total']:,} rows (--rows, --per-reason; --serve shows all)"
+            )
     return lines
 
 

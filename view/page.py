@@ -1,4 +1,5 @@
-"""The page: assets/page.html with its styles, KaTeX (fonts inlined as data: URLs), the data and the script, in one file.
+"""The page: assets/page.html with its styles, KaTeX (fonts inlined as data: URLs), the data and the script, in one
+file.
 
 The data travels as JSON inside ``<script type="application/json">`` with every ``<``, ``>`` and ``&`` written as a
 ``\\u`` escape, so no text a model wrote can close that element or open another; the script sets it as text. The
@@ -22,13 +23,21 @@ from pathlib import Path
 ASSETS = Path(__file__).parent / "assets"
 KATEX = ASSETS / "katex"
 _SLOT = re.compile(r"@@([A-Z_]+)@@")
-_FONT_URL = re.compile(r"src:url\(fonts/([A-Za-z0-9_-]+)\.woff2\) format\(\"woff2\"\)(?:,url\([^)]*\) format\(\"[a-z]+\"\))*")
+_FONT_URL = re.compile(
+    r"src:url\(fonts/([A-Za-z0-9_-]+)\.woff2\) format\(\"woff2\"\)(?:,url\([^)]*\) format\(\"[a-z]+\"\))*"
+)
 
 
 def safe_json(data: object) -> str:
     """JSON that is inert inside a ``<script>`` element: no ``<``, ``>``, ``&`` or line separators left as they are."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
-    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for char, escape in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(char, escape)
     return text
 
@@ -55,11 +64,19 @@ def _sha256(script: str) -> str:
 
 
 def policy(scripts: list[str], *, served: bool) -> str:
-    """The page's Content-Security-Policy: its own scripts by hash, inline styles, data: images and fonts, nothing else."""
-    return "; ".join([
-        "default-src 'none'", "script-src " + " ".join(_sha256(s) for s in scripts), "style-src 'unsafe-inline'",
-        "img-src data:", "font-src data:", "connect-src " + ("'self'" if served else "'none'"), "base-uri 'none'",
-        "form-action 'none'"])
+    """The page's Content-Security-Policy: its own scripts by hash, inline styles, data: images and fonts, nothing else."""  # noqa: E501
+    return "; ".join(
+        [
+            "default-src 'none'",
+            "script-src " + " ".join(_sha256(s) for s in scripts),
+            "style-src 'unsafe-inline'",
+            "img-src data:",
+            "font-src data:",
+            "connect-src " + ("'self'" if served else "'none'"),
+            "base-uri 'none'",
+            "form-action 'none'",
+        ]
+    )
 
 
 def render(data: dict, *, served: bool = False) -> str:
@@ -69,9 +86,15 @@ def render(data: dict, *, served: bool = False) -> str:
     data = dict(data, created=time.strftime("%Y-%m-%d %H:%M:%S"))
     scripts = [(KATEX / "katex.min.js").read_text(encoding="utf-8"), _asset("view.js")]
     slots = {
-        "CSP": policy(scripts, served=served), "VERSION": __version__, "TITLE": _text(data.get("title") or "distill view"),
-        "KATEX_CSS": katex_css(), "STYLE": _asset("view.css"), "DATA": safe_json(data), "KATEX_JS": scripts[0],
-        "APP_JS": scripts[1]}
+        "CSP": policy(scripts, served=served),
+        "VERSION": __version__,
+        "TITLE": _text(data.get("title") or "distill view"),
+        "KATEX_CSS": katex_css(),
+        "STYLE": _asset("view.css"),
+        "DATA": safe_json(data),
+        "KATEX_JS": scripts[0],
+        "APP_JS": scripts[1],
+    }
     # one pass: a slot's content is never searched for further slots (the data may hold "@@DATA@@" itself)
     return _SLOT.sub(lambda m: slots[m.group(1)], _asset("page.html"))
 

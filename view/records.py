@@ -11,8 +11,18 @@ from pathlib import Path
 from reasonkit.errors import UserError
 
 #: The page's renderer for each table kind of schema.py (and the GRPO rollouts, a traces table with rewards).
-VIEWS = {"traces": "trace", "verdicts": "trace", "scores": "trace", "trajectories": "trajectory", "sft_tools": "trajectory",
-         "prefs": "pair", "prefs_text": "pair", "sft": "messages", "prompts": "prompt", "steps": "steps"}
+VIEWS = {
+    "traces": "trace",
+    "verdicts": "trace",
+    "scores": "trace",
+    "trajectories": "trajectory",
+    "sft_tools": "trajectory",
+    "prefs": "pair",
+    "prefs_text": "pair",
+    "sft": "messages",
+    "prompts": "prompt",
+    "steps": "steps",
+}
 #: Rows a table holds on the page by default, and the dropped rows kept per drop reason within them: a page of
 #: a few MB for short traces, tens of MB for R1-length ones (``--serve`` for more).
 DEFAULT_ROWS = 2000

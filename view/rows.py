@@ -99,8 +99,11 @@ def choose(table: pa.Table, *, rows: int, per_reason: int, seed: int = 0) -> tup
 
 
 def _note(total: int, shown: int, totals: dict[str, int], shown_by_reason: dict[str, int]) -> dict:
-    return {"total": total, "shown": shown,
-            "reasons": {r: {"total": c, "shown": shown_by_reason.get(r, 0)} for r, c in sorted(totals.items())}}
+    return {
+        "total": total,
+        "shown": shown,
+        "reasons": {r: {"total": c, "shown": shown_by_reason.get(r, 0)} for r, c in sorted(totals.items())},
+    }
 
 
 def slim(table: pa.Table) -> pa.Table:
@@ -147,8 +150,11 @@ def text_match(table: pa.Table, q: str) -> pa.Array:
     for field_, column in zip(table.schema, table.columns):
         if pa.types.is_string(field_.type) or pa.types.is_large_string(field_.type):
             hit = pc.match_substring(column, q, ignore_case=True)
-        elif pa.types.is_list(field_.type) and pa.types.is_struct(field_.type.value_type) \
-                and field_.type.value_type.get_field_index("content") >= 0:
+        elif (
+            pa.types.is_list(field_.type)
+            and pa.types.is_struct(field_.type.value_type)
+            and field_.type.value_type.get_field_index("content") >= 0
+        ):
             column = column.combine_chunks()
             inner = pc.match_substring(pc.struct_field(pc.list_flatten(column), "content"), q, ignore_case=True)
             parents = pc.list_parent_indices(column)

@@ -17,14 +17,53 @@ from reasonkit.view.records import VIEWS, Collected, Options, images, read_json
 from reasonkit.view.shards import Shards
 
 #: Training figures shown as they are in report.json (the rest of it is on disk for whoever wants it).
-_TRAIN_FIGURES = ("method", "student", "data", "rows", "steps", "epochs", "loss_first", "loss_final", "tokens_per_s",
-                  "train_runtime_s", "reward_accuracy", "reward_margin", "trainable_parameters", "learning_rate")
-_GRPO_FIGURES = ("reward_first", "reward_final", "frac_reward_zero_std", "kl_final", "clip_ratio",
-                 "completion_length_first", "completion_length_final", "truncated_share", "num_generations", "beta",
-                 "loss_type", "scale_rewards")
+_TRAIN_FIGURES = (
+    "method",
+    "student",
+    "data",
+    "rows",
+    "steps",
+    "epochs",
+    "loss_first",
+    "loss_final",
+    "tokens_per_s",
+    "train_runtime_s",
+    "reward_accuracy",
+    "reward_margin",
+    "trainable_parameters",
+    "learning_rate",
+)
+_GRPO_FIGURES = (
+    "reward_first",
+    "reward_final",
+    "frac_reward_zero_std",
+    "kl_final",
+    "clip_ratio",
+    "completion_length_first",
+    "completion_length_final",
+    "truncated_share",
+    "num_generations",
+    "beta",
+    "loss_type",
+    "scale_rewards",
+)
 #: What an evaluation's protocol says about how its samples were drawn.
-_PROTOCOL = ("model", "adapter", "backend", "backend_version", "dtype", "k", "temperature", "top_p", "max_tokens", "seed",
-             "seeds", "instruction", "data", "gen_config")
+_PROTOCOL = (
+    "model",
+    "adapter",
+    "backend",
+    "backend_version",
+    "dtype",
+    "k",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "seed",
+    "seeds",
+    "instruction",
+    "data",
+    "gen_config",
+)
 
 
 def stage(d: Path, name: str, options: Options, out: Collected, *, shown_elsewhere: str | None = None) -> dict | None:
@@ -34,9 +73,17 @@ def stage(d: Path, name: str, options: Options, out: Collected, *, shown_elsewhe
     manifest = load_manifest(d)
     _remember_gen_config(manifest, out)
     kind = manifest.get("kind")
-    section = {"name": name, "type": "stage", "stage": manifest.get("stage"), "kind": kind,
-               "complete": bool(manifest.get("complete")), "rows": manifest.get("rows", 0),
-               "config": manifest.get("config"), "table": None, "funnel": None}
+    section = {
+        "name": name,
+        "type": "stage",
+        "stage": manifest.get("stage"),
+        "kind": kind,
+        "complete": bool(manifest.get("complete")),
+        "rows": manifest.get("rows", 0),
+        "config": manifest.get("config"),
+        "table": None,
+        "funnel": None,
+    }
     if shown_elsewhere:
         section["shown_in"] = shown_elsewhere  # the filter that read them: its table holds them with verdicts
         return section
@@ -78,8 +125,15 @@ def evaluation(d: Path, name: str, options: Options, out: Collected) -> dict:
     generations = _maybe_table(d / "generations")
     samples = _maybe_table(d / "samples")
     problems = _problems(d / "problems.parquet", samples, generations)
-    section = {"name": name, "type": "eval", "scores": scores, "protocol": {k: protocol.get(k) for k in _PROTOCOL if k in protocol},
-               "problems": problems, "table": None, "plots": images(d, ["pass_at_k.png"])}
+    section = {
+        "name": name,
+        "type": "eval",
+        "scores": scores,
+        "protocol": {k: protocol.get(k) for k in _PROTOCOL if k in protocol},
+        "problems": problems,
+        "table": None,
+        "plots": images(d, ["pass_at_k.png"]),
+    }
     if generations is not None and generations.num_rows:
         if samples is not None:  # each text with its verdict
             generations = with_verdicts(generations, samples)
@@ -91,7 +145,9 @@ def with_verdicts(generations: pa.Table, samples: pa.Table) -> pa.Table:
     """The eval's generations with each sample's verdict (Arrow joins no list columns: matched by key here)."""
     keys = list(zip(samples.column("id").to_pylist(), samples.column("sample").to_pylist()))
     at = {key: i for i, key in enumerate(keys)}
-    order = [at.get(key) for key in zip(generations.column("id").to_pylist(), generations.column("sample").to_pylist())]
+    order = [
+        at.get(key) for key in zip(generations.column("id").to_pylist(), generations.column("sample").to_pylist())
+    ]
     for name in ("pred", "correct", "verify_reason"):
         if name in samples.column_names and name not in generations.column_names:
             generations = generations.append_column(name, samples.column(name).take(pa.array(order, pa.int64())))
@@ -112,13 +168,16 @@ def _problems(path: Path, samples: pa.Table | None, generations: pa.Table | None
         for s in samples.sort_by([("id", "ascending"), ("sample", "ascending")]).to_pylist():
             problem = by_id.setdefault(s["id"], {"id": s["id"]})
             problem.setdefault("samples", []).append(
-                [s.get("sample"), s.get("pred"), s.get("correct"), s.get("completion_tokens"), s.get("finish_reason")])
+                [s.get("sample"), s.get("pred"), s.get("correct"), s.get("completion_tokens"), s.get("finish_reason")]
+            )
     if generations is not None:
         cols = [c for c in ("id", "problem", "answer", "messages") if c in generations.column_names]
         for g in generations.select(cols).to_pylist():
             problem = by_id.get(g["id"])
             if problem is not None and "problem" not in problem:
-                text = g.get("problem") or next((m["content"] for m in g.get("messages") or [] if m["role"] == "user"), None)
+                text = g.get("problem") or next(
+                    (m["content"] for m in g.get("messages") or [] if m["role"] == "user"), None
+                )
                 problem.update(problem=text, answer=g.get("answer"))
     return [R.clean_row(p) for p in by_id.values()]
 
@@ -129,8 +188,15 @@ def training(d: Path, name: str, options: Options, out: Collected) -> dict:
     figures = {k: report[k] for k in _TRAIN_FIGURES if report.get(k) is not None}
     grpo = report.get("grpo") or {}
     figures.update({k: grpo[k] for k in _GRPO_FIGURES if grpo.get(k) is not None and not isinstance(grpo[k], dict)})
-    section = {"name": name, "type": "train", "complete": bool(report.get("complete")), "figures": figures,
-               "plots": images(d, ["loss.png", "rewards.png"]), "table": None, "steps": None}
+    section = {
+        "name": name,
+        "type": "train",
+        "complete": bool(report.get("complete")),
+        "figures": figures,
+        "plots": images(d, ["loss.png", "rewards.png"]),
+        "table": None,
+        "steps": None,
+    }
     rollouts = d / "rollouts"
     if (rollouts / "_manifest.json").is_file():
         from reasonkit.store import load_manifest
@@ -139,7 +205,9 @@ def training(d: Path, name: str, options: Options, out: Collected) -> dict:
         shards = Shards.of([rollouts])
         names = shards.names()
         if shards.paths and "step" in names:
-            rewards = shards.columns(["step"] + [c for c in names if c == "reward" or c.startswith("reward_") or c == "advantage"])
+            rewards = shards.columns(
+                ["step"] + [c for c in names if c == "reward" or c.startswith("reward_") or c == "advantage"]
+            )
             section["steps"] = step_means(rewards)
             section["table"] = add_shards(out, f"{name}/rollouts", shards, "rollout", options)
     return section
@@ -150,7 +218,9 @@ def step_means(table: pa.Table) -> list[dict]:
     names = [c for c in table.column_names if c != "step"]
     grouped = table.group_by("step").aggregate([(c, "mean") for c in names] + [("step", "count")])
     rows = grouped.sort_by("step").to_pylist()
-    return [R.clean_row({"step": r["step"], "rows": r["step_count"], **{c: r[f"{c}_mean"] for c in names}}) for r in rows]
+    return [
+        R.clean_row({"step": r["step"], "rows": r["step_count"], **{c: r[f"{c}_mean"] for c in names}}) for r in rows
+    ]
 
 
 def add_table(out: Collected, key: str, table: pa.Table, view: str, options: Options) -> str:
@@ -166,18 +236,36 @@ def add_shards(out: Collected, key: str, shards: Shards, view: str, options: Opt
     index = shards.index()
     if options.remote:
         out.sources[key] = shards
-        return _entry(out, key, view, index, None, None, columns=R.slim(pa.table({c: [] for c in shards.names()})).column_names)
+        return _entry(
+            out, key, view, index, None, None, columns=R.slim(pa.table({c: [] for c in shards.names()})).column_names
+        )
     chosen, note = R.choose(index, rows=options.rows, per_reason=options.per_reason)
     shown = shards.take(index if chosen is None else index.take(pa.array(chosen, pa.int64())))
     return _entry(out, key, view, index, shown, note)
 
 
-def _entry(out: Collected, key: str, view: str, index: pa.Table, shown: pa.Table | None, note: dict | None,
-           columns: list[str] | None = None) -> str:
+def _entry(
+    out: Collected,
+    key: str,
+    view: str,
+    index: pa.Table,
+    shown: pa.Table | None,
+    note: dict | None,
+    columns: list[str] | None = None,
+) -> str:
     """The table's entry of the page's JSON: every row's reasons and sources (for the filters), the rows shown."""
     reasons = R.choose(index, rows=index.num_rows, per_reason=0)[1]["reasons"]
-    entry = {"key": key, "view": view, "total": index.num_rows, "reasons": reasons, "sources": _distinct(index, "source"),
-             "columns": columns, "rows": None, "note": note, "remote": shown is None}
+    entry = {
+        "key": key,
+        "view": view,
+        "total": index.num_rows,
+        "reasons": reasons,
+        "sources": _distinct(index, "source"),
+        "columns": columns,
+        "rows": None,
+        "note": note,
+        "remote": shown is None,
+    }
     if shown is not None:
         entry["columns"], entry["rows"] = R.to_columns(R.slim(shown))
     out.data["tables"][key] = entry
@@ -195,6 +283,20 @@ def _remember_gen_config(manifest: dict, out: Collected) -> None:
     """The sampling settings behind a gen_config fingerprint, so a trace can say how it was generated."""
     fp, config = manifest.get("gen_config"), manifest.get("config")
     if isinstance(fp, str) and isinstance(config, dict):
-        keys = ("teacher", "backend", "n", "temperature", "top_p", "max_tokens", "seed", "system", "instruction",
-                "prefill_think", "dtype", "chat_template", "tools", "max_turns")
+        keys = (
+            "teacher",
+            "backend",
+            "n",
+            "temperature",
+            "top_p",
+            "max_tokens",
+            "seed",
+            "system",
+            "instruction",
+            "prefill_think",
+            "dtype",
+            "chat_template",
+            "tools",
+            "max_turns",
+        )
         out.data["gen_configs"][fp] = {k: config[k] for k in keys if k in config}

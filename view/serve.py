@@ -58,8 +58,11 @@ class Handler(BaseHTTPRequestHandler):
         self._json(200, got)
 
     def _json(self, status: int, body: dict) -> None:
-        self._send(status, json.dumps(body, ensure_ascii=False, allow_nan=False, default=str).encode("utf-8"),
-                   "application/json; charset=utf-8")
+        self._send(
+            status,
+            json.dumps(body, ensure_ascii=False, allow_nan=False, default=str).encode("utf-8"),
+            "application/json; charset=utf-8",
+        )
 
     def _send(self, status: int, body: bytes, kind: str) -> None:
         self.send_response(status)

@@ -120,7 +120,13 @@ def filter_mask(index: pa.Table, f: dict[str, str]) -> pa.Array:
     reason = f.get("reason")
     if reason and "drop_reason" in names:
         col = index.column("drop_reason")
-        test = pc.is_null(col) if reason == "(kept)" else pc.is_valid(col) if reason == "(dropped)" else pc.equal(col, reason)
+        test = (
+            pc.is_null(col)
+            if reason == "(kept)"
+            else pc.is_valid(col)
+            if reason == "(dropped)"
+            else pc.equal(col, reason)
+        )
         mask = pc.and_(mask, pc.fill_null(test, False))
     elif reason and reason != "(kept)":
         mask = pa.array([False] * index.num_rows, pa.bool_())

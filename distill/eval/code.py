@@ -28,13 +28,17 @@ def tests_of(traces: pa.Table, column: str) -> list:
     from reasonkit.filters.code.verify import read_tests
 
     if column not in traces.column_names:
-        raise UserError(f"--verifier code reads each problem's tests from column {column!r}; the eval data has "
-                        f"columns {traces.column_names}")
+        raise UserError(
+            f"--verifier code reads each problem's tests from column {column!r}; the eval data has "
+            f"columns {traces.column_names}"
+        )
     ids = traces.column("id").to_pylist()
     tests = read_tests(traces.column(column).to_pylist(), ids, column, "eval data")
     missing = [i for i, t in zip(ids, tests) if t is None]
     if missing:
-        raise UserError(f"eval data: problem {missing[0]!r}: no tests in column {column!r}; every eval problem needs some")
+        raise UserError(
+            f"eval data: problem {missing[0]!r}: no tests in column {column!r}; every eval problem needs some"
+        )
     return tests
 
 
@@ -56,7 +60,9 @@ def verify_programs(traces: pa.Table, config, rows_of: list[list[int]], *, score
     verdicts = dict(zip(todo, checker.check([(preds[i], tests[i]) for i in todo])))
     checked = [(verdicts[i].correct, verdicts[i].reason) if i in verdicts else (None, None) for i in range(len(preds))]
     # the vote: same outputs on every test, same answer; no program or one that does not compile: no vote
-    keys = [("out:" + v.key) if (v := verdicts.get(i)) is not None and v.key is not None else None
-            for i in range(len(preds))]
+    keys = [
+        ("out:" + v.key) if (v := verdicts.get(i)) is not None and v.key is not None else None
+        for i in range(len(preds))
+    ]
     grouped = vote_groups([[keys[i] for i in rows] for rows in rows_of], lambda pairs: [False] * len(pairs))
     return preds, checked, reasons, grouped

@@ -39,25 +39,34 @@ def eval_(ctx: click.Context, overrides: tuple[str, ...], **options) -> None:
     k = config.k
     click.echo(
         f"pass@1 {summary['pass@1']:.3f} ± {summary['pass@1_std']:.3f}  cons@{k} {summary[f'cons@{k}']:.3f}  "
-        f"pass@{k} {summary.get(f'pass@{k}', summary['pass@1']):.3f}  on {summary['n_problems']} problems x {k} samples "
+        f"pass@{k} {summary.get(f'pass@{k}', summary['pass@1']):.3f}  on {summary['n_problems']} problems x {k} "
+        "samples "
         f"-> {config.out}/summary.json"
     )
     if "tools" in summary:
         t = summary["tools"]
-        click.echo(f"tools: {t['tool_calls_per_trajectory']} calls and {t['turns_per_trajectory']} turns a trajectory, "
-                   f"tool-error rate {t['tool_error_rate']} (share of calls), finish {t['finish_reason']}")
+        click.echo(
+            f"tools: {t['tool_calls_per_trajectory']} calls and {t['turns_per_trajectory']} turns a trajectory, "
+            f"tool-error rate {t['tool_error_rate']} (share of calls), finish {t['finish_reason']}"
+        )
     if (summary.get("context_overflow") or {}).get("samples"):
         over = summary["context_overflow"]
-        click.echo(f"context overflow: {over['samples']} samples of {over['problems']} problems could not fit "
-                   "max_model_len (summary.json: context_overflow)")
+        click.echo(
+            f"context overflow: {over['samples']} samples of {over['problems']} problems could not fit "
+            "max_model_len (summary.json: context_overflow)"
+        )
 
 
 @eval_.command("compare")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False))
 @click.option("--out", required=True, help="Markdown file to write (a PNG plot is written beside it).")
-@click.option("--paired/--no-paired", default=True, show_default=True,
-              help="Compare each later run with the first on the same problems (B - A in pass@1, paired "
-                   "bootstrap 95% CI); --no-paired: the table alone, for runs on other problems or protocols.")
+@click.option(
+    "--paired/--no-paired",
+    default=True,
+    show_default=True,
+    help="Compare each later run with the first on the same problems (B - A in pass@1, paired "
+    "bootstrap 95% CI); --no-paired: the table alone, for runs on other problems or protocols.",
+)
 @click.option("--rounds", default=10_000, show_default=True, type=click.IntRange(min=1), help="Bootstrap rounds.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap's resampling.")
 def compare(runs: tuple[str, ...], out: str, paired: bool, rounds: int, seed: int) -> None:

@@ -29,8 +29,20 @@ from reasonkit.errors import UserError
 #: problem's pass@1 measures; two runs must agree on all of them to be paired. The model, adapter,
 #: seed and engine are what is being compared, or do not change what a sample is scored on. The
 #: dataset is its content fingerprint (and Hub revision), so a copy of the same file pairs.
-PAIRED_PROTOCOL = ("dataset_fingerprint", "dataset_revision", "k", "temperature", "top_p", "max_tokens",
-                   "verifier", "score_truncated", "instruction", "system", "prefill_think", "tools")
+PAIRED_PROTOCOL = (
+    "dataset_fingerprint",
+    "dataset_revision",
+    "k",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "verifier",
+    "score_truncated",
+    "instruction",
+    "system",
+    "prefill_think",
+    "tools",
+)
 
 
 def verdict(lo: float, hi: float) -> str:
@@ -58,8 +70,10 @@ def load_run(run_dir: str | Path) -> tuple[str, dict, dict[str, float]]:
         table = pq.read_table(path, columns=["id", "n", "correct"])
     except Exception as e:  # a truncated or foreign file: one line, not a traceback
         raise UserError(f"{path}: unreadable, expected columns id, n, correct ({e})") from None
-    scores = {pid: correct / n if n else 0.0 for pid, n, correct in
-              zip(*(table.column(c).to_pylist() for c in ("id", "n", "correct")))}
+    scores = {
+        pid: correct / n if n else 0.0
+        for pid, n, correct in zip(*(table.column(c).to_pylist() for c in ("id", "n", "correct")))
+    }
     return label, summary, scores
 
 
@@ -67,16 +81,23 @@ def check_pairable(a: tuple[str, dict, dict], b: tuple[str, dict, dict]) -> None
     """Refuse, in one line, two runs that were not scored on the same problems the same way."""
     (la, sa, pa), (lb, sb, pb) = a, b
     proto_a, proto_b = sa.get("protocol") or {}, sb.get("protocol") or {}
-    differ = [f"{key} {_shown(proto_a, key)} vs {_shown(proto_b, key)}" for key in PAIRED_PROTOCOL
-              if proto_a.get(key, _MISSING) != proto_b.get(key, _MISSING)]
+    differ = [
+        f"{key} {_shown(proto_a, key)} vs {_shown(proto_b, key)}"
+        for key in PAIRED_PROTOCOL
+        if proto_a.get(key, _MISSING) != proto_b.get(key, _MISSING)
+    ]
     if differ:
-        raise UserError(f"compare {la} and {lb}: scored with different protocols ({'; '.join(differ)}); a paired "
-                        "difference needs the same problems scored the same way (--no-paired for the table alone)")
+        raise UserError(
+            f"compare {la} and {lb}: scored with different protocols ({'; '.join(differ)}); a paired "
+            "difference needs the same problems scored the same way (--no-paired for the table alone)"
+        )
     only_a, only_b = sorted(set(pa) - set(pb)), sorted(set(pb) - set(pa))
     if only_a or only_b:
-        raise UserError(f"compare {la} and {lb}: not the same problems ({_ids(only_a)} only in {la}, "
-                        f"{_ids(only_b)} only in {lb}); a paired difference needs the same problem ids "
-                        "(--no-paired for the table alone)")
+        raise UserError(
+            f"compare {la} and {lb}: not the same problems ({_ids(only_a)} only in {la}, "
+            f"{_ids(only_b)} only in {lb}); a paired difference needs the same problem ids "
+            "(--no-paired for the table alone)"
+        )
 
 
 _MISSING = object()
@@ -113,25 +134,37 @@ def paired_difference(run_a, run_b, *, rounds: int = 10_000, seed: int = 0) -> d
     wins = sum(y > x for x, y in zip(sa, sb))
     losses = sum(y < x for x, y in zip(sa, sb))
     return {
-        "label_a": a[0], "label_b": b[0], "pass1_a": sum(sa) / len(ids) if ids else 0.0,
-        "pass1_b": sum(sb) / len(ids) if ids else 0.0, "diff": diff, "lo": lo, "hi": hi, "n_problems": len(ids),
-        "rounds": rounds, "seed": seed, "wins": wins, "losses": losses, "ties": len(ids) - wins - losses,
-        "sign_test_p": sign_test(wins, losses), "verdict": verdict(lo, hi),
+        "label_a": a[0],
+        "label_b": b[0],
+        "pass1_a": sum(sa) / len(ids) if ids else 0.0,
+        "pass1_b": sum(sb) / len(ids) if ids else 0.0,
+        "diff": diff,
+        "lo": lo,
+        "hi": hi,
+        "n_problems": len(ids),
+        "rounds": rounds,
+        "seed": seed,
+        "wins": wins,
+        "losses": losses,
+        "ties": len(ids) - wins - losses,
+        "sign_test_p": sign_test(wins, losses),
+        "verdict": verdict(lo, hi),
     }
 
 
 def paired_text(r: dict) -> str:
     """Two lines for a report: the difference with its interval and verdict, then wins and the sign test."""
     names = {"B better": f"{r['label_b']} better", "A better": f"{r['label_a']} better"}
-    return (f"{r['label_b']} - {r['label_a']}: {r['diff']:+.3f} pass@1 (95% CI {r['lo']:+.3f} .. {r['hi']:+.3f}, "
-            f"paired bootstrap over {r['n_problems']} problems, {r['rounds']:,} rounds): "
-            f"{names.get(r['verdict'], r['verdict'])}\n"
-            f"{r['label_b']} wins on {r['wins']}, loses on {r['losses']}, ties on {r['ties']} problems; "
-            f"sign test p = {r['sign_test_p']:.3g} (exact, two-sided, ties left out)\n")
+    return (
+        f"{r['label_b']} - {r['label_a']}: {r['diff']:+.3f} pass@1 (95% CI {r['lo']:+.3f} .. {r['hi']:+.3f}, "
+        f"paired bootstrap over {r['n_problems']} problems, {r['rounds']:,} rounds): "
+        f"{names.get(r['verdict'], r['verdict'])}\n"
+        f"{r['label_b']} wins on {r['wins']}, loses on {r['losses']}, ties on {r['ties']} problems; "
+        f"sign test p = {r['sign_test_p']:.3g} (exact, two-sided, ties left out)\n"
+    )
 
 
-def compare(run_dirs: list[str], out: str | Path, *, paired: bool = True, rounds: int = 10_000,
-            seed: int = 0) -> Path:
+def compare(run_dirs: list[str], out: str | Path, *, paired: bool = True, rounds: int = 10_000, seed: int = 0) -> Path:
     """Several eval runs side by side: a Markdown table at ``out`` and a plot beside it.
 
     With ``paired`` (and two runs or more), each later run is compared with the first, problem by
@@ -152,9 +185,16 @@ def compare(run_dirs: list[str], out: str | Path, *, paired: bool = True, rounds
     plot = out.with_suffix(".png")
     write_plot(runs, plot)
     ks = {s.get("k") for _, s in runs}
-    note = "" if len(ks) == 1 else f"\nNote: runs used different k ({sorted(ks)}); pass@k columns are not comparable.\n"
-    models = "".join(f"- `{label}`: {s.get('protocol', {}).get('model')}"
-                     + (f" + {s['protocol']['adapter']}" if s.get("protocol", {}).get("adapter") else "") + "\n"
-                     for label, s in runs)
-    out.write_text(f"# Evaluation comparison\n\n{markdown_table(runs)}{note}\n{models}{pairs}\n![pass@k]({plot.name})\n")
+    note = (
+        "" if len(ks) == 1 else f"\nNote: runs used different k ({sorted(ks)}); pass@k columns are not comparable.\n"
+    )
+    models = "".join(
+        f"- `{label}`: {s.get('protocol', {}).get('model')}"
+        + (f" + {s['protocol']['adapter']}" if s.get("protocol", {}).get("adapter") else "")
+        + "\n"
+        for label, s in runs
+    )
+    out.write_text(
+        f"# Evaluation comparison\n\n{markdown_table(runs)}{note}\n{models}{pairs}\n![pass@k]({plot.name})\n"
+    )
     return out

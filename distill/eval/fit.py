@@ -30,9 +30,13 @@ def first_prompt_lengths(config, prompts, toolbox=None) -> dict[str, int]:
     tokenizer = AutoTokenizer.from_pretrained(config.model)
     tools = toolbox.schemas() if toolbox is not None else None
     prefill = THINK_PREFILL if config.prefill_think else ""
-    problems = prompts.column("problem").to_pylist() if "problem" in prompts.column_names else [None] * prompts.num_rows
+    problems = (
+        prompts.column("problem").to_pylist() if "problem" in prompts.column_names else [None] * prompts.num_rows
+    )
     lengths = {}
-    for pid, messages, problem in zip(prompts.column("id").to_pylist(), prompts.column("messages").to_pylist(), problems):
+    for pid, messages, problem in zip(
+        prompts.column("id").to_pylist(), prompts.column("messages").to_pylist(), problems
+    ):
         messages = build_messages(messages, problem=problem, instruction=config.instruction, system=config.system)
         lengths[pid] = len(encode(tokenizer, prompt_text(tokenizer, messages, prefill=prefill, tools=tools)))
     return lengths
@@ -63,5 +67,6 @@ def check_fit(config, prompts, toolbox=None) -> int | None:
         raise UserError(
             f"{config.data}: the first prompt of {len(over)} of {len(lengths)} problems does not fit max_model_len "
             f"{limit} tokens: {shown}{more}. Raise --max-model-len, shorten the prompts (or the tool prompt), or pass "
-            "--allow-overflow to evaluate anyway and count them as context_overflow")
+            "--allow-overflow to evaluate anyway and count them as context_overflow"
+        )
     return limit

@@ -105,8 +105,9 @@ def ci95_positions(rounds: int) -> tuple[int, int]:
     return int(0.025 * (rounds - 1)), int(math.ceil(0.975 * (rounds - 1)))
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, rounds: int = 10_000,
-                     seed: int = 0) -> tuple[float, float, float]:
+def paired_bootstrap(
+    a: Sequence[float], b: Sequence[float], *, rounds: int = 10_000, seed: int = 0
+) -> tuple[float, float, float]:
     """``(diff, lo, hi)``: mean(b) - mean(a) over paired problems and its percentile 95% interval.
 
     ``a[i]`` and ``b[i]`` are the same problem's score in two runs (pass@1: the share of its k
@@ -135,8 +136,9 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, rounds: int = 10
         return 0.0, 0.0, 0.0
     rng = np.random.default_rng(seed)
     chunk = max(1, (1 << 22) // n)  # rows of indices per draw: at most 4M indices (32 MB) at a time
-    means = np.concatenate([d[rng.integers(0, n, size=(min(chunk, rounds - start), n))].mean(axis=1)
-                            for start in range(0, rounds, chunk)])
+    means = np.concatenate(
+        [d[rng.integers(0, n, size=(min(chunk, rounds - start), n))].mean(axis=1) for start in range(0, rounds, chunk)]
+    )
     means.sort()
     ilo, ihi = ci95_positions(rounds)
     return float(d.mean()), float(means[ilo]), float(means[ihi])
@@ -153,7 +155,7 @@ def sign_test(wins: int, losses: int) -> float:
     m = wins + losses
     if m == 0:
         return 1.0
-    tail = sum(math.comb(m, i) for i in range(min(wins, losses) + 1)) / 2 ** m
+    tail = sum(math.comb(m, i) for i in range(min(wins, losses) + 1)) / 2**m
     return min(1.0, 2 * tail)
 
 

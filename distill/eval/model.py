@@ -32,9 +32,15 @@ def resolve_model(config, out: Path) -> tuple[str, str | None]:
 def lora_backend(config, replicas: int):
     """vLLM serving ``config.adapter`` on its base, unmerged: one engine, or ``replicas`` of them
     (gen/parallel.py), each on ``tensor_parallel`` GPUs of its own."""
-    options = dict(lora=config.adapter, dtype=config.dtype, max_model_len=config.max_model_len,
-                   tensor_parallel=config.tensor_parallel, gpu_memory_utilization=config.gpu_memory_utilization,
-                   seed=config.seed, **config.engine_args)
+    options = dict(
+        lora=config.adapter,
+        dtype=config.dtype,
+        max_model_len=config.max_model_len,
+        tensor_parallel=config.tensor_parallel,
+        gpu_memory_utilization=config.gpu_memory_utilization,
+        seed=config.seed,
+        **config.engine_args,
+    )
     if replicas > 1:
         from reasonkit.gen.parallel import DataParallel
 

@@ -26,14 +26,14 @@ from __future__ import annotations
 import os
 import sys
 
-
 #: Protocol fields that say where the samples were made, not what was asked: two summaries that
 #: differ only there reproduce each other (evaluate.summary_equal).
 HOW_IT_RAN = ("data_parallel", "hardware")
 
 
-def protocol(config, identities: dict, adapter_mode: str | None, gen_manifest: dict, data_fp: str,
-             traces, replicas: int) -> dict:
+def protocol(
+    config, identities: dict, adapter_mode: str | None, gen_manifest: dict, data_fp: str, traces, replicas: int
+) -> dict:
     """Everything needed to reproduce the numbers, and nothing that changes between reruns.
 
     ``model_hash``/``adapter_hash`` are content identities (identity.py): ``sha256:...`` of a
@@ -67,8 +67,9 @@ def protocol(config, identities: dict, adapter_mode: str | None, gen_manifest: d
         "max_tokens": config.max_tokens,
         # a trajectory's prompt_tokens add up its turns' prompts: no budget can be read off them; its turns
         # that could not fit end it with finish reason "context" (summary.json's context_overflow)
-        "max_tokens_clamp": None if getattr(config, "tools", None) else max_tokens_clamp(
-            rows, config.max_tokens, max_model_len, config.backend),
+        "max_tokens_clamp": None
+        if getattr(config, "tools", None)
+        else max_tokens_clamp(rows, config.max_tokens, max_model_len, config.backend),
         "k": config.k,
         "seed": config.seed,
         "seeds": "per problem: derive_seed(seed, id)",
@@ -81,8 +82,9 @@ def protocol(config, identities: dict, adapter_mode: str | None, gen_manifest: d
         "dataset_fingerprint": data_fp,
         "limit": config.limit,
         "verifier": config.verifier,
-        "verifier_version": _version("math-verify") if config.verifier == "math" else (
-            "sandboxed tests (filters/code/verify.py)" if config.verifier == "code" else "int fast path"),
+        "verifier_version": _version("math-verify")
+        if config.verifier == "math"
+        else ("sandboxed tests (filters/code/verify.py)" if config.verifier == "code" else "int fast path"),
         "gen_config": gen_manifest.get("gen_config"),
         # only where tools ran: a summary from before tools existed still pairs with one that used none
         **({"tools": _tools(config)} if getattr(config, "tools", None) else {}),
@@ -96,9 +98,13 @@ def _tools(config) -> dict:
     """The tool settings a trajectory's score depends on: the tools, the corpus by content, the turn limit."""
     from reasonkit.store import fingerprint_path
 
-    return {"tools": config.tools, "max_turns": config.max_turns, "tool_timeout": config.tool_timeout,
-            "search_k": config.search_k,
-            "corpus_fingerprint": fingerprint_path(config.corpus) if config.corpus else None}
+    return {
+        "tools": config.tools,
+        "max_turns": config.max_turns,
+        "tool_timeout": config.tool_timeout,
+        "search_k": config.search_k,
+        "corpus_fingerprint": fingerprint_path(config.corpus) if config.corpus else None,
+    }
 
 
 def hub_revision_of(reference: str | None, repo_type: str) -> str | None:
@@ -136,8 +142,10 @@ def resolve_data_parallel(config) -> int:
     wanted = config.data_parallel
     if wanted != "auto":
         if wanted > 1 and config.backend == "openai":
-            raise UserError(f"--data-parallel {wanted}: the openai backend's parallelism is the server's "
-                            "(raise --concurrency, or run the server with more replicas)")
+            raise UserError(
+                f"--data-parallel {wanted}: the openai backend's parallelism is the server's "
+                "(raise --concurrency, or run the server with more replicas)"
+            )
         return wanted
     if config.backend == "openai" or config.engine == "ray":
         return 1
@@ -158,8 +166,11 @@ def hardware(config, replicas: int) -> dict:
         return {"gpu": None, "gpu_count": None, "where": f"the server at {config.base_url}"}
     if config.engine == "ray":
         per = _gpus_per_replica(config)
-        return {"gpu": None, "gpu_count": None,
-                "where": f"ray: {config.replicas} replica(s), {per} GPU(s) each where the cluster has GPUs"}
+        return {
+            "gpu": None,
+            "gpu_count": None,
+            "where": f"ray: {config.replicas} replica(s), {per} GPU(s) each where the cluster has GPUs",
+        }
     import torch
 
     from reasonkit.hardware import machine
@@ -183,8 +194,10 @@ def batch_invariance(backend: str) -> dict:
     if backend == "openai":
         return {"batch_invariant": None, "batch_invariant_how": "decided by the server"}
     if backend == "hf":
-        return {"batch_invariant": False,
-                "batch_invariant_how": "transformers: samples depend on the batch (batch_size), not on the replica count"}
+        return {
+            "batch_invariant": False,
+            "batch_invariant_how": "transformers: samples depend on the batch (batch_size), not on the replica count",
+        }
     raw = os.environ.get("VLLM_BATCH_INVARIANT", "0")
     try:
         asked = bool(int(raw))
@@ -195,7 +208,10 @@ def batch_invariance(backend: str) -> dict:
     from vllm.platforms import current_platform
 
     if current_platform.is_cpu():
-        return {"batch_invariant": False, "batch_invariant_how": "VLLM_BATCH_INVARIANT=1, but vLLM's CPU worker has none"}
+        return {
+            "batch_invariant": False,
+            "batch_invariant_how": "VLLM_BATCH_INVARIANT=1, but vLLM's CPU worker has none",
+        }
     return {"batch_invariant": True, "batch_invariant_how": "VLLM_BATCH_INVARIANT=1"}
 
 
@@ -213,12 +229,21 @@ def max_tokens_clamp(rows, nominal: int, max_model_len: int | None, backend: str
         if finish != "error":  # a prompt that did not fit at all is counted as an error, not here
             prompts[pid] = int(prompt_tokens)
     budgets = [max_model_len - n for n in prompts.values() if max_model_len - n < nominal]
-    clamp = {"clamped_problems": len(budgets), "problems": len(prompts), "max_model_len": max_model_len,
-             "min_budget": min(budgets) if budgets else None, "max_budget": max(budgets) if budgets else None}
+    clamp = {
+        "clamped_problems": len(budgets),
+        "problems": len(prompts),
+        "max_model_len": max_model_len,
+        "min_budget": min(budgets) if budgets else None,
+        "max_budget": max(budgets) if budgets else None,
+    }
     if budgets:
-        print(f"eval: max_tokens {nominal} tokens was cut to {clamp['min_budget']}-{clamp['max_budget']} tokens for "
-              f"{len(budgets)} of {len(prompts)} problems to fit max_model_len {max_model_len} tokens "
-              "(recorded in summary.json's protocol.max_tokens_clamp)", file=sys.stderr, flush=True)
+        print(
+            f"eval: max_tokens {nominal} tokens was cut to {clamp['min_budget']}-{clamp['max_budget']} tokens for "
+            f"{len(budgets)} of {len(prompts)} problems to fit max_model_len {max_model_len} tokens "
+            "(recorded in summary.json's protocol.max_tokens_clamp)",
+            file=sys.stderr,
+            flush=True,
+        )
     return clamp
 
 

@@ -10,8 +10,11 @@ from reasonkit.errors import UserError
 
 def pass_at_k_curve(summary: dict) -> list[tuple[int, float]]:
     """``[(k, pass@k), ...]`` sorted by k, from a summary's ``pass@K`` keys."""
-    points = [(int(key.split("@")[1]), value) for key, value in summary.items()
-              if key.startswith("pass@") and key.split("@")[1].isdigit()]
+    points = [
+        (int(key.split("@")[1]), value)
+        for key, value in summary.items()
+        if key.startswith("pass@") and key.split("@")[1].isdigit()
+    ]
     return sorted(points)
 
 
@@ -39,11 +42,24 @@ def _rate(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"  # a summary written before the figure existed
 
 
-HEADER = ["run", "pass@1 ± std", "95% CI", "cons@k", "pass@k", "problems", "k", "no answer", "unverifiable",
-          "truncated", "context overflow"]
+HEADER = [
+    "run",
+    "pass@1 ± std",
+    "95% CI",
+    "cons@k",
+    "pass@k",
+    "problems",
+    "k",
+    "no answer",
+    "unverifiable",
+    "truncated",
+    "context overflow",
+]
 #: What the table's figures are in: every one a share or a count, said once under the table.
-UNITS = ("pass@1, its CI, cons@k and pass@k: share of problems solved (0 to 1); no answer, unverifiable, "
-         "truncated, context overflow: share of samples (0 to 1); problems: count; k: samples per problem.")
+UNITS = (
+    "pass@1, its CI, cons@k and pass@k: share of problems solved (0 to 1); no answer, unverifiable, "
+    "truncated, context overflow: share of samples (0 to 1); problems: count; k: samples per problem."
+)
 
 
 def counts_text(summary: dict) -> str:
@@ -53,18 +69,26 @@ def counts_text(summary: dict) -> str:
         return ""
     reasons = ", ".join(f"{r} {n}" for r, n in summary.get("unverifiable_reasons", {}).items())
     scored = summary.get("protocol", {}).get("score_truncated", False)
-    text = (f"\nSamples: {c['correct']} correct, {c['wrong']} wrong, {c['unverifiable']} unverifiable"
-            + (f" ({reasons})" if reasons else "") + f", {c['no_answer']} without an answer; {c['truncated']} "
-            + ("truncated (scored: score_truncated).\n" if scored else "truncated (no answer, R1's protocol).\n"))
+    text = (
+        f"\nSamples: {c['correct']} correct, {c['wrong']} wrong, {c['unverifiable']} unverifiable"
+        + (f" ({reasons})" if reasons else "")
+        + f", {c['no_answer']} without an answer; {c['truncated']} "
+        + ("truncated (scored: score_truncated).\n" if scored else "truncated (no answer, R1's protocol).\n")
+    )
     over = summary.get("context_overflow") or {}
     if over.get("samples"):
         ids = ", ".join(over.get("ids", [])[:10]) + (" ..." if len(over.get("ids", [])) > 10 else "")
-        text += (f"Context overflow: {over['samples']} samples of {over['problems']} problems could not fit max_model_len "
-                 f"(counted apart from no answer; problems: {ids}).\n")
+        text += (
+            f"Context overflow: {over['samples']} samples of {over['problems']} problems could not fit max_model_len "
+            f"(counted apart from no answer; problems: {ids}).\n"
+        )
     short = {k: n for k, n in summary.get("pass@k_fewer_samples", {}).items() if n}
     if short:
-        text += "pass@k is over the problems with at least k samples; left out: " + ", ".join(
-            f"{n} of {summary['n_problems']} for {k}" for k, n in short.items()) + ".\n"
+        text += (
+            "pass@k is over the problems with at least k samples; left out: "
+            + ", ".join(f"{n} of {summary['n_problems']} for {k}" for k, n in short.items())
+            + ".\n"
+        )
     return text
 
 
@@ -73,16 +97,24 @@ def engine_text(p: dict) -> str:
     if "hardware" not in p:
         return ""
     hw = p["hardware"] or {}
-    where = hw.get("where") or (f"{hw.get('gpu_count')} x {hw.get('gpu')}" if hw.get("gpu_count") else
-                                f"CPU ({hw.get('cpu') or 'unknown model'})")
-    text = (f"Engine: {p.get('data_parallel')} replica(s) x tensor parallel {p.get('tensor_parallel')} on {where}; "
-            f"max_model_len {p.get('max_model_len')}; batch-invariant {p.get('batch_invariant')} "
-            f"({p.get('batch_invariant_how')}).\n")
+    where = hw.get("where") or (
+        f"{hw.get('gpu_count')} x {hw.get('gpu')}"
+        if hw.get("gpu_count")
+        else f"CPU ({hw.get('cpu') or 'unknown model'})"
+    )
+    text = (
+        f"Engine: {p.get('data_parallel')} replica(s) x tensor parallel {p.get('tensor_parallel')} on {where}; "
+        f"max_model_len {p.get('max_model_len')}; batch-invariant {p.get('batch_invariant')} "
+        f"({p.get('batch_invariant_how')}).\n"
+    )
     clamp = p.get("max_tokens_clamp") or {}
     if clamp.get("clamped_problems"):
-        text += (f"max_tokens {p.get('max_tokens')} tokens was cut to {clamp['min_budget']}-{clamp['max_budget']} tokens for "
-                 f"{clamp['clamped_problems']} of {clamp['problems']} problems to fit max_model_len "
-                 f"{clamp['max_model_len']} tokens.\n")
+        text += (
+            f"max_tokens {p.get('max_tokens')} tokens was cut to {clamp['min_budget']}-{clamp['max_budget']} tokens "
+            "for "
+            f"{clamp['clamped_problems']} of {clamp['problems']} problems to fit max_model_len "
+            f"{clamp['max_model_len']} tokens.\n"
+        )
     return text
 
 
@@ -106,7 +138,9 @@ def write_markdown(summary: dict, path: Path, title: str) -> None:
     text += counts_text(summary)
     if "decontamination" in summary:
         d = summary["decontamination"]
-        text += f"\nDecontamination ({d['ngram']}-grams): {d['n_overlapping']} eval problems overlap the training data.\n"
+        text += (
+            f"\nDecontamination ({d['ngram']}-grams): {d['n_overlapping']} eval problems overlap the training data.\n"
+        )
     path.write_text(text)
 
 
@@ -142,4 +176,3 @@ def load_summary(run_dir: str | Path) -> tuple[str, dict]:
     except json.JSONDecodeError as e:
         raise UserError(f"{path}: unreadable ({e})") from None
     return Path(run_dir).name, summary
-

@@ -24,6 +24,7 @@ from reasonkit.distill.eval.config import EvalConfig
 from reasonkit.engine import ENGINE_FIELDS
 from reasonkit.errors import UserError
 from reasonkit.gen.engine_args import output_engine_args
+
 #: The tables of an eval directory, as its card lists them (the first is what load_dataset(OUT) reads).
 CARD_TABLES = ("problems.parquet", "samples", "generations")
 
@@ -48,7 +49,9 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     if config.verifier == "code" or "python" in (config.tools or "").split(","):  # before the data is read
         from reasonkit.sandbox.stage import require_sandbox
 
-        sandbox_mode = require_sandbox("distill eval" + (" --verifier code" if config.verifier == "code" else " --tools python"))
+        sandbox_mode = require_sandbox(
+            "distill eval" + (" --verifier code" if config.verifier == "code" else " --tools python")
+        )
     out = Path(config.out)
     columns = ColumnMap(id=config.id_col, problem=config.problem_col, answer=config.answer_col)
     prompts = read_prompts(config.data, columns, limit=config.limit, split=config.split)
@@ -59,7 +62,10 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
         tests_of(prompts, config.tests_col)
         missing = []
     if missing:
-        raise UserError(f"{config.data}: row {missing[0]}: no gold answer in column {config.answer_col!r}; every eval problem needs one")
+        raise UserError(
+            f"{config.data}: row {missing[0]}: no gold answer in column {config.answer_col!r}; every eval problem "
+            "needs one"
+        )
     contamination = _contamination(config, prompts) if config.decontam_against else None
     toolbox = None
     if config.tools:  # an unknown tool or a bad corpus fails here, before OUT is written (the index is cached)
@@ -91,10 +97,12 @@ def run_eval(config: EvalConfig, *, backend=None) -> dict:
     if config.tools:  # what the tools did: calls and turns per trajectory, the share of calls that failed
         from reasonkit.filters.trajectory import summary as trajectory_summary
 
-        summary["tools"] = trajectory_summary(*(traces.column(c).to_pylist() for c in
-                                                ("turns", "tool_calls", "tool_errors", "finish_reason")))
-    summary["protocol"] = protocol(config, identities, adapter_mode, gen_manifest, fingerprint_path(config.data, config.split),
-                                   traces, replicas)
+        summary["tools"] = trajectory_summary(
+            *(traces.column(c).to_pylist() for c in ("turns", "tool_calls", "tool_errors", "finish_reason"))
+        )
+    summary["protocol"] = protocol(
+        config, identities, adapter_mode, gen_manifest, fingerprint_path(config.data, config.split), traces, replicas
+    )
     if contamination is not None:
         summary["decontamination"] = contamination
     if sandbox_mode:  # how the model's programs ran (not in the protocol: it does not change a correct verdict)
@@ -122,12 +130,36 @@ def generation_config(config: EvalConfig, model: str, out: Path, columns, replic
     for group in (SamplingSettings, PromptSettings, ToolSettings, EngineSettings, BackendSettings):
         groups.update(values_of(config, group))
     groups["data_parallel"] = replicas if config.engine == "local" else 1  # "auto" resolved to this node's GPUs
-    return GenerateConfig(prompts=config.data, teacher=model, out=str(out / "generations"), n=config.k,
-                          limit=config.limit, columns=columns, split=config.split, overwrite=config.overwrite, **groups)
+    return GenerateConfig(
+        prompts=config.data,
+        teacher=model,
+        out=str(out / "generations"),
+        n=config.k,
+        limit=config.limit,
+        columns=columns,
+        split=config.split,
+        overwrite=config.overwrite,
+        **groups,
+    )
 
 
-_RUN_ONLY = ("overwrite", "allow_overflow", "label", "concurrency", "batch_size", "base_url", "api_key_env", "extra", "data_parallel",
-             "engine_args", "report_to", "request_timeout", "max_retries", "tool_workers", *ENGINE_FIELDS)
+_RUN_ONLY = (
+    "overwrite",
+    "allow_overflow",
+    "label",
+    "concurrency",
+    "batch_size",
+    "base_url",
+    "api_key_env",
+    "extra",
+    "data_parallel",
+    "engine_args",
+    "report_to",
+    "request_timeout",
+    "max_retries",
+    "tool_workers",
+    *ENGINE_FIELDS,
+)
 
 
 def _check_same_eval(config: EvalConfig, out: Path) -> dict:
@@ -174,11 +206,15 @@ def _check_same_eval(config: EvalConfig, out: Path) -> dict:
             for what, key in (("model", "model_hash"), ("adapter", "adapter_hash")):
                 if before.get(what) == settings[what] and before.get(key) != settings[key]:
                     old = before.get(key) or "unrecorded (evaluated before reasonkit recorded content)"
-                    raise UserError(f"{out} was evaluated on {what} {settings[what]} with content {old}, now "
-                                    f"{settings[key]}; pass --overwrite to evaluate it again, or choose another --out")
+                    raise UserError(
+                        f"{out} was evaluated on {what} {settings[what]} with content {old}, now "
+                        f"{settings[key]}; pass --overwrite to evaluate it again, or choose another --out"
+                    )
             changed = sorted(k for k in settings if before.get(k) != settings[k])
-            raise UserError(f"{out}: holds an evaluation with other settings ({', '.join(changed)}); "
-                            "pass --overwrite or choose another --out")
+            raise UserError(
+                f"{out}: holds an evaluation with other settings ({', '.join(changed)}); "
+                "pass --overwrite or choose another --out"
+            )
     if config.overwrite and (out / "generations").exists():
         import shutil
 
@@ -233,4 +269,3 @@ def summary_equal(a: dict, b: dict) -> bool:
         return kept
 
     return strip(a) == strip(b)
-

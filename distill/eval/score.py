@@ -1,14 +1,13 @@
 """From traces to verified samples to the summary's numbers.
 
-What each sample counts as, disjointly (``counts`` in summary.json; they add up to ``n_samples``):
-``correct``, ``wrong`` (verified False), ``unverifiable`` (an answer the verifier could not decide:
-a timeout, an unparseable side; ``correct`` is None), ``context_overflow`` (the sample could not fit
-the model's context: its prompt, or a later turn of a tool-use trajectory, left no room; finish
-reason ``context``) and ``no_answer`` (nothing extracted, or truncated). ``truncated`` counts the samples ``finish_reason == "length"`` apart, overlapping: by
-R1's protocol a truncated sample has no answer (its last box sits in unfinished reasoning), unless
-the evaluation asked ``score_truncated``. pass@1 and pass@k count everything but ``correct`` as
-not correct. cons@k votes over the groups of distill/eval/vote.py; a problem's vote is correct when
-the winning group's answer (its first member) is.
+What each sample counts as, disjointly (``counts`` in summary.json; they add up to ``n_samples``): ``correct``,
+``wrong`` (verified False), ``unverifiable`` (an answer the verifier could not decide: a timeout, an unparseable side;
+``correct`` is None), ``context_overflow`` (the sample could not fit the model's context: its prompt, or a later turn
+of a tool-use trajectory, left no room; finish reason ``context``) and ``no_answer`` (nothing extracted, or truncated).
+``truncated`` counts the samples ``finish_reason == "length"`` apart, overlapping: by R1's protocol a truncated sample
+has no answer (its last box sits in unfinished reasoning), unless the evaluation asked ``score_truncated``. pass@1 and
+pass@k count everything but ``correct`` as not correct. cons@k votes over the groups of distill/eval/vote.py; a
+problem's vote is correct when the winning group's answer (its first member) is.
 """
 
 from __future__ import annotations
@@ -23,8 +22,9 @@ from reasonkit.distill.eval.metrics import ks_for, majority, pass1_stats, pass_a
 TRUNCATED = "truncated"  # the verify_reason of a truncated sample left unscored
 
 
-def extract_preds(traces: pa.Table, *, score_truncated: bool, trajectories: bool = False
-                  ) -> tuple[list[str | None], list[str | None]]:
+def extract_preds(
+    traces: pa.Table, *, score_truncated: bool, trajectories: bool = False
+) -> tuple[list[str | None], list[str | None]]:
     """``(preds, reasons)``: the extracted answer of every response; none for a truncated sample
     unless ``score_truncated``. A tool-use trajectory's answer is read as ``distill filter`` reads it
     (filters/trajectory.py's final_answer: a box, else a one-line reply taken whole)."""
@@ -40,8 +40,9 @@ def extract_preds(traces: pa.Table, *, score_truncated: bool, trajectories: bool
     return preds, reasons
 
 
-def verify_samples(traces: pa.Table, config, out_dir: Path, *, score_truncated: bool | None = None,
-                   max_model_len: int | None = None) -> pa.Table:
+def verify_samples(
+    traces: pa.Table, config, out_dir: Path, *, score_truncated: bool | None = None, max_model_len: int | None = None
+) -> pa.Table:
     """Extract and verify every sample against its problem's gold answer, group each problem's
     answers for the vote (distill/eval/vote.py) with the same verifier; write the samples stage.
     ``max_model_len``: the context the samples were made in (a refused prompt is context overflow).
@@ -74,21 +75,31 @@ def verify_samples(traces: pa.Table, config, out_dir: Path, *, score_truncated: 
     for rows, groups in zip(rows_of, grouped):
         for i, g in zip(rows, groups):
             vote_group[i] = None if g is None else numbers[rows[g]]  # named by its first member's sample
-    table = pa.table({
-        "id": traces.column("id"),
-        "sample": traces.column("sample"),
-        "pred": pa.array(preds, pa.string()),
-        "correct": pa.array([c for c, _ in checked], pa.bool_()),
-        "completion_tokens": traces.column("completion_tokens"),
-        "finish_reason": pa.array(_finish_reasons(traces, max_model_len), pa.string()),
-        "verify_reason": pa.array([r if p is not None else e for (_, r), p, e in zip(checked, preds, reasons)], pa.string()),
-        "vote_group": pa.array(vote_group, pa.int32()),
-    })
+    table = pa.table(
+        {
+            "id": traces.column("id"),
+            "sample": traces.column("sample"),
+            "pred": pa.array(preds, pa.string()),
+            "correct": pa.array([c for c, _ in checked], pa.bool_()),
+            "completion_tokens": traces.column("completion_tokens"),
+            "finish_reason": pa.array(_finish_reasons(traces, max_model_len), pa.string()),
+            "verify_reason": pa.array(
+                [r if p is not None else e for (_, r), p, e in zip(checked, preds, reasons)], pa.string()
+            ),
+            "vote_group": pa.array(vote_group, pa.int32()),
+        }
+    )
     table = table.sort_by([("id", "ascending"), ("sample", "ascending")])
-    writer = StageWriter(out_dir, stage="eval", kind="eval_samples",
-                         config={"verifier": config.verifier, "score_truncated": score_truncated},
-                         keys=("id", "sample"), input_fingerprint=fingerprint_path(out_dir.parent / "generations"),
-                         input_path=str(out_dir.parent / "generations"), overwrite=True)
+    writer = StageWriter(
+        out_dir,
+        stage="eval",
+        kind="eval_samples",
+        config={"verifier": config.verifier, "score_truncated": score_truncated},
+        keys=("id", "sample"),
+        input_fingerprint=fingerprint_path(out_dir.parent / "generations"),
+        input_path=str(out_dir.parent / "generations"),
+        overwrite=True,
+    )
     writer.commit(table)
     writer.finish()
     return table
@@ -171,19 +182,21 @@ def score(samples: pa.Table, traces: pa.Table, *, k: int, seed: int = 0) -> tupl
         leader = next((r for r in rows if r["sample"] == vote), None) if vote is not None else None
         vote_correct = bool(leader is not None and leader["correct"])
         cons_hits += vote_correct
-        problems.append({
-            "id": pid,
-            "n": len(rows),
-            "correct": kinds.count("correct"),
-            "majority_answer": leader["pred"] if leader is not None else None,
-            "majority_votes": sum(r["vote_group"] == vote for r in rows) if vote is not None else 0,
-            "majority_correct": vote_correct,
-            "mean_tokens": sum(r["completion_tokens"] for r in rows) / len(rows),
-            "no_answer": kinds.count("no_answer"),
-            "unverifiable": kinds.count("unverifiable"),
-            "truncated": sum(r["finish_reason"] == "length" for r in rows),
-            "context_overflow": kinds.count("context_overflow"),
-        })
+        problems.append(
+            {
+                "id": pid,
+                "n": len(rows),
+                "correct": kinds.count("correct"),
+                "majority_answer": leader["pred"] if leader is not None else None,
+                "majority_votes": sum(r["vote_group"] == vote for r in rows) if vote is not None else 0,
+                "majority_correct": vote_correct,
+                "mean_tokens": sum(r["completion_tokens"] for r in rows) / len(rows),
+                "no_answer": kinds.count("no_answer"),
+                "unverifiable": kinds.count("unverifiable"),
+                "truncated": sum(r["finish_reason"] == "length" for r in rows),
+                "context_overflow": kinds.count("context_overflow"),
+            }
+        )
     n_problems, n_samples = len(problems), samples.num_rows
     summary: dict = {"n_problems": n_problems, "n_samples": n_samples, "k": k}
     summary.update(pass1_stats(correct_matrix, seed=seed))
@@ -194,7 +207,9 @@ def score(samples: pa.Table, traces: pa.Table, *, k: int, seed: int = 0) -> tupl
         summary[f"pass@{kk}"] = sum(values) / len(values) if values else 0.0
         summary["pass@k_fewer_samples"][f"pass@{kk}"] = n_problems - len(values)  # left out of pass@kk
     truncated = sum(p["truncated"] for p in problems)
-    summary["counts"] = {kind: outcomes[kind] for kind in ("correct", "wrong", "unverifiable", "context_overflow", "no_answer")}
+    summary["counts"] = {
+        kind: outcomes[kind] for kind in ("correct", "wrong", "unverifiable", "context_overflow", "no_answer")
+    }
     summary["counts"]["truncated"] = truncated
     over = [p["id"] for p in problems if p["context_overflow"]]
     summary["context_overflow"] = {"problems": len(over), "samples": outcomes["context_overflow"], "ids": over}

@@ -46,8 +46,10 @@ class _Tally:
         self.first = self.first or where
 
 
-def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_positions: int | None) -> tuple[list[Finding], dict]:
-    """All findings on ``table`` (validated sft or prefs rows; GRPO's prompts: distill/lint/prompt.py) and the length statistics."""
+def lint(
+    tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_positions: int | None
+) -> tuple[list[Finding], dict]:
+    """All findings on ``table`` (validated sft or prefs rows; GRPO's prompts: distill/lint/prompt.py) and the length statistics."""  # noqa: E501
     from reasonkit.distill.data import uses_tools
     from reasonkit.distill.lint.student import student_findings
 
@@ -95,20 +97,29 @@ def lint(tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_pos
 
     turn_ends.add(tok.convert_tokens_to_ids(turn_end_token(tok)) if turn_end_token(tok) else None)
     pad = _pad_finding(tok, {tok.eos_token_id, *turn_ends} - {None})
-    findings[len(unready):len(unready)] = [pad] if pad else []  # after the student's own problems, which may cause it
+    findings[len(unready) : len(unready)] = (
+        [pad] if pad else []
+    )  # after the student's own problems, which may cause it
     messages = {
         "no_assistant_tokens": "have no assistant tokens to train on (assistant mask all zero)",
         "no_eos_end": "have assistant turns whose trained tokens do not end in the end-of-turn token "
         f"{tok.eos_token!r}, so the student never learns to stop"
         + (" (the template must put it inside {% generation %})" if cfg.method == "sft" else ""),
-        "no_tool_schemas": "call tools but carry no tool schemas (TRL's 'tools' column: the JSON schemas the model was "
+        "no_tool_schemas": "call tools but carry no tool schemas (TRL's 'tools' column: the JSON schemas the model "
+        "was "
         "shown), so the student would train on prompts without the tool list it is given at inference",
     }
     for name, tally in tallies.items():
         if tally.count and name in messages:
             findings.append(Finding(name, f"{tally.count} of {n} examples {messages[name]}; first: {tally.first}"))
     if think_why:
-        findings.append(Finding("think_prefill", f"{tallies['think_prefill'].count} of {n} examples: {think_why[0]}; first: {tallies['think_prefill'].first}"))
+        findings.append(
+            Finding(
+                "think_prefill",
+                f"{tallies['think_prefill'].count} of {n} examples: {think_why[0]}; first: "
+                f"{tallies['think_prefill'].first}",
+            )
+        )
     stats = _length_stats(lengths, max_length, truncated.count)
     findings += _truncation(truncated, n, stats, cfg, "would lose their endings")
     from reasonkit.distill.lint.memory import memory_finding
@@ -122,17 +133,20 @@ def _truncation(truncated: _Tally, n: int, stats: dict, cfg, consequence: str) -
     share = truncated.count / max(1, n)
     if share <= cfg.max_truncated_share:
         return []
-    return [Finding(
-        "truncation",
-        f"{truncated.count} of {n} examples ({share:.0%}) are longer than --max-length {stats['max_length']} tokens "
-        f"(longest {stats['longest']}, 95th percentile {stats['p95']}) and {consequence}; raise "
-        f"--max-length or drop long traces (the limit is --set max_truncated_share={cfg.max_truncated_share}); "
-        f"first: {truncated.first}",
-    )]
+    return [
+        Finding(
+            "truncation",
+            f"{truncated.count} of {n} examples ({share:.0%}) are longer than --max-length {stats['max_length']} "
+            "tokens "
+            f"(longest {stats['longest']}, 95th percentile {stats['p95']}) and {consequence}; raise "
+            f"--max-length or drop long traces (the limit is --set max_truncated_share={cfg.max_truncated_share}); "
+            f"first: {truncated.first}",
+        )
+    ]
 
 
 def _lint_head(tok, table: pa.Table, cfg, max_length: int) -> tuple[list[Finding], dict]:
-    """rm/prm: how many examples exceed max_length (TRL's RewardTrainer drops such pairs; a PRM row loses its last labels)."""
+    """rm/prm: how many examples exceed max_length (TRL's RewardTrainer drops such pairs; a PRM row loses its last labels)."""  # noqa: E501
     from reasonkit.distill.reward.heads import module
 
     picks = [i for i, _ in sample_rows(table.select(["id"]), cfg.lint_rows)]
@@ -144,8 +158,11 @@ def _lint_head(tok, table: pa.Table, cfg, max_length: int) -> tuple[list[Finding
             index = picks[k // per_row]
             truncated.add(f"row {index} (id {table.column('id')[index].as_py()!r})")
     stats = _length_stats(lengths, max_length, truncated.count)
-    consequence = "would be left out of training (TRL's RewardTrainer drops pairs longer than max_length)" if per_row == 2 \
+    consequence = (
+        "would be left out of training (TRL's RewardTrainer drops pairs longer than max_length)"
+        if per_row == 2
         else "would lose the labels of their last steps"
+    )
     return _truncation(truncated, len(lengths), stats, cfg, consequence), stats
 
 
@@ -168,9 +185,17 @@ def _pad_finding(tok, eos: set[int]) -> Finding | None:
     <|im_end|>): masking it masks nothing the student must learn."""
     if tok.pad_token_id is not None and tok.pad_token_id not in eos:
         return None
-    what = "the tokenizer has no pad token (trainers pad with EOS)" if tok.pad_token_id is None else f"the pad token {tok.pad_token!r} is the EOS token"
+    what = (
+        "the tokenizer has no pad token (trainers pad with EOS)"
+        if tok.pad_token_id is None
+        else f"the pad token {tok.pad_token!r} is the EOS token"
+    )
     avoid = eos | {tok.bos_token_id}
-    special = [t for t in dict.fromkeys(tok.all_special_tokens + list(tok.get_added_vocab())) if tok.convert_tokens_to_ids(t) not in avoid]
+    special = [
+        t
+        for t in dict.fromkeys(tok.all_special_tokens + list(tok.get_added_vocab()))
+        if tok.convert_tokens_to_ids(t) not in avoid
+    ]
     special.sort(key=lambda t: "pad" not in t.lower())
     hint = f" (candidates: {', '.join(special[:3])})" if special else " (add one to the tokenizer first)"
     return Finding(
@@ -185,12 +210,20 @@ def _examples(tok, row: dict, method: str):
     if method == "sft":
         from reasonkit.distill.data import chat_inputs
 
-        messages, tools = chat_inputs(row)  # a tool-use conversation as TRL renders it: calls as objects, its tools shown
-        out = tok.apply_chat_template(messages, tools=tools, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+        messages, tools = chat_inputs(
+            row
+        )  # a tool-use conversation as TRL renders it: calls as objects, its tools shown
+        out = tok.apply_chat_template(
+            messages, tools=tools, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
+        )
         ids, mask = list(out["input_ids"]), list(out["assistant_masks"])
         trained = _last_span(ids, mask)
         roles = [m["role"] for m in messages]
-        why = "no assistant turn in messages" if "assistant" not in roles else "the chat template marks none of its tokens"
+        why = (
+            "no assistant turn in messages"
+            if "assistant" not in roles
+            else "the chat template marks none of its tokens"
+        )
         turns = [i for i, r in enumerate(roles) if r == "assistant"]
         content = messages[turns[-1]]["content"] if turns else ""
         yield ids, trained, messages[: turns[-1]] if turns else messages, content, why
@@ -200,7 +233,9 @@ def _examples(tok, row: dict, method: str):
         prompt_ids, eos = list(tok(prompt)["input_ids"]), tok.eos_token or ""
         for side in ("chosen", "rejected"):
             ids = list(tok(prompt + row[side] + ("" if row[side].endswith(eos) else eos))["input_ids"])
-            start = next((i for i, (a, b) in enumerate(zip(prompt_ids, ids)) if a != b), min(len(prompt_ids), len(ids)))
+            start = next(
+                (i for i, (a, b) in enumerate(zip(prompt_ids, ids)) if a != b), min(len(prompt_ids), len(ids))
+            )
             yield ids, ids[start:], prompt, row[side], f"the {side} completion adds no tokens after the prompt"
         return
     prompt_ids = chat_ids(tok, prompt, add_generation_prompt=True)
@@ -235,11 +270,11 @@ def _think_issue(tok, prompt: list[dict], content: str) -> str | None:
     if closes:
         reasoning = content.split(CLOSE)[0].replace(OPEN, "").strip()
         if reasoning and reasoning not in full:
-            return "the chat template strips the reasoning between <think> and </think> from assistant turns, so the student would learn answers without reasoning (use a template that keeps it)"
+            return "the chat template strips the reasoning between <think> and </think> from assistant turns, so the student would learn answers without reasoning (use a template that keeps it)"  # noqa: E501
     if prefill and not opens:
-        return "the chat template prefills <think> at generation but the assistant turns do not start with <think>, so at inference the student sees a prefix it never trained on (prepend '<think>\\n' to the data or use a template without the prefill)"
+        return "the chat template prefills <think> at generation but the assistant turns do not start with <think>, so at inference the student sees a prefix it never trained on (prepend '<think>\\n' to the data or use a template without the prefill)"  # noqa: E501
     if not prefill and closes and not opens:
-        return "assistant turns close </think> without opening <think> (written under a prefill) but the student's template does not prefill it, so the student would learn to skip the opening tag (prepend '<think>\\n' to the data)"
+        return "assistant turns close </think> without opening <think> (written under a prefill) but the student's template does not prefill it, so the student would learn to skip the opening tag (prepend '<think>\\n' to the data)"  # noqa: E501
     before = tok.apply_chat_template(prompt, tokenize=False).count(OPEN)
     if full.count(OPEN) - before > content.count(OPEN):
         return "the chat template inserts its own <think> into assistant turns on top of the one in the data"

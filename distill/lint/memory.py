@@ -55,8 +55,20 @@ _LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 TILE_TOKENS, TILE_VOCAB = 4096, 32768
 #: (weights, gradients, optimizer) bytes per trained parameter by sharding (module docstring).
 FULL_BYTES = {"none": None, "zero3": (2, 2, 12), "fsdp": (4, 4, 8)}
-TERMS = ("weights", "gradients", "optimizer", "reference", "reward_model", "activations", "logits", "vllm",
-         "attention_mask", "zero3_buffers", "cuda_context", "nccl")
+TERMS = (
+    "weights",
+    "gradients",
+    "optimizer",
+    "reference",
+    "reward_model",
+    "activations",
+    "logits",
+    "vllm",
+    "attention_mask",
+    "zero3_buffers",
+    "cuda_context",
+    "nccl",
+)
 #: What a training process holds on its GPU besides tensors: the CUDA context (driver state, the kernels of the
 #: libraries it loads, cuBLAS workspaces). pytorch/pytorch#34323 measured 781 MB at CUDA's first use; torch loads
 #: kernels lazily since CUDA 11.7 (CUDA_MODULE_LOADING=LAZY, its default), ~0.5 GB on an H100 with TRL's stack.
@@ -99,8 +111,14 @@ class Estimate:
         return {**asdict(self), "total": self.total}
 
     def describe(self) -> str:
-        shown = [t for t in TERMS if getattr(self, t) or t in ("weights", "gradients", "optimizer", "activations", "logits")]
-        return f"{self.total / GB:.1f} GB (" + ", ".join(f"{t.replace('_', ' ')} {getattr(self, t) / GB:.1f}" for t in shown) + ")"
+        shown = [
+            t for t in TERMS if getattr(self, t) or t in ("weights", "gradients", "optimizer", "activations", "logits")
+        ]
+        return (
+            f"{self.total / GB:.1f} GB ("
+            + ", ".join(f"{t.replace('_', ' ')} {getattr(self, t) / GB:.1f}" for t in shown)
+            + ")"
+        )
 
     def largest(self) -> str:
         """The term that weighs most, in words: where a plan that does not fit should cut first."""
@@ -112,13 +130,23 @@ def _dims(shape: dict) -> tuple[int, int, int, int, int, int, int]:
     h, heads = shape["hidden_size"], shape["num_attention_heads"]
     head_dim = shape.get("head_dim") or h // heads
     kv = (shape.get("num_key_value_heads") or heads) * head_dim
-    return shape["vocab_size"], h, shape["num_hidden_layers"], shape["intermediate_size"], heads * head_dim, kv, head_dim
+    return (
+        shape["vocab_size"],
+        h,
+        shape["num_hidden_layers"],
+        shape["intermediate_size"],
+        heads * head_dim,
+        kv,
+        head_dim,
+    )
 
 
 def parameter_count(shape: dict) -> int:
     """Llama/Qwen2-style decoders: embeddings (+ an untied head), attention, gated MLP, two norms a layer."""
     vocab, h, layers, inter, q, kv, _ = _dims(shape)
-    bias = q + 2 * kv if shape.get("attention_bias") or shape.get("model_type") == "qwen2" else 0  # Qwen2: q, k, v biases
+    bias = (
+        q + 2 * kv if shape.get("attention_bias") or shape.get("model_type") == "qwen2" else 0
+    )  # Qwen2: q, k, v biases
     per_layer = h * q + 2 * h * kv + q * h + bias + 3 * h * inter + 2 * h
     head = 0 if shape.get("tie_word_embeddings", True) else vocab * h
     return vocab * h + head + layers * per_layer + h
@@ -127,16 +155,36 @@ def parameter_count(shape: dict) -> int:
 def lora_count(shape: dict, rank: int, targets: str = "all-linear") -> int:
     """Adapter parameters: rank x (in + out) for each targeted projection of every layer."""
     _, h, layers, inter, q, kv, _ = _dims(shape)
-    sizes = {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
-             "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h)}
+    sizes = {
+        "q_proj": (h, q),
+        "k_proj": (h, kv),
+        "v_proj": (h, kv),
+        "o_proj": (q, h),
+        "gate_proj": (h, inter),
+        "up_proj": (h, inter),
+        "down_proj": (inter, h),
+    }
     names = _LINEAR if targets == "all-linear" else [t.strip() for t in targets.split(",") if t.strip() in sizes]
     return layers * sum(rank * sum(sizes[n]) for n in names)
 
 
-def estimate(shape: dict, *, tokens: int, bf16: bool, full: bool, checkpointing: bool, lora_r: int = 16,
-             targets: str = "all-linear", logits: str = "fused", sharding: str = "none", shards: int = 1,
-             reference: bool = False, frozen: float = 0.0, vllm: float = 0.0,
-             overheads: dict | None = None) -> Estimate:
+def estimate(
+    shape: dict,
+    *,
+    tokens: int,
+    bf16: bool,
+    full: bool,
+    checkpointing: bool,
+    lora_r: int = 16,
+    targets: str = "all-linear",
+    logits: str = "fused",
+    sharding: str = "none",
+    shards: int = 1,
+    reference: bool = False,
+    frozen: float = 0.0,
+    vllm: float = 0.0,
+    overheads: dict | None = None,
+) -> Estimate:
     """Bytes per device for one micro-step of ``tokens`` tokens (see the module docstring).
 
     ``logits``: "fused" (TRL's tiled LM head), "whole" (T x V fp32) or "none" (a score head);
@@ -164,11 +212,24 @@ def estimate(shape: dict, *, tokens: int, bf16: bool, full: bool, checkpointing:
     if logits == "whole":
         head = tokens * vocab * 4
     elif logits == "fused":
-        head = min(tokens, TILE_TOKENS) * min(vocab, TILE_VOCAB) * width + tokens * h * 4 + (vocab * h * 4 if full else 0)
+        head = (
+            min(tokens, TILE_TOKENS) * min(vocab, TILE_VOCAB) * width + tokens * h * 4 + (vocab * h * 4 if full else 0)
+        )
     else:
         head = 0
-    return Estimate(params, trainable, weights / split, grads / split, optimizer / split, activations, head,
-                    reference=ref / split, reward_model=frozen, vllm=vllm, **(overheads or {}))
+    return Estimate(
+        params,
+        trainable,
+        weights / split,
+        grads / split,
+        optimizer / split,
+        activations,
+        head,
+        reference=ref / split,
+        reward_model=frozen,
+        vllm=vllm,
+        **(overheads or {}),
+    )
 
 
 def sdpa_mask_bytes(rows: int, sequence: int, *, width: int, layers: int, checkpointing: bool) -> float:
@@ -217,11 +278,15 @@ def overheads(cfg, shape: dict, *, rows: int, sequence: int, cuda: bool = True) 
     padded = not getattr(cfg, "padding_free", False)
     mask = 0.0
     if attention == "sdpa" and padded:
-        mask = sdpa_mask_bytes(rows, sequence, width=width, layers=shape["num_hidden_layers"], checkpointing=checkpointing)
-    return {"attention_mask": mask,
-            "zero3_buffers": zero3_buffers(shape, width) if _sharded_kind(cfg) == "zero3" else 0.0,
-            "cuda_context": CUDA_CONTEXT if cuda else 0.0,
-            "nccl": NCCL if cuda and processes_of(cfg) > 1 else 0.0}
+        mask = sdpa_mask_bytes(
+            rows, sequence, width=width, layers=shape["num_hidden_layers"], checkpointing=checkpointing
+        )
+    return {
+        "attention_mask": mask,
+        "zero3_buffers": zero3_buffers(shape, width) if _sharded_kind(cfg) == "zero3" else 0.0,
+        "cuda_context": CUDA_CONTEXT if cuda else 0.0,
+        "nccl": NCCL if cuda and processes_of(cfg) > 1 else 0.0,
+    }
 
 
 def sharding_of(cfg) -> tuple[str, int]:
@@ -230,7 +295,9 @@ def sharding_of(cfg) -> tuple[str, int]:
     return (kind, _shards(cfg)) if kind else ("none", 1)
 
 
-def train_estimate(cfg, shape: dict, *, sequence: int, gpu: float | None = None, frozen: float = 0.0) -> tuple[Estimate, int]:
+def train_estimate(
+    cfg, shape: dict, *, sequence: int, gpu: float | None = None, frozen: float = 0.0
+) -> tuple[Estimate, int]:
     """The estimate for a train config and its tokens per micro-step: what the lint and ``--plan`` both print.
 
     ``sequence``: tokens a row; ``gpu``: the GPU's bytes (for colocated vLLM's share); ``frozen``: a reward
@@ -240,16 +307,28 @@ def train_estimate(cfg, shape: dict, *, sequence: int, gpu: float | None = None,
     rows = cfg.batch_size * (2 if method in ("dpo", "rm") else 1)
     tokens = rows * sequence
     sharding, shards = sharding_of(cfg)
-    reference = cfg.full and ((method == "grpo" and cfg.kl_beta > 0)
-                              or (method == "dpo" and not (cfg.precompute_ref and sharding != "fsdp")))
+    reference = cfg.full and (
+        (method == "grpo" and cfg.kl_beta > 0) or (method == "dpo" and not (cfg.precompute_ref and sharding != "fsdp"))
+    )
     colocated = 0.0
     if method == "grpo" and cfg.use_vllm is not False and cfg.vllm_mode == "colocate" and gpu:
         colocated = cfg.vllm_gpu_memory_utilization * gpu
-    e = estimate(shape, tokens=tokens, bf16=cfg.bf16 is not False, full=cfg.full,
-                 checkpointing=cfg.gradient_checkpointing is not False, lora_r=cfg.lora_r, targets=cfg.target_modules,
-                 logits="none" if method in ("rm", "prm") else "fused", sharding=sharding, shards=shards,
-                 reference=reference, frozen=frozen, vllm=colocated,
-                 overheads=overheads(cfg, shape, rows=rows, sequence=sequence, cuda=cfg.device != "cpu"))
+    e = estimate(
+        shape,
+        tokens=tokens,
+        bf16=cfg.bf16 is not False,
+        full=cfg.full,
+        checkpointing=cfg.gradient_checkpointing is not False,
+        lora_r=cfg.lora_r,
+        targets=cfg.target_modules,
+        logits="none" if method in ("rm", "prm") else "fused",
+        sharding=sharding,
+        shards=shards,
+        reference=reference,
+        frozen=frozen,
+        vllm=colocated,
+        overheads=overheads(cfg, shape, rows=rows, sequence=sequence, cuda=cfg.device != "cpu"),
+    )
     return e, tokens
 
 
@@ -294,9 +373,12 @@ def memory_finding(cfg, *, max_length: int, longest: int):
     e, tokens = train_estimate(cfg, shape, sequence=sequence, gpu=budget)
     if e.total <= budget:
         return None
-    return Finding("memory", f"estimated peak memory per GPU {e.describe()} exceeds the GPU's {budget / GB:.1f} GB ({where}) "
-                             f"at {tokens} tokens per micro-step ({tokens // sequence} rows x {sequence}); the largest term: "
-                             f"{e.largest()}; {'; '.join(levers(cfg))}")
+    return Finding(
+        "memory",
+        f"estimated peak memory per GPU {e.describe()} exceeds the GPU's {budget / GB:.1f} GB ({where}) "
+        f"at {tokens} tokens per micro-step ({tokens // sequence} rows x {sequence}); the largest term: "
+        f"{e.largest()}; {'; '.join(levers(cfg))}",
+    )
 
 
 def levers(cfg) -> list[str]:
@@ -305,14 +387,16 @@ def levers(cfg) -> list[str]:
     if cfg.gradient_checkpointing is False:
         out.append("gradient_checkpointing=true")
     if cfg.full and sharding_of(cfg)[0] == "none":
-        out.append("LoRA instead of full=true, or launcher accelerate with accelerate_config fsdp/zero3 (shards the states)")
+        out.append(
+            "LoRA instead of full=true, or launcher accelerate with accelerate_config fsdp/zero3 (shards the states)"
+        )
     if cfg.method == "grpo" and cfg.use_vllm is not False and cfg.vllm_mode == "colocate":
         out.append("a lower vllm_gpu_memory_utilization")
     return out
 
 
 def _sharded_kind(cfg) -> str | None:
-    """"zero3" or "fsdp" when the accelerate config (a shipped name or a YAML file) shards the states, else None."""
+    """ "zero3" or "fsdp" when the accelerate config (a shipped name or a YAML file) shards the states, else None."""
     config = getattr(cfg, "accelerate_config", None)
     if getattr(cfg, "launcher", "none") != "accelerate" or not config:
         return None

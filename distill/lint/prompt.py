@@ -24,7 +24,7 @@ is no finding ``lint=warn`` could train past: distill/rl/tools.py's ``check_tool
 'num_generations 8 must divide the generation batch (batch_size 4 x 1 processes x steps_per_generation 1 = 4 completions); choose a batch_size (or grad_accum) that is a multiple of 8'
 >>> group_finding(SimpleNamespace(num_generations=4, batch_size=16, grad_accum=1, steps_per_generation=None), world_size=1, prompts=3).check
 'group'
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -33,10 +33,12 @@ import pyarrow as pa
 from reasonkit.distill.lint.base import Finding, chat_ids, sample_rows, stop_at_end
 
 
-def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: int | None, world_size: int = 1) -> tuple[list[Finding], dict]:
+def lint_prompts(
+    tok, table: pa.Table, cfg, *, stops: set[int], max_positions: int | None, world_size: int = 1
+) -> tuple[list[Finding], dict]:
     """All findings on ``table`` (data.read_prompt_rows: id, prompt, answer) and the prompt-length statistics."""
-    from reasonkit.distill.lint.student import student_findings
     from reasonkit.distill.lint.memory import memory_finding
+    from reasonkit.distill.lint.student import student_findings
 
     findings = student_findings(tok, cfg, max_length=0, max_positions=None, stops=stops)  # context: checked below
     rows = list(sample_rows(table, cfg.lint_rows))
@@ -48,9 +50,13 @@ def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: i
     lengths = prompt_lengths(tok, table.column("prompt").to_pylist(), tools)
     ordered = sorted(lengths) or [0]
     longest = ordered[-1]
-    stats = {"prompts": len(lengths), "prompt_median": ordered[len(ordered) // 2],
-             "prompt_p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], "prompt_longest": longest,
-             "max_completion_length": cfg.max_completion_length}
+    stats = {
+        "prompts": len(lengths),
+        "prompt_median": ordered[len(ordered) // 2],
+        "prompt_p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
+        "prompt_longest": longest,
+        "max_completion_length": cfg.max_completion_length,
+    }
     if rows and "eos_turn_end" not in {f.check for f in findings}:
         stop = _turn_stop(tok, rows[0][1]["prompt"], stops)
         if stop is not None:
@@ -58,14 +64,30 @@ def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: i
     if cfg.max_prompt_length is not None:
         over = [i for i, n in enumerate(lengths) if n > cfg.max_prompt_length]
         if over:
-            findings.append(Finding("prompt_length", (
-                f"{len(over)} of {len(lengths)} prompts are longer than max_prompt_length {cfg.max_prompt_length} tokens "
-                f"(longest {longest}); raise it or drop them; first: row {over[0]} (id {table.column('id')[over[0]].as_py()!r})")))
+            findings.append(
+                Finding(
+                    "prompt_length",
+                    (
+                        f"{len(over)} of {len(lengths)} prompts are longer than max_prompt_length "
+                        f"{cfg.max_prompt_length} tokens "
+                        f"(longest {longest}); raise it or drop them; first: row {over[0]} (id "
+                        f"{table.column('id')[over[0]].as_py()!r})"
+                    ),
+                )
+            )
     if max_positions is not None and longest + cfg.max_completion_length > max_positions:
-        findings.append(Finding("context", (
-            f"the longest prompt ({longest} tokens) plus max_completion_length {cfg.max_completion_length} exceeds the "
-            f"student's context ({max_positions} positions); lower --max-completion-length to "
-            f"{max(1, max_positions - longest)} or extend the context (distill prepare-student --max-positions)")))
+        findings.append(
+            Finding(
+                "context",
+                (
+                    f"the longest prompt ({longest} tokens) plus max_completion_length {cfg.max_completion_length} "
+                    "exceeds the "
+                    f"student's context ({max_positions} positions); lower --max-completion-length to "
+                    f"{max(1, max_positions - longest)} or extend the context (distill prepare-student "
+                    "--max-positions)"
+                ),
+            )
+        )
     if rows and "format" in cfg.rewards and not trained_by_reasonkit(cfg.student):
         text = tok.apply_chat_template(rows[0][1]["prompt"], tokenize=False, add_generation_prompt=True)
         unmet = format_unmet(text, knows_think="<think>" in tok.get_vocab())
@@ -76,10 +98,19 @@ def lint_prompts(tok, table: pa.Table, cfg, *, stops: set[int], max_positions: i
     if "accuracy" in cfg.rewards:
         missing = [(i, row["id"]) for i, row in rows if not (row["answer"] or "").strip()]
         if missing:
-            findings.append(Finding("no_gold", (
-                f"{len(missing)} of {len(rows)} prompts have no answer, so the accuracy reward cannot score their "
-                f"completions (None: no signal); first: row {missing[0][0]} (id {missing[0][1]!r})")))
-    memory = memory_finding(cfg, max_length=longest + cfg.max_completion_length, longest=longest + cfg.max_completion_length)
+            findings.append(
+                Finding(
+                    "no_gold",
+                    (
+                        f"{len(missing)} of {len(rows)} prompts have no answer, so the accuracy reward cannot score "
+                        "their "
+                        f"completions (None: no signal); first: row {missing[0][0]} (id {missing[0][1]!r})"
+                    ),
+                )
+            )
+    memory = memory_finding(
+        cfg, max_length=longest + cfg.max_completion_length, longest=longest + cfg.max_completion_length
+    )
     findings += [memory] if memory else []
     return findings, stats
 
@@ -96,15 +127,25 @@ def group_finding(cfg, *, world_size: int, prompts: int) -> Finding | None:
     steps = cfg.steps_per_generation or cfg.grad_accum
     batch = cfg.batch_size * world_size * steps
     if batch % cfg.num_generations:
-        return Finding("group", (
-            f"num_generations {cfg.num_generations} must divide the generation batch (batch_size {cfg.batch_size} x "
-            f"{world_size} processes x steps_per_generation {steps} = {batch} completions); choose a batch_size "
-            f"(or grad_accum) that is a multiple of {cfg.num_generations}"))
+        return Finding(
+            "group",
+            (
+                f"num_generations {cfg.num_generations} must divide the generation batch (batch_size {cfg.batch_size} "
+                "x "
+                f"{world_size} processes x steps_per_generation {steps} = {batch} completions); choose a batch_size "
+                f"(or grad_accum) that is a multiple of {cfg.num_generations}"
+            ),
+        )
     needed = batch // cfg.num_generations
     if prompts < needed:
-        return Finding("group", (
-            f"{prompts} prompts, but one generation batch samples {needed} distinct prompts ({batch} completions / "
-            f"num_generations {cfg.num_generations}): TRL would train zero steps; add prompts or lower batch_size"))
+        return Finding(
+            "group",
+            (
+                f"{prompts} prompts, but one generation batch samples {needed} distinct prompts ({batch} completions "
+                "/ "
+                f"num_generations {cfg.num_generations}): TRL would train zero steps; add prompts or lower batch_size"
+            ),
+        )
     return None
 
 
@@ -114,13 +155,19 @@ def _turn_stop(tok, prompt: list[dict], stops: set[int]) -> Finding | None:
     whole = chat_ids(tok, [*prompt, {"role": "assistant", "content": "42"}])
     if whole[: len(before)] != before:
         return None  # the template renders the prompt differently once answered: the SFT lint's territory
-    if stop_at_end(tok, whole[len(before):], stops) is not None:
+    if stop_at_end(tok, whole[len(before) :], stops) is not None:
         return None
     names = ", ".join(repr(tok.convert_ids_to_tokens(i)) for i in sorted(stops)) or "none"
-    return Finding("eos_stop", (
-        f"the chat template ends an assistant turn with {tok.decode(whole[len(before):][-3:])!r}, which holds no stop "
-        f"token (generation stops at {names}): no completion could end before max_completion_length; make the turn "
-        "end with EOS (distill prepare-student --template ...) or pass --set chat_template=FILE.jinja"))
+    return Finding(
+        "eos_stop",
+        (
+            f"the chat template ends an assistant turn with {tok.decode(whole[len(before) :][-3:])!r}, which holds no "
+            "stop "
+            f"token (generation stops at {names}): no completion could end before max_completion_length; make the "
+            "turn "
+            "end with EOS (distill prepare-student --template ...) or pass --set chat_template=FILE.jinja"
+        ),
+    )
 
 
 def format_unmet(prompt_text: str, *, knows_think: bool = False) -> str | None:
@@ -142,10 +189,13 @@ def format_unmet(prompt_text: str, *, knows_think: bool = False) -> str | None:
 
     if knows_think or opens_think(prompt_text) or "<think>" in prompt_text:
         return None
-    return ("the format reward needs a <think> block, but the chat template does not open one, the prompt never "
-            "asks for it and the vocabulary has no <think> token (rendered prompt: ..." + prompt_text[-80:].replace("\n", "\\n")
-            + "): it would score ~0 on every completion; ask for <think> in `system` or `instruction`, use a template "
-            "that opens it, or drop format from rewards")
+    return (
+        "the format reward needs a <think> block, but the chat template does not open one, the prompt never "
+        "asks for it and the vocabulary has no <think> token (rendered prompt: ..."
+        + prompt_text[-80:].replace("\n", "\\n")
+        + "): it would score ~0 on every completion; ask for <think> in `system` or `instruction`, use a template "
+        "that opens it, or drop format from rewards"
+    )
 
 
 def trained_by_reasonkit(student: str) -> bool:

@@ -11,8 +11,11 @@ from reasonkit.distill.prepare.run import PrepareConfig
 from reasonkit.options import Command, config_options, given
 
 
-@click.command(name="prepare-student", cls=Command,
-               context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.command(
+    name="prepare-student",
+    cls=Command,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.argument("model")
 @config_options(PrepareConfig, required=("out",))
 @click.pass_context
@@ -33,5 +36,9 @@ def prepare_student_command(ctx: click.Context, model: str, **flags) -> None:
         if key in result:
             before, after = result[key]
             click.echo(f"{key}: {before} -> {after}", err=True)
-    click.echo(f"template: {result['template']} with {{% generation %}} markers; {result['linked_weights']} weight file(s) linked", err=True)
+    click.echo(
+        f"template: {result['template']} with {{% generation %}} markers; {result['linked_weights']} weight file(s) "
+        "linked",
+        err=True,
+    )
     click.echo(f"{result['model']}: train with --student {result['model']}", err=True)

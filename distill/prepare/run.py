@@ -37,22 +37,35 @@ RECORD = "prepare.json"
 #: Files hard-linked rather than copied: the weights (never written here).
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 #: Files the tokenizer's save writes afresh: copying the old ones would leave stale templates behind.
-_REWRITTEN = ("tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
-              "config.json", "generation_config.json", RECORD)
+_REWRITTEN = (
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "chat_template.json",
+    "config.json",
+    "generation_config.json",
+    RECORD,
+)
 
 
 @dataclass(frozen=True)
 class PrepareConfig:
-    model: str = setting(cli=False)  # the command's argument: a model directory or Hub id (from the local cache when offline)
+    model: str = setting(
+        cli=False
+    )  # the command's argument: a model directory or Hub id (from the local cache when offline)
     out: str = setting("student", "The new model directory (weights hard-linked, never changed).")
     # new max_position_embeddings (and tokenizer model_max_length)
     max_positions: int | None = setting(None, "New max_position_embeddings (open-r1: 32768 for Qwen2.5-Math).")
     rope_theta: float | None = setting(None, "New RoPE base (open-r1: 300000 with 32768 positions).")
     # "TYPE:FACTOR", e.g. "yarn:4" or "linear:2" (original length = the old positions)
-    rope_scaling: str | None = setting(None, "RoPE scaling TYPE:FACTOR, e.g. yarn:4 (the original length is the old "
-                                             "positions).")
-    template: str = setting("auto", "Chat template with {% generation %} markers: auto (from the vocabulary), chatml, "
-                                    "llama3, keep (the model's own, with its EOS), or a .jinja file.")
+    rope_scaling: str | None = setting(
+        None, "RoPE scaling TYPE:FACTOR, e.g. yarn:4 (the original length is the old positions)."
+    )
+    template: str = setting(
+        "auto",
+        "Chat template with {% generation %} markers: auto (from the vocabulary), chatml, "
+        "llama3, keep (the model's own, with its EOS), or a .jinja file.",
+    )
     eos: str | None = setting(None, "The turn-end token to make EOS [the family's: <|im_end|>, <|eot_id|>].")
     overwrite: bool = setting(False, "Replace OUT if it holds something else.")
 
@@ -79,7 +92,7 @@ def parse_rope_scaling(text: str) -> tuple[str, float]:
     Traceback (most recent call last):
     ...
     ValueError: rope_scaling: expected TYPE:FACTOR with TYPE one of linear, dynamic, yarn, longrope, llama3 (e.g. yarn:4); found 'yarn'
-    """
+    """  # noqa: E501
     kinds = ("linear", "dynamic", "yarn", "longrope", "llama3")
     kind, _, factor = str(text).partition(":")
     try:
@@ -87,7 +100,9 @@ def parse_rope_scaling(text: str) -> tuple[str, float]:
     except ValueError:
         value = 0.0
     if kind not in kinds or value <= 0:
-        raise ValueError(f"rope_scaling: expected TYPE:FACTOR with TYPE one of {', '.join(kinds)} (e.g. yarn:4); found {text!r}")
+        raise ValueError(
+            f"rope_scaling: expected TYPE:FACTOR with TYPE one of {', '.join(kinds)} (e.g. yarn:4); found {text!r}"
+        )
     return kind, value
 
 
@@ -103,7 +118,11 @@ def prepare_student(cfg: PrepareConfig) -> dict:
         previous = load_json_object(record) if record.is_file() else None
         if previous and previous.get("settings") == cfg.settings() and previous.get("source_identity") == identity:
             return previous
-        what = "was prepared with other settings or from another model" if previous else "exists and is not a prepared student"
+        what = (
+            "was prepared with other settings or from another model"
+            if previous
+            else "exists and is not a prepared student"
+        )
         raise UserError(f"{out}: {what}; pass --overwrite to replace it, or choose another --out")
 
     tmp = out.with_name(f".{out.name}.tmp")
@@ -111,8 +130,14 @@ def prepare_student(cfg: PrepareConfig) -> dict:
     tmp.mkdir(parents=True)
     linked = _link_files(source, tmp)
     changes = _rewrite(source, tmp, cfg)
-    result = {"model": str(out), "source": cfg.model, "source_identity": identity, "settings": cfg.settings(),
-              "linked_weights": linked, **changes}
+    result = {
+        "model": str(out),
+        "source": cfg.model,
+        "source_identity": identity,
+        "settings": cfg.settings(),
+        "linked_weights": linked,
+        **changes,
+    }
     (tmp / RECORD).write_text(json.dumps(result, indent=2) + "\n")
     if out.exists():
         shutil.rmtree(out)
@@ -134,7 +159,11 @@ def _source_dir(model: str) -> Path:
     from huggingface_hub import snapshot_download
 
     try:  # offline (HF_HUB_OFFLINE=1): the local cache, as `huggingface-cli download` left it
-        return Path(snapshot_download(model, allow_patterns=["*.json", "*.safetensors", "*.jinja", "*.txt", "*.model", "*.tiktoken"]))
+        return Path(
+            snapshot_download(
+                model, allow_patterns=["*.json", "*.safetensors", "*.jinja", "*.txt", "*.model", "*.tiktoken"]
+            )
+        )
     except Exception as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise UserError(f"{model}: cannot fetch the model ({first})") from None
@@ -170,8 +199,10 @@ def _rewrite(source: Path, dest: Path, cfg: PrepareConfig) -> dict:
     if cfg.template == "auto":
         family = detect_family(vocab)
         if family is None:
-            raise UserError(f"{cfg.model}: no known chat family in its vocabulary (looked for {', '.join(FAMILIES)}); "
-                            "pass --template FILE.jinja (with {% generation %} markers) and --eos TOKEN")
+            raise UserError(
+                f"{cfg.model}: no known chat family in its vocabulary (looked for {', '.join(FAMILIES)}); "
+                "pass --template FILE.jinja (with {% generation %} markers) and --eos TOKEN"
+            )
     elif cfg.template in FAMILIES:
         family = FAMILIES[cfg.template]
         missing = [t for t in family.markers if t not in vocab]
@@ -182,16 +213,22 @@ def _rewrite(source: Path, dest: Path, cfg: PrepareConfig) -> dict:
     elif cfg.template == "keep":  # a student reasonkit trained already has its marked template and EOS
         template = tok.chat_template
         if not template or "{% generation %}" not in template.replace("{%- generation %}", "{% generation %}"):
-            raise UserError(f"--template keep: {cfg.model}'s tokenizer has no chat template with {{% generation %}} "
-                            "markers; pass auto, a family name or a .jinja file")
+            raise UserError(
+                f"--template keep: {cfg.model}'s tokenizer has no chat template with {{% generation %}} "
+                "markers; pass auto, a family name or a .jinja file"
+            )
     else:
         try:
             template = Path(cfg.template).read_text()
         except OSError as e:
-            raise UserError(f"--template {cfg.template}: not auto, {', '.join(FAMILIES)}, nor a readable file ({e.strerror})") from None
+            raise UserError(
+                f"--template {cfg.template}: not auto, {', '.join(FAMILIES)}, nor a readable file ({e.strerror})"
+            ) from None
     turn_end = cfg.eos or (family.turn_end if family else tok.eos_token if cfg.template == "keep" else None)
     if turn_end is None:
-        raise UserError(f"--template {cfg.template}: a template file needs --eos TOKEN (the token that ends its turns)")
+        raise UserError(
+            f"--template {cfg.template}: a template file needs --eos TOKEN (the token that ends its turns)"
+        )
     if turn_end not in vocab:
         raise UserError(f"--eos {turn_end}: not in {cfg.model}'s vocabulary")
 
@@ -206,15 +243,23 @@ def _rewrite(source: Path, dest: Path, cfg: PrepareConfig) -> dict:
 
     turn_end_id = vocab[turn_end]
     config = load_json_object(source / "config.json")
-    changes = {"eos": [old_eos, turn_end], "pad": [old_pad, tok.pad_token], "template": family.name if family else cfg.template}
+    changes = {
+        "eos": [old_eos, turn_end],
+        "pad": [old_pad, tok.pad_token],
+        "template": family.name if family else cfg.template,
+    }
     changes.update(_set_context(config, cfg))
     changes["eos_token_id"] = [config.get("eos_token_id"), turn_end_id]
     config["eos_token_id"] = turn_end_id
     _write_json(dest / "config.json", config)
 
-    generation = load_json_object(source / "generation_config.json") if (source / "generation_config.json").is_file() else {}
+    generation = (
+        load_json_object(source / "generation_config.json") if (source / "generation_config.json").is_file() else {}
+    )
     before = generation.get("eos_token_id")
-    stops = [turn_end_id] + [i for i in (before if isinstance(before, list) else [before]) if i is not None and i != turn_end_id]
+    stops = [turn_end_id] + [
+        i for i in (before if isinstance(before, list) else [before]) if i is not None and i != turn_end_id
+    ]
     generation["eos_token_id"] = stops
     if tok.pad_token_id is not None:
         generation.setdefault("pad_token_id", tok.pad_token_id)
@@ -223,7 +268,10 @@ def _rewrite(source: Path, dest: Path, cfg: PrepareConfig) -> dict:
 
     reloaded = AutoTokenizer.from_pretrained(str(dest))  # what training and vLLM will see
     if turn_end_token(reloaded) != turn_end:
-        raise UserError(f"--template {cfg.template}: its assistant turns do not end in {turn_end!r} ({turn_end_token(reloaded)!r} found)")
+        raise UserError(
+            f"--template {cfg.template}: its assistant turns do not end in {turn_end!r} ({turn_end_token(reloaded)!r} "
+            "found)"
+        )
     changes["renders_like_original"] = _same_text(AutoTokenizer.from_pretrained(str(source)), reloaded)
     return changes
 
@@ -231,10 +279,15 @@ def _rewrite(source: Path, dest: Path, cfg: PrepareConfig) -> dict:
 def _same_text(old, new) -> bool | None:
     """Whether both templates render a system-less and a system conversation to the same text (None: the
     old one cannot render them). False is worth a look: prompts at eval time render as the new one does."""
-    conversations = ([{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"}],
-                     [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"}])
+    conversations = (
+        [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"}],
+        [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"}],
+    )
     try:
-        return all(old.apply_chat_template(c, tokenize=False) == new.apply_chat_template(c, tokenize=False) for c in conversations)
+        return all(
+            old.apply_chat_template(c, tokenize=False) == new.apply_chat_template(c, tokenize=False)
+            for c in conversations
+        )
     except Exception:
         return None
 

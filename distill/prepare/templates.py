@@ -23,7 +23,7 @@ Be brief.<|im_end|>
 <|im_start|>assistant
 2<|im_end|>
 <BLANKLINE>
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -39,7 +39,9 @@ class Family:
     turn_end: str  # the token that ends every turn: the EOS a chat student must learn to emit
     markers: tuple[str, ...]  # tokens whose presence in a vocabulary says "this family"
     template: Callable[[str | None], str]  # default system prompt -> template text
-    default_system: Callable[[str], str | None]  # the model's own rendering of a user turn -> its default system prompt
+    default_system: Callable[
+        [str], str | None
+    ]  # the model's own rendering of a user turn -> its default system prompt
 
 
 def _chatml(system: str | None) -> str:
@@ -62,7 +64,8 @@ def _chatml(system: str | None) -> str:
         "{%- elif message['role'] in ('user', 'system') -%}\n"
         "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' -}}\n"
         "{%- else -%}\n"
-        "{{- raise_exception('this template renders system, user and assistant turns; found role ' + message['role']) -}}\n"
+        "{{- raise_exception('this template renders system, user and assistant turns; found role ' + message['role']) "
+        "-}}\n"
         "{%- endif -%}\n"
         "{%- endfor -%}\n"
         "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}\n"
@@ -77,7 +80,8 @@ def _llama3(system: str | None) -> str:
         "{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' + messages[0]['content'] | trim + '<|eot_id|>' -}}\n"
         "{%- set turns = messages[1:] -%}\n"
         "{%- else -%}\n"
-        "{%- if default_system -%}{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' + default_system + '<|eot_id|>' -}}{%- endif -%}\n"
+        "{%- if default_system -%}{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' + default_system + "
+        "'<|eot_id|>' -}}{%- endif -%}\n"
         "{%- set turns = messages -%}\n"
         "{%- endif -%}\n"
         "{%- for message in turns -%}\n"
@@ -85,9 +89,11 @@ def _llama3(system: str | None) -> str:
         "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' -}}\n"
         "{%- generation -%}{{- message['content'] | trim + '<|eot_id|>' -}}{%- endgeneration -%}\n"
         "{%- elif message['role'] in ('user', 'system') -%}\n"
-        "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' -}}\n"
+        "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + "
+        "'<|eot_id|>' -}}\n"
         "{%- else -%}\n"
-        "{{- raise_exception('this template renders system, user and assistant turns; found role ' + message['role']) -}}\n"
+        "{{- raise_exception('this template renders system, user and assistant turns; found role ' + message['role']) "
+        "-}}\n"
         "{%- endif -%}\n"
         "{%- endfor -%}\n"
         "{%- if add_generation_prompt -%}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' -}}{%- endif -%}\n"
@@ -105,10 +111,20 @@ def _system_between(start: str, end: str) -> Callable[[str], str | None]:
 
 
 FAMILIES: dict[str, Family] = {
-    "chatml": Family("chatml", "<|im_end|>", ("<|im_start|>", "<|im_end|>"), _chatml,
-                     _system_between("<|im_start|>system\n", "<|im_end|>")),
-    "llama3": Family("llama3", "<|eot_id|>", ("<|start_header_id|>", "<|eot_id|>"), _llama3,
-                     _system_between("<|start_header_id|>system<|end_header_id|>\n\n", "<|eot_id|>")),
+    "chatml": Family(
+        "chatml",
+        "<|im_end|>",
+        ("<|im_start|>", "<|im_end|>"),
+        _chatml,
+        _system_between("<|im_start|>system\n", "<|im_end|>"),
+    ),
+    "llama3": Family(
+        "llama3",
+        "<|eot_id|>",
+        ("<|start_header_id|>", "<|eot_id|>"),
+        _llama3,
+        _system_between("<|start_header_id|>system<|end_header_id|>\n\n", "<|eot_id|>"),
+    ),
 }
 
 

@@ -25,8 +25,10 @@ from types import SimpleNamespace
 from reasonkit.errors import UserError
 
 #: method -> (transformers auto class, num_labels, peft task type, the model types that have the head)
-HEADS = {"rm": ("AutoModelForSequenceClassification", 1, "SEQ_CLS", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES"),
-         "prm": ("AutoModelForTokenClassification", 2, "TOKEN_CLS", "MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES")}
+HEADS = {
+    "rm": ("AutoModelForSequenceClassification", 1, "SEQ_CLS", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES"),
+    "prm": ("AutoModelForTokenClassification", 2, "TOKEN_CLS", "MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES"),
+}
 #: A PRM's reading instructions, saved beside its weights: how judges/score/run.py joins the steps.
 PRM_FILE = "reasonkit_prm.json"
 
@@ -56,7 +58,9 @@ def split(table, cfg):
     groups = table.column("id").to_pylist() if "id" in table.column_names else list(range(table.num_rows))
     held = held_out_rows(groups, cfg.eval_share, cfg.seed)
     keep = sorted(set(range(table.num_rows)) - set(held))
-    return table.take(pa.array(keep, pa.int64())), table.take(pa.array(held, pa.int64()))  # typed: an empty list is too
+    return table.take(pa.array(keep, pa.int64())), table.take(
+        pa.array(held, pa.int64())
+    )  # typed: an empty list is too
 
 
 def check_student(cfg) -> None:
@@ -72,8 +76,10 @@ def check_student(cfg) -> None:
     except (OSError, ValueError) as e:
         raise UserError(f"{cfg.student}: cannot load the student's config ({str(e).splitlines()[0]})") from None
     if config.model_type not in getattr(transformers.models.auto.modeling_auto, types):
-        raise UserError(f"{cfg.student}: model type {config.model_type!r} has no {name.removeprefix('AutoModelFor')} head in "
-                        f"transformers, which --method {cfg.method} trains")
+        raise UserError(
+            f"{cfg.student}: model type {config.model_type!r} has no {name.removeprefix('AutoModelFor')} head in "
+            f"transformers, which --method {cfg.method} trains"
+        )
 
 
 def load_head_model(cfg, device, pad_token_id: int | None, path: str | None = None):
@@ -92,10 +98,16 @@ def load_head_model(cfg, device, pad_token_id: int | None, path: str | None = No
     with _quiet_head_init():
         try:
             return getattr(transformers, name).from_pretrained(
-                path or model_ref(cfg.student), num_labels=labels, pad_token_id=pad_token_id, dtype=dtype,
-                attn_implementation=attention)
+                path or model_ref(cfg.student),
+                num_labels=labels,
+                pad_token_id=pad_token_id,
+                dtype=dtype,
+                attn_implementation=attention,
+            )
         except (OSError, ValueError) as e:
-            raise UserError(f"{path or cfg.student}: cannot load the student as {name} ({str(e).splitlines()[0]})") from None
+            raise UserError(
+                f"{path or cfg.student}: cannot load the student as {name} ({str(e).splitlines()[0]})"
+            ) from None
 
 
 @contextlib.contextmanager
@@ -118,9 +130,20 @@ def head_lora(cfg):
     """peft's LoRA for a head model: the task type peft wraps it as, and the random ``score`` head trained whole."""
     from peft import LoraConfig
 
-    modules = cfg.target_modules if cfg.target_modules == "all-linear" else [m.strip() for m in cfg.target_modules.split(",") if m.strip()]
-    return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout, target_modules=modules,
-                      bias="none", task_type=HEADS[cfg.method][2], modules_to_save=["score"])
+    modules = (
+        cfg.target_modules
+        if cfg.target_modules == "all-linear"
+        else [m.strip() for m in cfg.target_modules.split(",") if m.strip()]
+    )
+    return LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=modules,
+        bias="none",
+        task_type=HEADS[cfg.method][2],
+        modules_to_save=["score"],
+    )
 
 
 def merge_head_adapter(method: str, adapter_dir: Path, out_dir: Path, bf16: bool) -> Path:
@@ -135,8 +158,12 @@ def merge_head_adapter(method: str, adapter_dir: Path, out_dir: Path, bf16: bool
 
     tok = AutoTokenizer.from_pretrained(str(adapter_dir))
     base = PeftConfig.from_pretrained(str(adapter_dir)).base_model_name_or_path
-    model = load_head_model(SimpleNamespace(method=method, student=base, attn_implementation="sdpa"), None, tok.pad_token_id)
-    model = PeftModel.from_pretrained(model.to(torch.bfloat16 if bf16 else torch.float32), str(adapter_dir)).merge_and_unload()
+    model = load_head_model(
+        SimpleNamespace(method=method, student=base, attn_implementation="sdpa"), None, tok.pad_token_id
+    )
+    model = PeftModel.from_pretrained(
+        model.to(torch.bfloat16 if bf16 else torch.float32), str(adapter_dir)
+    ).merge_and_unload()
     model.save_pretrained(str(out_dir))
     tok.save_pretrained(str(out_dir))
     copy_prm_file(adapter_dir, out_dir)
@@ -145,11 +172,20 @@ def merge_head_adapter(method: str, adapter_dir: Path, out_dir: Path, bf16: bool
 
 def write_prm_file(model_dir: Path, separator: str) -> None:
     """``reasonkit_prm.json``: how a scorer must present steps to this PRM (distill/reward/prm.py's encode_steps)."""
-    (model_dir / PRM_FILE).write_text(json.dumps({
-        "step_separator": separator, "labels": {"0": "bad", "1": "good"},
-        "format": "[bos] prompt, then each step followed by step_separator, every piece tokenised on its own without "
-                  "special tokens; a step's score is softmax(logits)[1] at its last token (reasonkit.distill.reward.prm.encode_steps)",
-    }, indent=2) + "\n")
+    (model_dir / PRM_FILE).write_text(
+        json.dumps(
+            {
+                "step_separator": separator,
+                "labels": {"0": "bad", "1": "good"},
+                "format": "[bos] prompt, then each step followed by step_separator, every piece tokenised on its own "
+                "without "
+                "special tokens; a step's score is softmax(logits)[1] at its last token "
+                "(reasonkit.distill.reward.prm.encode_steps)",
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 def copy_prm_file(src: Path, dst: Path) -> None:
@@ -158,7 +194,7 @@ def copy_prm_file(src: Path, dst: Path) -> None:
 
 
 def module(method: str):
-    """distill/reward/rm.py or distill/reward/prm.py: read, needs_template, lengths, arguments, dataset, build, held_out, markdown."""
+    """distill/reward/rm.py or distill/reward/prm.py: read, needs_template, lengths, arguments, dataset, build, held_out, markdown."""  # noqa: E501
     if method == "rm":
         from reasonkit.distill.reward import rm as chosen
     else:
@@ -170,10 +206,15 @@ def write_markdown(out: Path, report: dict) -> Path:
     """report.md: what was trained, the held-out figures before and after, and where the model is."""
     c = report["config"]
     kind = "Reward model" if report["method"] == "rm" else "Process reward model"
-    lines = [f"# {kind}: {Path(report['student']).name} on {Path(report['data']).name}", "",
-             f"{report['rows']} rows ({report['train_rows']} trained, {report['heldout_rows']} held out), {report['steps']} steps, "
-             f"{'full fine-tuning' if c['full'] else 'LoRA r ' + str(c['lora_r'])}, lr {report['learning_rate']}, "
-             f"{report['train_runtime_s']:.1f} s", ""]
+    lines = [
+        f"# {kind}: {Path(report['student']).name} on {Path(report['data']).name}",
+        "",
+        f"{report['rows']} rows ({report['train_rows']} trained, {report['heldout_rows']} held out), "
+        f"{report['steps']} steps, "
+        f"{'full fine-tuning' if c['full'] else 'LoRA r ' + str(c['lora_r'])}, lr {report['learning_rate']}, "
+        f"{report['train_runtime_s']:.1f} s",
+        "",
+    ]
     if report.get("loss_first") is not None:
         lines += [f"Loss {report['loss_first']:.4f} -> {report['loss_final']:.4f}", ""]
     lines += module(report["method"]).markdown(report)

@@ -39,7 +39,9 @@ def encode_steps(tok, prompt: str, steps: list[str], separator: str) -> tuple[li
     ([0, 81, 97, 98, 124, 99, 124], [4, 6])
     """
     sep = tok(separator, add_special_tokens=False)["input_ids"]
-    ids = ([tok.bos_token_id] if tok.bos_token_id is not None else []) + tok(prompt, add_special_tokens=False)["input_ids"]
+    ids = ([tok.bos_token_id] if tok.bos_token_id is not None else []) + tok(prompt, add_special_tokens=False)[
+        "input_ids"
+    ]
     ends = []
     for step in steps:
         ids += tok(step, add_special_tokens=False)["input_ids"] + sep
@@ -63,8 +65,11 @@ def read(cfg) -> pa.Table:
         raise UserError(f"{name}: 0 rows to train on{emptied_by(cfg.data)}")
     missing = [c for c in ("prompt", "completions", "labels") if c not in table.column_names]
     if missing:
-        raise UserError(f"{name}: --method prm needs a steps table with columns prompt, completions (the steps) and labels "
-                        f"(one bool per step), as distill label-steps writes it; missing {', '.join(missing)}; found {table.column_names}")
+        raise UserError(
+            f"{name}: --method prm needs a steps table with columns prompt, completions (the steps) and labels "
+            f"(one bool per step), as distill label-steps writes it; missing {', '.join(missing)}; found "
+            f"{table.column_names}"
+        )
     if "id" not in table.column_names:  # TRL's stepwise datasets carry none; the row number names a row
         table = table.append_column("id", pa.array([str(i) for i in range(table.num_rows)]))
     if "soft" not in table.column_names:  # nor a soft estimate, which training does not read: the hard one stands in
@@ -87,7 +92,9 @@ def read(cfg) -> pa.Table:
 def encode_table(tok, table: pa.Table, separator: str, max_length: int) -> list[dict]:
     """Per row: input_ids and labels (1/0 at each step's last token, -100 elsewhere), cut at ``max_length``."""
     rows = []
-    for prompt, steps, labels in zip(*(table.column(c).to_pylist() for c in ("prompt", "completions", "labels")), strict=True):
+    for prompt, steps, labels in zip(
+        *(table.column(c).to_pylist() for c in ("prompt", "completions", "labels")), strict=True
+    ):
         ids, ends = encode_steps(tok, prompt, steps, separator)
         target = [IGNORE] * len(ids)
         for end, good in zip(ends, labels, strict=True):
@@ -102,8 +109,10 @@ def needs_template(table: pa.Table) -> bool:
 
 def lengths(tok, table: pa.Table, cfg) -> list[int]:
     separator = cfg.step_separator
-    return [len(encode_steps(tok, p, s, separator)[0]) for p, s in zip(table.column("prompt").to_pylist(),
-                                                                         table.column("completions").to_pylist(), strict=True)]
+    return [
+        len(encode_steps(tok, p, s, separator)[0])
+        for p, s in zip(table.column("prompt").to_pylist(), table.column("completions").to_pylist(), strict=True)
+    ]
 
 
 def dataset(table: pa.Table, cfg, tok, max_length: int):
@@ -133,8 +142,14 @@ def build(cfg, model, tok, dataset, args, peft_config, callbacks):
 
     if peft_config is not None:
         model = get_peft_model(model, peft_config)
-    return Trainer(model=model, args=args, train_dataset=dataset, processing_class=tok, callbacks=callbacks,
-                   data_collator=DataCollatorForTokenClassification(tok, label_pad_token_id=IGNORE))
+    return Trainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tok,
+        callbacks=callbacks,
+        data_collator=DataCollatorForTokenClassification(tok, label_pad_token_id=IGNORE),
+    )
 
 
 def held_out(trainer, table: pa.Table, cfg, batch_size: int, max_length: int) -> dict | None:
@@ -150,9 +165,11 @@ def held_out(trainer, table: pa.Table, cfg, batch_size: int, max_length: int) ->
     right = steps = good = first_right = no_error = 0
     with torch.no_grad():
         for start in range(0, len(rows), batch_size):
-            chunk = rows[start:start + batch_size]
+            chunk = rows[start : start + batch_size]
             batch = trainer.data_collator(chunk)
-            logits = model(input_ids=batch["input_ids"].to(model.device), attention_mask=batch["attention_mask"].to(model.device)).logits
+            logits = model(
+                input_ids=batch["input_ids"].to(model.device), attention_mask=batch["attention_mask"].to(model.device)
+            ).logits
             predicted = logits.argmax(-1).cpu()
             for row, pred, labels in zip(chunk, predicted, batch["labels"], strict=True):
                 at = labels != IGNORE
@@ -164,25 +181,38 @@ def held_out(trainer, table: pa.Table, cfg, batch_size: int, max_length: int) ->
                 no_error += first_error(truth) is None
     model.train(was_training)
     n = len(rows)
-    return {"rows": n, "steps": steps,
-            "step_accuracy": round(right / steps, 4) if steps else None,
-            "first_error_accuracy": round(first_right / n, 4),
-            # what answering "good" everywhere scores: the bar both figures must clear
-            "all_good_step_accuracy": round(good / steps, 4) if steps else None,
-            "all_good_first_error_accuracy": round(no_error / n, 4)}
+    return {
+        "rows": n,
+        "steps": steps,
+        "step_accuracy": round(right / steps, 4) if steps else None,
+        "first_error_accuracy": round(first_right / n, 4),
+        # what answering "good" everywhere scores: the bar both figures must clear
+        "all_good_step_accuracy": round(good / steps, 4) if steps else None,
+        "all_good_first_error_accuracy": round(no_error / n, 4),
+    }
 
 
 def markdown(report: dict) -> list[str]:
     """report.md's lines for a process reward model."""
     h = report.get("heldout") or {}
     before = report.get("heldout_before") or {}
-    lines = [f"Held-out solutions: {h.get('rows', 0)}, steps {h.get('steps', 0)} (eval_share {report['config']['eval_share']}, "
-             f"seed {report['config']['seed']}); step separator {report['config']['step_separator']!r}", ""]
+    lines = [
+        f"Held-out solutions: {h.get('rows', 0)}, steps {h.get('steps', 0)} (eval_share "
+        f"{report['config']['eval_share']}, "
+        f"seed {report['config']['seed']}); step separator {report['config']['step_separator']!r}",
+        "",
+    ]
     if h.get("steps"):
-        def row(name, d):
-            return f"| {name} | {d.get('step_accuracy', float('nan')):.3f} | {d.get('first_error_accuracy', float('nan')):.3f} |"
 
-        lines += ["| | step accuracy | first-error accuracy |", "|---|---|---|", row("before training", before),
-                  row("after training", h),
-                  f"| always \"good\" | {h['all_good_step_accuracy']:.3f} | {h['all_good_first_error_accuracy']:.3f} |", ""]
+        def row(name, d):
+            return f"| {name} | {d.get('step_accuracy', float('nan')):.3f} | {d.get('first_error_accuracy', float('nan')):.3f} |"  # noqa: E501
+
+        lines += [
+            "| | step accuracy | first-error accuracy |",
+            "|---|---|---|",
+            row("before training", before),
+            row("after training", h),
+            f'| always "good" | {h["all_good_step_accuracy"]:.3f} | {h["all_good_first_error_accuracy"]:.3f} |',
+            "",
+        ]
     return lines

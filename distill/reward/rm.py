@@ -41,9 +41,11 @@ def read(cfg) -> pa.Table:
         raise UserError(f"{name}: 0 rows to train on{emptied_by(cfg.data)}")
     missing = [c for c in NEEDS if c not in table.column_names]
     if missing:
-        raise UserError(f"{name}: --method rm needs a prefs table with columns prompt, chosen, rejected (messages, as "
-                        f"pairs/judge/critique write them, or strings: TRL's standard format); missing {', '.join(missing)}; "
-                        f"found {table.column_names}")
+        raise UserError(
+            f"{name}: --method rm needs a prefs table with columns prompt, chosen, rejected (messages, as "
+            f"pairs/judge/critique write them, or strings: TRL's standard format); missing {', '.join(missing)}; "
+            f"found {table.column_names}"
+        )
     kind = prefs_kind(table)
     if kind == "prefs_text":
         for column, value in (("id", lambda i: str(i)), ("strategy", lambda i: "unknown")):
@@ -67,8 +69,10 @@ def dataset(table: pa.Table, cfg, tok=None, max_length=None):
     import datasets
 
     columns = {c: table.column(c) for c in NEEDS}
-    scores = [table.column(c).to_pylist() if c in table.column_names else [None] * table.num_rows
-              for c in ("chosen_score", "rejected_score")]
+    scores = [
+        table.column(c).to_pylist() if c in table.column_names else [None] * table.num_rows
+        for c in ("chosen_score", "rejected_score")
+    ]
     m = margins(*scores, cfg.margin_scale)
     if cfg.margin_scale > 0 and any(m):
         columns["margin"] = pa.array(m, pa.float32())
@@ -79,11 +83,14 @@ def lengths(tok, table: pa.Table, cfg=None) -> list[int]:
     """Token count of every prompt + completion TRL will score (chosen and rejected)."""
     rows = table.select(list(NEEDS)).to_pylist()
     if needs_template(table):
+
         def ids(p, c):
             return tok.apply_chat_template(p + c, tokenize=True, return_dict=True)["input_ids"]
     else:
+
         def ids(p, c):
             return tok(p + c + (tok.eos_token or ""), add_special_tokens=False)["input_ids"]
+
     return [len(ids(r["prompt"], r[side])) for r in rows for side in ("chosen", "rejected")]
 
 
@@ -98,8 +105,14 @@ def arguments(cfg, args: dict):
 def build(cfg, model, tok, dataset, args, peft_config, callbacks):
     from trl import RewardTrainer
 
-    return RewardTrainer(model=model, args=args, train_dataset=dataset, processing_class=tok, peft_config=peft_config,
-                         callbacks=callbacks)
+    return RewardTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tok,
+        peft_config=peft_config,
+        callbacks=callbacks,
+    )
 
 
 def held_out(trainer, table: pa.Table, cfg, batch_size: int, max_length: int | None = None) -> dict | None:
@@ -121,9 +134,18 @@ def held_out(trainer, table: pa.Table, cfg, batch_size: int, max_length: int | N
     with torch.no_grad():
         for start in range(0, len(prepared), batch_size):
             rows = [prepared[i] for i in range(start, min(start + batch_size, len(prepared)))]
-            batch = trainer.data_collator([{"chosen_ids": r["chosen_ids"], "rejected_ids": r["rejected_ids"]} for r in rows])
-            logits = model(input_ids=batch["input_ids"].to(model.device), attention_mask=batch["attention_mask"].to(model.device),
-                           use_cache=False).logits.squeeze(-1).float()
+            batch = trainer.data_collator(
+                [{"chosen_ids": r["chosen_ids"], "rejected_ids": r["rejected_ids"]} for r in rows]
+            )
+            logits = (
+                model(
+                    input_ids=batch["input_ids"].to(model.device),
+                    attention_mask=batch["attention_mask"].to(model.device),
+                    use_cache=False,
+                )
+                .logits.squeeze(-1)
+                .float()
+            )
             c, r = logits.chunk(2)
             chosen += c.tolist()
             rejected += r.tolist()
@@ -131,19 +153,31 @@ def held_out(trainer, table: pa.Table, cfg, batch_size: int, max_length: int | N
     if not chosen:
         return {"pairs": 0, "pairs_too_long": table.num_rows}
     diffs = [c - r for c, r in zip(chosen, rejected, strict=True)]
-    return {"pairs": len(diffs), "pairs_too_long": table.num_rows - len(diffs),
-            "pair_accuracy": round(sum(d > 0 for d in diffs) / len(diffs), 4),
-            "mean_margin": round(sum(diffs) / len(diffs), 4),
-            "mean_reward": round(sum(chosen + rejected) / (2 * len(diffs)), 4)}
+    return {
+        "pairs": len(diffs),
+        "pairs_too_long": table.num_rows - len(diffs),
+        "pair_accuracy": round(sum(d > 0 for d in diffs) / len(diffs), 4),
+        "mean_margin": round(sum(diffs) / len(diffs), 4),
+        "mean_reward": round(sum(chosen + rejected) / (2 * len(diffs)), 4),
+    }
 
 
 def markdown(report: dict) -> list[str]:
     """report.md's lines for a reward model."""
     h = report.get("heldout") or {}
     before = report.get("heldout_before") or {}
-    lines = [f"Held-out pairs: {h.get('pairs', 0)} (eval_share {report['config']['eval_share']}, seed {report['config']['seed']})", ""]
+    lines = [
+        f"Held-out pairs: {h.get('pairs', 0)} (eval_share {report['config']['eval_share']}, seed "
+        f"{report['config']['seed']})",
+        "",
+    ]
     if h.get("pairs"):
-        lines += ["| | pair accuracy | mean margin |", "|---|---|---|",
-                  f"| before training | {before.get('pair_accuracy', float('nan')):.3f} | {before.get('mean_margin', float('nan')):.4f} |",
-                  f"| after training | {h['pair_accuracy']:.3f} | {h['mean_margin']:.4f} |", ""]
+        lines += [
+            "| | pair accuracy | mean margin |",
+            "|---|---|---|",
+            f"| before training | {before.get('pair_accuracy', float('nan')):.3f} | "
+            f"{before.get('mean_margin', float('nan')):.4f} |",
+            f"| after training | {h['pair_accuracy']:.3f} | {h['mean_margin']:.4f} |",
+            "",
+        ]
     return lines

@@ -38,10 +38,20 @@ from trl import GRPOConfig, GRPOTrainer
 from reasonkit.distill.config import VLLM_SERVER_FIELDS
 from reasonkit.distill.levers import trl_levers
 
-
 #: TrainConfig fields passed to GRPOConfig under the same name and meaning.
-SAME_NAMES = ("num_generations", "loss_type", "scale_rewards", "epsilon", "epsilon_high", "max_completion_length",
-              "temperature", "top_p", "steps_per_generation", "num_iterations", "mask_truncated_completions")
+SAME_NAMES = (
+    "num_generations",
+    "loss_type",
+    "scale_rewards",
+    "epsilon",
+    "epsilon_high",
+    "max_completion_length",
+    "temperature",
+    "top_p",
+    "steps_per_generation",
+    "num_iterations",
+    "mask_truncated_completions",
+)
 
 
 def resolve_vllm(cfg, cuda: bool) -> bool:
@@ -58,13 +68,18 @@ def grpo_arguments(cfg, args: dict, *, longest_prompt: int | None = None) -> GRP
     ``args``: student.trainer_args (device-aware precision and checkpointing, schedule, checkpoints).
     ``longest_prompt``: the lint's measure, sizing vLLM's context when ``max_prompt_length`` is not given.
     """
-    args = {k: v for k, v in args.items() if k != "max_length"}  # GRPO has no max_length: prompts + max_completion_length
+    args = {
+        k: v for k, v in args.items() if k != "max_length"
+    }  # GRPO has no max_length: prompts + max_completion_length
     levers = {k: v for k, v in trl_levers(cfg).items() if k in GRPOConfig.__dataclass_fields__}
     vllm = resolve_vllm(cfg, cuda=not args["use_cpu"])
     if vllm:
         prompt = cfg.max_prompt_length or longest_prompt
-        extra = dict(vllm_mode=cfg.vllm_mode, vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
-                     vllm_max_model_length=prompt + cfg.max_completion_length if prompt else None)
+        extra = dict(
+            vllm_mode=cfg.vllm_mode,
+            vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+            vllm_max_model_length=prompt + cfg.max_completion_length if prompt else None,
+        )
         # where the server is (vllm_mode server): only what the config gives, TRL's defaults for the rest
         extra.update({k: getattr(cfg, k) for k in VLLM_SERVER_FIELDS if getattr(cfg, k) is not None})
     else:
@@ -76,12 +91,30 @@ def grpo_arguments(cfg, args: dict, *, longest_prompt: int | None = None) -> GRP
 
         extra["max_tool_calling_iterations"] = tool_calling_iterations(cfg)
     same = {name: getattr(cfg, name) for name in SAME_NAMES}
-    return GRPOConfig(**args, **levers, **extra, **same, beta=cfg.kl_beta, use_vllm=vllm,
-                      reward_weights=[float(w) for w in cfg.rewards.values()])
+    return GRPOConfig(
+        **args,
+        **levers,
+        **extra,
+        **same,
+        beta=cfg.kl_beta,
+        use_vllm=vllm,
+        reward_weights=[float(w) for w in cfg.rewards.values()],
+    )
 
 
-def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_config, callbacks, *, rollouts=None,
-                       stamp: dict | None = None, record: bool = True) -> RolloutGRPOTrainer:
+def build_grpo_trainer(
+    cfg,
+    model,
+    tok,
+    dataset,
+    args: dict | GRPOConfig,
+    peft_config,
+    callbacks,
+    *,
+    rollouts=None,
+    stamp: dict | None = None,
+    record: bool = True,
+) -> RolloutGRPOTrainer:
     """The trainer, its reward functions built from ``cfg.rewards``.
 
     ``record``: gather every generation's rollouts (all processes must agree); ``rollouts``: the
@@ -96,12 +129,21 @@ def build_grpo_trainer(cfg, model, tok, dataset, args: dict | GRPOConfig, peft_c
     config = args if isinstance(args, GRPOConfig) else grpo_arguments(cfg, args)
     # the rewards see what the trainer sees: whether the template opens <think> in the generation prompt
     # (completions then start inside it) and which tokens end a completion (TRL's eos_token_ids)
-    probe = tok.apply_chat_template([{"role": "user", "content": "1 + 1?"}], tokenize=False, add_generation_prompt=True)
+    probe = tok.apply_chat_template(
+        [{"role": "user", "content": "1 + 1?"}], tokenize=False, add_generation_prompt=True
+    )
     eos = model.generation_config.eos_token_id
     eos_ids = {tok.eos_token_id, *(eos if isinstance(eos, list) else [eos])} - {None}
-    funcs, weights = make_rewards(dict(cfg.rewards), max_completion_length=cfg.max_completion_length, lang=cfg.lang,
-                                  verifier=cfg.verifier, prefilled=opens_think(probe), eos_token_ids=eos_ids,
-                                  reward_model=cfg.reward_model, trajectory=bool(cfg.tools))
+    funcs, weights = make_rewards(
+        dict(cfg.rewards),
+        max_completion_length=cfg.max_completion_length,
+        lang=cfg.lang,
+        verifier=cfg.verifier,
+        prefilled=opens_think(probe),
+        eos_token_ids=eos_ids,
+        reward_model=cfg.reward_model,
+        trajectory=bool(cfg.tools),
+    )
     if weights != list(config.reward_weights):
         raise ValueError(f"reward weights {weights} differ from the config's {config.reward_weights}")
     # a reward model scores in the policy's dtype: bf16 on a GPU (fp32 would hold twice the memory in every process)
@@ -173,7 +215,9 @@ class RolloutGRPOTrainer(GRPOTrainer):
         if logged and getattr(self, "_rewards_per_func", None) is not None:
             # TRL tests std == 0 with torch.isclose (atol 1e-8); the std of equal sums such as 1.0 + 0.2
             # comes out ~1e-8, not 0, so its share read 0% for any non-dyadic weight: count it here
-            logged[-1] = zero_variance_share(self._rewards_per_func.tolist(), self.reward_weights.tolist(), self.num_generations)
+            logged[-1] = zero_variance_share(
+                self._rewards_per_func.tolist(), self.reward_weights.tolist(), self.num_generations
+            )
         if self.model.training and self.keep_rollouts:
             self._record(inputs, output)
         return output
@@ -193,7 +237,10 @@ class RolloutGRPOTrainer(GRPOTrainer):
 
             local = trajectory_rows(inputs, completions, prompt_ids, completion_ids, tool_mask, stops, self.tools)
         else:
-            local = [rollout_row(x, c, p, ids, stops) for x, c, p, ids in zip(inputs, completions, prompt_ids, completion_ids, strict=True)]
+            local = [
+                rollout_row(x, c, p, ids, stops)
+                for x, c, p, ids in zip(inputs, completions, prompt_ids, completion_ids, strict=True)
+            ]
         rows = gather_object(local)  # every process's completions, in the order TRL gathered the rewards
         advantages = self.accelerator.gather(output["advantages"]).tolist()
         rewards = self._rewards_per_func.tolist()
@@ -211,10 +258,14 @@ class RolloutGRPOTrainer(GRPOTrainer):
             else:
                 row["reasoning"] = reasoning
             row.update(  # sample: numbered by the log, per prompt over the run (rollouts.py)
-                response=response, step=step,
-                advantage=advantages[i], **self.rollout_stamp,
+                response=response,
+                step=step,
+                advantage=advantages[i],
+                **self.rollout_stamp,
                 # TRL's sum: weighted, None rewards left out, None when every function said None
-                reward=None if all(s is None for s in scores) else sum(w * s for w, s in zip(weights, scores) if s is not None),
+                reward=None
+                if all(s is None for s in scores)
+                else sum(w * s for w, s in zip(weights, scores) if s is not None),
                 **{f"reward_{name}": s for name, s in zip(self.reward_func_names, scores, strict=True)},
             )
         self.rollout_log.add(rows)
@@ -288,7 +339,9 @@ class CommitRollouts(TrainerCallback):
         rewards.close()  # the verifier's process pool (it restarts if another run needs it)
 
 
-def zero_variance_share(rewards_per_func: list[list[float]], weights: list[float], group: int, tol: float = 1e-6) -> float:
+def zero_variance_share(
+    rewards_per_func: list[list[float]], weights: list[float], group: int, tol: float = 1e-6
+) -> float:
     """The share of groups (``group`` consecutive completions) whose weighted rewards are all equal
     (within ``tol``): their advantages are zero. NaN (a function's None) is left out of a sum, as
     TRL sums; a completion every function left unscored is left out of its group.
@@ -300,7 +353,7 @@ def zero_variance_share(rewards_per_func: list[list[float]], weights: list[float
     for scores in rewards_per_func:
         kept = [w * v for w, v in zip(weights, scores) if not math.isnan(v)]
         sums.append(sum(kept) if kept else None)
-    groups = [[v for v in sums[i:i + group] if v is not None] for i in range(0, len(sums), group)]
+    groups = [[v for v in sums[i : i + group] if v is not None] for i in range(0, len(sums), group)]
     if not groups:
         return 0.0
     return sum(1 for g in groups if not g or max(g) - min(g) <= tol) / len(groups)
@@ -313,9 +366,16 @@ def rollout_row(example: dict, completion, prompt_ids, completion_ids, stops: se
     >>> r = rollout_row({"id": "p", "prompt": []}, [{"role": "assistant", "content": "4", "reasoning_content": "2+2"}], [1], [5, 2], {2})
     >>> r["completion"], r["finish_reason"]
     ('<think>\\n2+2\\n</think>\\n\\n4', 'stop')
-    """
+    """  # noqa: E501
     from reasonkit.filters.completions import completion_text
 
-    return {"id": example["id"], "messages": example["prompt"], "answer": example.get("answer"), "source": example.get("source"),
-            "completion": completion_text(completion), "prompt_tokens": len(prompt_ids), "completion_tokens": len(completion_ids),
-            "finish_reason": "stop" if completion_ids and completion_ids[-1] in stops else "length"}
+    return {
+        "id": example["id"],
+        "messages": example["prompt"],
+        "answer": example.get("answer"),
+        "source": example.get("source"),
+        "completion": completion_text(completion),
+        "prompt_tokens": len(prompt_ids),
+        "completion_tokens": len(completion_ids),
+        "finish_reason": "stop" if completion_ids and completion_ids[-1] in stops else "length",
+    }

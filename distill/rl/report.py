@@ -40,11 +40,22 @@ def grpo_section(records: list[dict], rewards: dict, *, beta: float) -> dict:
     def total(key):
         return round(sum(r.get(key, 0.0) for r in records), 3)
 
-    times = {"step": total("step_s"), "generate": total("generate_s"), "reward": total("reward_s"), "score": total("score_s")}
+    times = {
+        "step": total("step_s"),
+        "generate": total("generate_s"),
+        "reward": total("reward_s"),
+        "score": total("score_s"),
+    }
     times["train"] = round(times["step"] - times["score"], 3)  # forward + backward + optimizer
     return {
-        "rewards": {name: {"weight": float(weight), "first": first(f"reward_{name}"), "final": final_window(records, f"reward_{name}")}
-                    for name, weight in rewards.items()},
+        "rewards": {
+            name: {
+                "weight": float(weight),
+                "first": first(f"reward_{name}"),
+                "final": final_window(records, f"reward_{name}"),
+            }
+            for name, weight in rewards.items()
+        },
         "reward_first": first("reward"),
         "reward_final": final_window(records, "reward"),
         "frac_reward_zero_std": mean("frac_reward_zero_std"),
@@ -54,7 +65,9 @@ def grpo_section(records: list[dict], rewards: dict, *, beta: float) -> dict:
         "completion_length_final": final_window(records, "completion_length"),
         "truncated_share": mean("truncated_share"),
         "time_s": times,
-        "time_share": {k: round(v / times["step"], 4) for k, v in times.items() if k != "step"} if times["step"] else {},
+        "time_share": {k: round(v / times["step"], 4) for k, v in times.items() if k != "step"}
+        if times["step"]
+        else {},
     }
 
 
@@ -63,8 +76,9 @@ def add_grpo(report: dict, records: list[dict], cfg, rollouts, out: Path) -> Non
     section = grpo_section(records, cfg.rewards, beta=cfg.kl_beta)
     manifest = rollouts.finish(summary={"steps": report["steps"], "rewards": list(cfg.rewards)})
     section["rollouts"] = {"dir": str(rollouts.dir), "rows": manifest["rows"]}
-    section.update(num_generations=cfg.num_generations, beta=cfg.kl_beta, loss_type=cfg.loss_type,
-                   scale_rewards=cfg.scale_rewards)
+    section.update(
+        num_generations=cfg.num_generations, beta=cfg.kl_beta, loss_type=cfg.loss_type, scale_rewards=cfg.scale_rewards
+    )
     report["grpo"] = section
     png = plot_rewards(out, records, list(cfg.rewards), f"grpo {Path(cfg.student).name} on {Path(cfg.data).name}")
     report["rewards_plot"] = str(png) if png else None
@@ -73,6 +87,7 @@ def add_grpo(report: dict, records: list[dict], cfg, rollouts, out: Path) -> Non
 
 def summary_lines(section: dict) -> list[str]:
     """The lines printed at the end of a GRPO run."""
+
     def fmt(v):
         return "n/a" if v is None else f"{v:.3f}"
 
@@ -83,14 +98,16 @@ def summary_lines(section: dict) -> list[str]:
         lines.append(f"groups with zero reward variance (no signal): {zero:.0%} on average")
     t = section["time_s"]
     if t["step"]:
-        lines.append(f"time: generation {t['generate'] / t['step']:.0%}, rewards {t['reward'] / t['step']:.1%}, "
-                     f"forward/backward {t['train'] / t['step']:.0%} of {t['step']:.1f} s")
+        lines.append(
+            f"time: generation {t['generate'] / t['step']:.0%}, rewards {t['reward'] / t['step']:.1%}, "
+            f"forward/backward {t['train'] / t['step']:.0%} of {t['step']:.1f} s"
+        )
     lines.append(f"rollouts: {section['rollouts']['rows']} rows in {section['rollouts']['dir']}")
     return lines
 
 
 def plot_rewards(out: Path, records: list[dict], names: list[str], title: str) -> Path | None:
-    """rewards.png: rewards per function (mean, +-std band); zero-variance groups; length and truncation; KL and clipping."""
+    """rewards.png: rewards per function (mean, +-std band); zero-variance groups; length and truncation; KL and clipping."""  # noqa: E501
     if not records:
         return None
     import matplotlib
@@ -145,15 +162,32 @@ TABLE_ROWS = 40
 def write_markdown(out: Path, report: dict, records: list[dict], names: list[str]) -> Path:
     """report.md: the run in a page (settings, rewards first -> last, time, a step table, the curves)."""
     g = report["grpo"]
-    lines = [f"# GRPO: {report['student']} on {report['data']}", "",
-             f"{report['steps']} steps, G {g['num_generations']}, beta {g['beta']}, loss {g['loss_type']}, "
-             f"scale_rewards {g['scale_rewards']}; {g['rollouts']['rows']} rollouts in `{g['rollouts']['dir']}`.", "",
-             *[f"- {line}" for line in summary_lines(g)], ""]
-    keys = ["loss", "reward", *[f"reward_{n}" for n in names], "frac_reward_zero_std", "kl", "clip_ratio", "completion_length",
-            "truncated_share", "step_s"]
+    lines = [
+        f"# GRPO: {report['student']} on {report['data']}",
+        "",
+        f"{report['steps']} steps, G {g['num_generations']}, beta {g['beta']}, loss {g['loss_type']}, "
+        f"scale_rewards {g['scale_rewards']}; {g['rollouts']['rows']} rollouts in `{g['rollouts']['dir']}`.",
+        "",
+        *[f"- {line}" for line in summary_lines(g)],
+        "",
+    ]
+    keys = [
+        "loss",
+        "reward",
+        *[f"reward_{n}" for n in names],
+        "frac_reward_zero_std",
+        "kl",
+        "clip_ratio",
+        "completion_length",
+        "truncated_share",
+        "step_s",
+    ]
     keys = [k for k in keys if any(k in r for r in records)]
-    shown = records if len(records) <= TABLE_ROWS else [records[round(i * (len(records) - 1) / (TABLE_ROWS - 1))]
-                                                      for i in range(TABLE_ROWS)]
+    shown = (
+        records
+        if len(records) <= TABLE_ROWS
+        else [records[round(i * (len(records) - 1) / (TABLE_ROWS - 1))] for i in range(TABLE_ROWS)]
+    )
     lines += ["| step | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
     for r in shown:
         lines.append(f"| {r['step']} | " + " | ".join(f"{r[k]:.4g}" if k in r else "" for k in keys) + " |")

@@ -47,21 +47,51 @@ def rollout_schema(names: list[str], tools: bool = False) -> pa.Schema:
     """The columns a rollouts shard holds, in order (``names``: the reward functions). ``tools``: a run with
     tools, whose rows are the ``trajectories`` table's (schema.py: the whole conversation in ``messages``,
     ``turns``, ``tool_calls``, ``tool_errors``, the ``tools`` schemas; no ``completion``: distill/rl/tools.py)."""
-    scored = [("step", pa.int32()), ("reward", pa.float32()), *[(f"reward_{n}", pa.float32()) for n in names],
-              ("advantage", pa.float32())]
+    scored = [
+        ("step", pa.int32()),
+        ("reward", pa.float32()),
+        *[(f"reward_{n}", pa.float32()) for n in names],
+        ("advantage", pa.float32()),
+    ]
     if tools:
-        return pa.schema([
-            ("id", pa.string()), ("sample", pa.int32()), ("messages", TOOL_MESSAGES), ("response", pa.string()),
-            ("turns", pa.int32()), ("tool_calls", pa.int32()), ("tool_errors", pa.int32()), ("finish_reason", pa.string()),
-            ("prompt_tokens", pa.int32()), ("completion_tokens", pa.int32()), ("teacher", pa.string()),
-            ("gen_config", pa.string()), ("answer", pa.string()), ("source", pa.string()), ("tools", pa.string()), *scored,
-        ])
-    return pa.schema([
-        ("id", pa.string()), ("sample", pa.int32()), ("messages", MESSAGES), ("completion", pa.string()),
-        ("reasoning", pa.string()), ("response", pa.string()), ("finish_reason", pa.string()),
-        ("prompt_tokens", pa.int32()), ("completion_tokens", pa.int32()), ("teacher", pa.string()),
-        ("gen_config", pa.string()), ("answer", pa.string()), ("source", pa.string()), *scored,
-    ])
+        return pa.schema(
+            [
+                ("id", pa.string()),
+                ("sample", pa.int32()),
+                ("messages", TOOL_MESSAGES),
+                ("response", pa.string()),
+                ("turns", pa.int32()),
+                ("tool_calls", pa.int32()),
+                ("tool_errors", pa.int32()),
+                ("finish_reason", pa.string()),
+                ("prompt_tokens", pa.int32()),
+                ("completion_tokens", pa.int32()),
+                ("teacher", pa.string()),
+                ("gen_config", pa.string()),
+                ("answer", pa.string()),
+                ("source", pa.string()),
+                ("tools", pa.string()),
+                *scored,
+            ]
+        )
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("sample", pa.int32()),
+            ("messages", MESSAGES),
+            ("completion", pa.string()),
+            ("reasoning", pa.string()),
+            ("response", pa.string()),
+            ("finish_reason", pa.string()),
+            ("prompt_tokens", pa.int32()),
+            ("completion_tokens", pa.int32()),
+            ("teacher", pa.string()),
+            ("gen_config", pa.string()),
+            ("answer", pa.string()),
+            ("source", pa.string()),
+            *scored,
+        ]
+    )
 
 
 class RolloutLog:
@@ -81,16 +111,31 @@ class RolloutLog:
     [1]
     """
 
-    def __init__(self, directory: str | os.PathLike, *, names: list[str], run: dict, input_fingerprint: str, data: str,
-                 tools: bool = False):
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        *,
+        names: list[str],
+        run: dict,
+        input_fingerprint: str,
+        data: str,
+        tools: bool = False,
+    ):
         from reasonkit.store import StageWriter
 
         self.dir = Path(directory)
         self.names = list(names)
         self.schema = rollout_schema(self.names, tools)
         # kind traces (trajectories with tools): the filter, pairs and push read it as they read a teacher's output
-        self.writer = StageWriter(self.dir, stage="grpo", kind="trajectories" if tools else "traces", config=run, keys=KEYS,
-                                  input_fingerprint=input_fingerprint, input_path=data)
+        self.writer = StageWriter(
+            self.dir,
+            stage="grpo",
+            kind="trajectories" if tools else "traces",
+            config=run,
+            keys=KEYS,
+            input_fingerprint=input_fingerprint,
+            input_path=data,
+        )
         self.buffer: list[dict] = []
         self._next: dict[str, int] | None = None  # per prompt id: the next sample number (from committed rows)
 
@@ -171,8 +216,14 @@ class RolloutLog:
 # -- a GRPO run's rollouts: opened by distill/train.py ---------------------------------------------
 def open_rollouts(cfg, out: Path, checkpoint: Path | None, extra: dict, say):
     """OUT/rollouts, opened to append; a resumed run first drops the rows of the steps it retrains."""
-    log = RolloutLog(out / DIRNAME, names=list(cfg.rewards), run={"fingerprint": extra["fingerprint"]},
-                     input_fingerprint=extra["data_fingerprint"], data=cfg.data, tools=bool(cfg.tools))
+    log = RolloutLog(
+        out / DIRNAME,
+        names=list(cfg.rewards),
+        run={"fingerprint": extra["fingerprint"]},
+        input_fingerprint=extra["data_fingerprint"],
+        data=cfg.data,
+        tools=bool(cfg.tools),
+    )
     from reasonkit.store import write_card
 
     write_card(out, layout=[DIRNAME], stage="grpo")  # load_dataset(OUT) reads the rollouts; each commit updates it
@@ -189,10 +240,18 @@ def rollout_stamp(cfg, extra: dict) -> dict:
     from reasonkit.hub.public import public_model
     from reasonkit.store import fingerprint, fingerprint_path
 
-    sampling = {k: getattr(cfg, k) for k in ("num_generations", "temperature", "top_p", "max_completion_length",
-                                             "instruction", "system")}
+    sampling = {
+        k: getattr(cfg, k)
+        for k in ("num_generations", "temperature", "top_p", "max_completion_length", "instruction", "system")
+    }
     if cfg.tools:  # what the policy could call, and for how many turns, is part of how it sampled
-        sampling.update(tools=cfg.tool_names, max_turns=cfg.max_turns, corpus=cfg.corpus and fingerprint_path(cfg.corpus),
-                        search_k=cfg.search_k)
-    return {"teacher": public_model(cfg.student, extra["student_identity"]),
-            "gen_config": fingerprint({"student": extra["student_identity"], **sampling})}
+        sampling.update(
+            tools=cfg.tool_names,
+            max_turns=cfg.max_turns,
+            corpus=cfg.corpus and fingerprint_path(cfg.corpus),
+            search_k=cfg.search_k,
+        )
+    return {
+        "teacher": public_model(cfg.student, extra["student_identity"]),
+        "gen_config": fingerprint({"student": extra["student_identity"], **sampling}),
+    }

@@ -66,28 +66,38 @@ def check_tools(tok, cfg) -> None:
     missing or malformed fails here), the chat template renders a tool-calling conversation, TRL can parse
     the policy's calls back (a response parser it knows for this template, or one the tokenizer carries),
     and a template that does not preserve prefixes has a training twin TRL can swap in."""
-    from trl.chat_template_utils import (add_response_schema, get_training_chat_template,
-                                         is_chat_template_prefix_preserving, supports_tool_calling)
+    from trl.chat_template_utils import (
+        add_response_schema,
+        get_training_chat_template,
+        is_chat_template_prefix_preserving,
+        supports_tool_calling,
+    )
 
     tool_functions(cfg)
     where = cfg.chat_template or f"{cfg.student}'s chat template"
     if not supports_tool_calling(tok):
-        raise UserError(f"--tools: {where} cannot render a tool call and its result (user -> assistant with tool_calls -> "
-                        "tool); use a tool-calling template, e.g. TRL's qwen2_5.jinja (--set chat_template=FILE.jinja)")
+        raise UserError(
+            f"--tools: {where} cannot render a tool call and its result (user -> assistant with tool_calls -> "
+            "tool); use a tool-calling template, e.g. TRL's qwen2_5.jinja (--set chat_template=FILE.jinja)"
+        )
     if getattr(tok, "response_template", None) is None and getattr(tok, "response_schema", None) is None:
         import copy
 
         try:
             add_response_schema(copy.copy(tok))  # a copy: GRPOTrainer sets it on the trainer's own tokenizer
         except ValueError:
-            raise UserError(f"--tools: TRL has no parser for the tool calls of {where} (it knows Qwen2.5/3, Llama 3.1/3.2, "
-                            "GPT-OSS, GLM-4 MoE...); use one of those templates or save a tokenizer with a response_template") from None
+            raise UserError(
+                f"--tools: TRL has no parser for the tool calls of {where} (it knows Qwen2.5/3, Llama 3.1/3.2, "
+                "GPT-OSS, GLM-4 MoE...); use one of those templates or save a tokenizer with a response_template"
+            ) from None
     if not is_chat_template_prefix_preserving(tok):
         try:
             get_training_chat_template(tok)
         except ValueError:
-            raise UserError(f"--tools: {where} renders earlier turns differently once a tool result follows, and TRL has "
-                            "no prefix-preserving twin of it; use a prefix-preserving tool-calling template") from None
+            raise UserError(
+                f"--tools: {where} renders earlier turns differently once a tool result follows, and TRL has "
+                "no prefix-preserving twin of it; use a prefix-preserving tool-calling template"
+            ) from None
 
 
 def tool_calling_iterations(cfg) -> int:
@@ -115,8 +125,12 @@ def stored_turns(messages: Sequence[dict]) -> list[dict]:
     out = []
     for m in messages:
         if m.get("role") == "assistant":
-            calls = [call_from(c["function"]["name"], c["function"].get("arguments")) if "function" in c
-                     else call_from(c.get("name", ""), c.get("arguments")) for c in m.get("tool_calls") or []]
+            calls = [
+                call_from(c["function"]["name"], c["function"].get("arguments"))
+                if "function" in c
+                else call_from(c.get("name", ""), c.get("arguments"))
+                for c in m.get("tool_calls") or []
+            ]
             out.append(assistant_message(_text(m.get("content")), calls))
         elif m.get("role") == "tool":
             out.append(tool_message(m.get("name") or "", _text(m.get("content"))))
@@ -136,12 +150,15 @@ def trajectory_rows(inputs, completions, prompt_ids, completion_ids, tool_mask, 
     from transformers.utils import get_json_schema
 
     schemas = [get_json_schema(t) for t in tools]
-    return [trajectory_row(x, c, p, ids, m, stops, schemas)
-            for x, c, p, ids, m in zip(inputs, completions, prompt_ids, completion_ids, tool_mask, strict=True)]
+    return [
+        trajectory_row(x, c, p, ids, m, stops, schemas)
+        for x, c, p, ids, m in zip(inputs, completions, prompt_ids, completion_ids, tool_mask, strict=True)
+    ]
 
 
-def trajectory_row(example: dict, completion: list[dict], prompt_ids, completion_ids, tool_mask, stops: set,
-                   schemas: list[dict]) -> dict:
+def trajectory_row(
+    example: dict, completion: list[dict], prompt_ids, completion_ids, tool_mask, stops: set, schemas: list[dict]
+) -> dict:
     """A tool run's rollout before its rewards: a ``trajectories`` row (the final answer's ``response`` is
     filled in by the trainer, read as the rewards read it).
 
@@ -154,7 +171,7 @@ def trajectory_row(example: dict, completion: list[dict], prompt_ids, completion
     ...                      [{"role": "assistant", "content": "", "tool_calls": [call]}], [1, 2], [5, 9], [1, 1], {9}, [])
     >>> row["finish_reason"], row["turns"], row["tool_calls"], [m["role"] for m in row["messages"]]
     ('max_turns', 1, 0, ['user', 'assistant'])
-    """
+    """  # noqa: E501
     from reasonkit.filters.completions import completion_text
 
     turns, calls, errors = counts(completion)
@@ -165,8 +182,17 @@ def trajectory_row(example: dict, completion: list[dict], prompt_ids, completion
         finish = "max_turns"
     else:
         finish = "stop"
-    return {"id": example["id"], "messages": stored_turns([*example["prompt"], *completion]),
-            "completion": completion_text(completion), "turns": turns, "tool_calls": calls, "tool_errors": errors,
-            "finish_reason": finish, "prompt_tokens": len(prompt_ids),
-            "completion_tokens": int(sum(tool_mask)) if tool_mask is not None else len(completion_ids),
-            "answer": example.get("answer"), "source": example.get("source"), "tools": json.dumps(schemas)}
+    return {
+        "id": example["id"],
+        "messages": stored_turns([*example["prompt"], *completion]),
+        "completion": completion_text(completion),
+        "turns": turns,
+        "tool_calls": calls,
+        "tool_errors": errors,
+        "finish_reason": finish,
+        "prompt_tokens": len(prompt_ids),
+        "completion_tokens": int(sum(tool_mask)) if tool_mask is not None else len(completion_ids),
+        "answer": example.get("answer"),
+        "source": example.get("source"),
+        "tools": json.dumps(schemas),
+    }

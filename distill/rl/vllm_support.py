@@ -62,10 +62,12 @@ def unsupported_reason() -> str | None:
     if version is not None and in_range(version, TRL_VLLM):
         return None
     found = f"vLLM {version} is installed" if version else "vLLM is not installed"
-    return (f"use_vllm: TRL's GRPOTrainer generates with vLLM {TRL_VLLM[0]} to {TRL_VLLM[1]}, and {found}; "
-            f"pip install 'vllm>={TRL_VLLM[0]},<={TRL_VLLM[1]}' (constraints-gpu.txt pins the set TRL 1.16 runs with: "
-            "bash scripts/setup-gpu.sh), or set use_vllm false (transformers generation: the whole generation batch "
-            "in one generate call)")
+    return (
+        f"use_vllm: TRL's GRPOTrainer generates with vLLM {TRL_VLLM[0]} to {TRL_VLLM[1]}, and {found}; "
+        f"pip install 'vllm>={TRL_VLLM[0]},<={TRL_VLLM[1]}' (constraints-gpu.txt pins the set TRL 1.16 runs with: "
+        "bash scripts/setup-gpu.sh), or set use_vllm false (transformers generation: the whole generation batch "
+        "in one generate call)"
+    )
 
 
 def use_vllm(cfg, cuda: bool) -> bool:

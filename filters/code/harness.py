@@ -184,7 +184,9 @@ def _test_process(code, fn_name, test, cap, record_fd, stdin_fd, pid1):
     me = os.getpid()
     try:
         os.close(REPORT_FD)  # first of all: no code of the program ever holds the report channel
-        _prctl(PR_SET_DUMPABLE, 1)  # dumpable again (its own /proc/self/environ readable): it holds nothing of the harness's
+        _prctl(
+            PR_SET_DUMPABLE, 1
+        )  # dumpable again (its own /proc/self/environ readable): it holds nothing of the harness's
         if not pid1:
             os.setpgid(0, 0)  # without a PID namespace, its group is what the harness kills
         for sig in range(1, signal.NSIG):
@@ -208,7 +210,7 @@ def _test_process(code, fn_name, test, cap, record_fd, stdin_fd, pid1):
 def _write_all(fd, data):
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _watch(child, record_fd, stdin_fd, stdin, deadline, cap):
@@ -226,11 +228,12 @@ def _watch(child, record_fd, stdin_fd, stdin, deadline, cap):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            readable, writable, _ = select.select([pidfd] + [record_fd] * reading, [stdin_fd] if stdin_fd else [], [],
-                                                  remaining)
+            readable, writable, _ = select.select(
+                [pidfd] + [record_fd] * reading, [stdin_fd] if stdin_fd else [], [], remaining
+            )
             if writable:
                 try:
-                    pending = pending[os.write(stdin_fd, pending[:65536]):]
+                    pending = pending[os.write(stdin_fd, pending[:65536]) :]
                 except BrokenPipeError:
                     pending = pending[:0]
                 if not pending:
@@ -293,9 +296,9 @@ def _verdict_of_test(ended, record, fits, wstatus, seconds):
         return {**line, "reason": "output_limit"}
     if not ended:
         return {**line, "reason": "timeout"}
-    head, newline, _ = bytes(record[:HEADER + 1]).partition(b"\n")
+    head, newline, _ = bytes(record[: HEADER + 1]).partition(b"\n")
     kind = head.decode("ascii", "replace") if newline else ""
-    body = bytes(record)[len(head) + 1:].decode("utf-8", "replace")
+    body = bytes(record)[len(head) + 1 :].decode("utf-8", "replace")
     if kind == "ok":
         return {**line, "reason": None, "output": body}
     if kind in CLAIMS:
@@ -305,7 +308,11 @@ def _verdict_of_test(ended, record, fits, wstatus, seconds):
         import signal as names  # only here: the full module imports enum
 
         name = names.Signals(sig).name if sig in signal.valid_signals() else str(sig)
-        return {**line, "reason": "file_size" if sig == signal.SIGXFSZ else "runtime_error", "error": f"killed by {name}"}
+        return {
+            **line,
+            "reason": "file_size" if sig == signal.SIGXFSZ else "runtime_error",
+            "error": f"killed by {name}",
+        }
     return {**line, "reason": "runtime_error", "error": "the test's process ended without a result"}
 
 
@@ -313,7 +320,13 @@ def json_line(record):
     """A result record (str, int, float or None values) as one JSON line, without the json module."""
     fields = []
     for key, value in record.items():
-        text = "null" if value is None else _json.encode_basestring_ascii(value) if isinstance(value, str) else repr(value)
+        text = (
+            "null"
+            if value is None
+            else _json.encode_basestring_ascii(value)
+            if isinstance(value, str)
+            else repr(value)
+        )
         fields.append(f"{_json.encode_basestring_ascii(key)}: {text}")
     return "{" + ", ".join(fields) + "}\n"
 

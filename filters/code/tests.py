@@ -63,8 +63,12 @@ class Tests:
 
     def spec(self, timeout: float, output_cap: int) -> dict:
         """The harness's ``tests.marshal`` (filters/code/harness.py): the inputs only, never the outputs."""
-        return {"inputs": [i if self.fn_name is None else list(i) for i, _ in self.cases],
-                "fn_name": self.fn_name, "timeout": timeout, "output_cap": output_cap}
+        return {
+            "inputs": [i if self.fn_name is None else list(i) for i, _ in self.cases],
+            "fn_name": self.fn_name,
+            "timeout": timeout,
+            "output_cap": output_cap,
+        }
 
     def passes(self, index: int, output: str) -> bool:
         """Whether ``output`` (what the harness reported for test ``index``) is the expected one. A
@@ -186,7 +190,9 @@ def parse_tests(value, fn_name: str | None = None) -> Tests:
     if isinstance(value, dict):
         fn_name = value.get("fn_name") or value.get("func_name") or fn_name
         tolerance = value.get("tolerance")
-        if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0):
+        if tolerance is not None and (
+            isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0
+        ):
             raise BadTests(f"tolerance must be a number >= 0, found {tolerance!r}")
     if fn_name is not None and not (isinstance(fn_name, str) and fn_name.isidentifier()):
         raise BadTests(f"fn_name must be a Python name, found {fn_name!r}")
@@ -197,8 +203,12 @@ def parse_tests(value, fn_name: str | None = None) -> Tests:
     elif isinstance(value, dict) and "input" in value:
         cases = _pairs(value["input"], value.get("output"), fn_name, "tests")
     elif isinstance(value, dict) and any(k in value for k in CODE_CONTESTS_SPLITS):
-        cases = [c for k in CODE_CONTESTS_SPLITS if value.get(k)
-                 for c in _pairs(value[k].get("input"), value[k].get("output"), fn_name, k)]
+        cases = [
+            c
+            for k in CODE_CONTESTS_SPLITS
+            if value.get(k)
+            for c in _pairs(value[k].get("input"), value[k].get("output"), fn_name, k)
+        ]
     elif isinstance(value, dict) and any(k in value for k in LIVECODEBENCH_SPLITS + ("tests",)):
         cases = []
         for k in LIVECODEBENCH_SPLITS + ("tests",):
@@ -206,8 +216,10 @@ def parse_tests(value, fn_name: str | None = None) -> Tests:
             part = json.loads(part) if isinstance(part, str) else part  # LiveCodeBench keeps them as JSON text
             cases += _livecodebench(part or [], fn_name)
     else:
-        raise BadTests("expected APPS/TACO {inputs, outputs}, CodeContests {input, output}, a LiveCodeBench list "
-                       "of {input, output, testtype} or {tests: [...]}")
+        raise BadTests(
+            "expected APPS/TACO {inputs, outputs}, CodeContests {input, output}, a LiveCodeBench list "
+            "of {input, output, testtype} or {tests: [...]}"
+        )
     return Tests(tuple(cases), fn_name, None if tolerance is None else float(tolerance))
 
 

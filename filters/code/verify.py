@@ -24,7 +24,7 @@ no process of the program holds: nothing the program prints or writes is read as
 >>> v = check_code("print(sum(map(int, input().split())))", parse_tests('{"inputs": ["1 2", "3 4"], "outputs": ["3", "7"]}'))
 >>> v.correct, v.tests_passed, v.tests_total, v.reason
 (True, 2, 2, None)
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -48,8 +48,17 @@ from reasonkit.sandbox.decode import loads
 _FENCE = re.compile(r"^\s*(`{3,})\s*([\w+#.-]*)[^\n`]*$")
 PYTHON_TAGS = ("", "python", "py", "python3", "py3")
 #: The first failure that decides a wrong verdict, as the harness and the sandbox name it.
-REASONS = ("compile_error", "wrong_answer", "runtime_error", "timeout", "memory", "output_limit", "file_size",
-           "processes", "bad_output")
+REASONS = (
+    "compile_error",
+    "wrong_answer",
+    "runtime_error",
+    "timeout",
+    "memory",
+    "output_limit",
+    "file_size",
+    "processes",
+    "bad_output",
+)
 HARNESS = Path(__file__).with_name("harness.py")
 MIN_OUTPUT_CAP = 64 << 10  # characters a test may print (or twice its expected output, if more)
 STARTUP_SECONDS = 5.0  # the sandbox's own start, on a loaded box, before the first test's timer runs
@@ -125,8 +134,18 @@ def check_code(code: str, tests: Tests, *, timeout: float = 5.0, limits=None, mo
     wall = STARTUP_SECONDS + timeout * len(tests.cases)
     limits = limits or sandbox.Limits(cpu_seconds=wall, output_bytes=max(4 << 20, 2 * cap * len(tests.cases)))
     try:
-        result = sandbox.run(argv=["python", "harness.py"], timeout=wall, limits=limits, mode=mode, report=True, files={
-            "harness.py": harness_source(), "solution.py": code, "tests.marshal": marshal.dumps({**tests.spec(timeout, cap), "typing": names_typing(code)})})
+        result = sandbox.run(
+            argv=["python", "harness.py"],
+            timeout=wall,
+            limits=limits,
+            mode=mode,
+            report=True,
+            files={
+                "harness.py": harness_source(),
+                "solution.py": code,
+                "tests.marshal": marshal.dumps({**tests.spec(timeout, cap), "typing": names_typing(code)}),
+            },
+        )
     except sandbox.SandboxError as e:
         return CodeVerdict(None, 0, len(tests.cases), "sandbox_error", detail=str(e)[:300])
     return verdict_of(result, tests)
@@ -137,8 +156,9 @@ def verdict_of(result, tests: Tests) -> CodeVerdict:
     outside the sandbox) and how the sandboxed run ended, as the sandbox saw it (never as the program
     printed it)."""
     total = len(tests.cases)
-    lines = [line for line in map(_result_line, result.report.decode("utf-8", "replace").splitlines())
-             if line is not None]
+    lines = [
+        line for line in map(_result_line, result.report.decode("utf-8", "replace").splitlines()) if line is not None
+    ]
     isolation = tuple(result.isolation)
     if lines and "compile_error" in lines[0]:
         return CodeVerdict(False, 0, total, "compile_error", isolation, None, lines[0]["compile_error"])
@@ -168,13 +188,20 @@ def verdict_of(result, tests: Tests) -> CodeVerdict:
     if reason is None and len(by_test) < total:  # the run ended before every test reported
         reason = "timeout" if result.timed_out else "output_limit" if result.truncated else "runtime_error"
         detail = f"the harness stopped after {len(by_test)} of {total} tests"
-    return CodeVerdict(passed == total and reason is None, passed, total, reason, isolation, digest(json.dumps(keys)),
-                       detail)
+    return CodeVerdict(
+        passed == total and reason is None, passed, total, reason, isolation, digest(json.dumps(keys)), detail
+    )
 
 
 # A result line's fields and their types; a line with another type in one of them is no result.
-_FIELDS = {"test": int, "reason": (str, type(None)), "output": str, "error": str, "compile_error": str,
-           "seconds": (int, float)}
+_FIELDS = {
+    "test": int,
+    "reason": (str, type(None)),
+    "output": str,
+    "error": str,
+    "compile_error": str,
+    "seconds": (int, float),
+}
 
 
 def _result_line(text: str) -> dict | None:
@@ -199,8 +226,12 @@ class CodeChecker:
         keys = [(code, json.dumps([tests.cases, tests.fn_name, tests.tolerance])) for code, tests in items]
         distinct = dict(zip(keys, items))  # Tests may hold lists (unhashable): keyed by their JSON
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            verdicts = dict(zip(distinct, pool.map(
-                lambda item: check_code(*item, timeout=self.timeout, mode=self.mode), distinct.values())))
+            verdicts = dict(
+                zip(
+                    distinct,
+                    pool.map(lambda item: check_code(*item, timeout=self.timeout, mode=self.mode), distinct.values()),
+                )
+            )
         return [verdicts[k] for k in keys]
 
 
@@ -230,16 +261,27 @@ class CodeVerifyFilter(RowFilter):
     name = "verify"
     reasons = ("no_tests", "no_code", "wrong", "unverifiable")
 
-    def __init__(self, *, tests_column: str = "tests", unverifiable: str = "drop", timeout: float = 5.0,
-                 workers: int = 2, mode: str | None = None):
+    def __init__(
+        self,
+        *,
+        tests_column: str = "tests",
+        unverifiable: str = "drop",
+        timeout: float = 5.0,
+        workers: int = 2,
+        mode: str | None = None,
+    ):
         self.column, self.unverifiable = tests_column, unverifiable
         self.checker = CodeChecker(timeout=timeout, workers=workers, mode=mode)
 
     def prepare(self, batch: pa.Table) -> pa.Table:
         codes = [extract_code(r)[0] for r in batch.column("response").to_pylist()]
         batch = update_rows(batch, "pred", range(len(codes)), codes)
-        for name, type_ in (("verify_reason", pa.string()), ("tests_passed", pa.int32()), ("tests_total", pa.int32()),
-                            ("isolation", pa.string())):
+        for name, type_ in (
+            ("verify_reason", pa.string()),
+            ("tests_passed", pa.int32()),
+            ("tests_total", pa.int32()),
+            ("isolation", pa.string()),
+        ):
             if name in batch.column_names:
                 batch = batch.drop_columns([name])
             batch = batch.append_column(pa.field(name, type_), pa.nulls(batch.num_rows, type_))
@@ -247,14 +289,22 @@ class CodeVerifyFilter(RowFilter):
 
     def judge(self, batch: pa.Table, rows: list[int]):
         if self.column not in batch.column_names:
-            raise UserError(f"--verifier code reads each prompt's tests from column {self.column!r}; the traces have "
-                            f"columns {batch.column_names} (set tests_column=NAME)")
-        tests = read_tests([batch.column(self.column)[i].as_py() for i in rows],
-                           [batch.column("id")[i].as_py() for i in rows], self.column)
+            raise UserError(
+                f"--verifier code reads each prompt's tests from column {self.column!r}; the traces have "
+                f"columns {batch.column_names} (set tests_column=NAME)"
+            )
+        tests = read_tests(
+            [batch.column(self.column)[i].as_py() for i in rows],
+            [batch.column("id")[i].as_py() for i in rows],
+            self.column,
+        )
         preds, responses = batch.column("pred").to_pylist(), batch.column("response").to_pylist()
         todo = [k for k, i in enumerate(rows) if tests[k] is not None and preds[i] is not None]
         verdicts = dict(zip(todo, self.checker.check([(preds[rows[k]], tests[k]) for k in todo])))
-        reasons, columns = [], {"correct": [], "verify_reason": [], "tests_passed": [], "tests_total": [], "isolation": []}
+        reasons, columns = (
+            [],
+            {"correct": [], "verify_reason": [], "tests_passed": [], "tests_total": [], "isolation": []},
+        )
         for k, i in enumerate(rows):
             v = verdicts.get(k)
             if tests[k] is None:
@@ -263,7 +313,11 @@ class CodeVerifyFilter(RowFilter):
                 values, reason = (None, extract_code(responses[i])[1], None, len(tests[k].cases), None), "no_code"
             else:
                 values = (v.correct, v.reason, v.tests_passed, v.tests_total, ",".join(v.isolation))
-                reason = "wrong" if v.correct is False else ("unverifiable" if v.correct is None and self.unverifiable == "drop" else None)
+                reason = (
+                    "wrong"
+                    if v.correct is False
+                    else ("unverifiable" if v.correct is None and self.unverifiable == "drop" else None)
+                )
             for name, value in zip(columns, values):
                 columns[name].append(value)
             reasons.append(reason)
@@ -283,8 +337,10 @@ def check_tests_column(path, shards, kind: str, column: str) -> None:
     for shard in shards:
         names = pq.read_schema(shard).names
         if column not in names:
-            raise UserError(f"{shard}: --verifier code reads each prompt's tests from column {column!r}; found columns "
-                            f"{names} (name another with --set tests_column=NAME)")
+            raise UserError(
+                f"{shard}: --verifier code reads each prompt's tests from column {column!r}; found columns "
+                f"{names} (name another with --set tests_column=NAME)"
+            )
         table = pq.read_table(shard, columns=["id", column])
         read_tests(table.column(column).to_pylist(), table.column("id").to_pylist(), column, str(shard))
 
@@ -293,8 +349,9 @@ _REWARD_MEMO: dict = {}
 REWARD_MEMO_SIZE = 16_384
 
 
-def code_scores(responses: Sequence[str | None], tests_values: Sequence, *, timeout: float = 5.0,
-                workers: int = 2) -> list[float | None]:
+def code_scores(
+    responses: Sequence[str | None], tests_values: Sequence, *, timeout: float = 5.0, workers: int = 2
+) -> list[float | None]:
     """The ``code`` GRPO reward: 1.0 when the response's program passes every test, 0.0 when it fails
     one or has no program (``None`` response: truncated), None when the row has no tests or the
     sandbox failed. The checker ``distill filter --verifier code`` runs; verdicts are remembered per

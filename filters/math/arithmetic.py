@@ -258,8 +258,13 @@ def _links(tokens: list, left_cut: bool, right_cut: bool) -> Iterator[tuple[str,
     values = [_evaluate(side) for side in sides]
     # A first side that begins with an operator continues text before the run ("x - 3 = 4", "2x + 3").
     first = sides[0]
-    if left_cut or (first and (first[0][0] in ("mul", "mod") or (first[0][0] == "add" and (
-            first[0][1] == "+" or len(first) < 2 or first[1][2])))):
+    if left_cut or (
+        first
+        and (
+            first[0][0] in ("mul", "mod")
+            or (first[0][0] == "add" and (first[0][1] == "+" or len(first) < 2 or first[1][2]))
+        )
+    ):
         values[0] = None
     if right_cut:
         values[-1] = None

@@ -33,7 +33,7 @@ tests/filters/math/test_exact.py checks every decided verdict against ``check_ma
 (True, False, None)
 >>> exact_verdict(r"5 \sqrt 10", r"5\sqrt{10}"), exact_verdict("x = 3", "3"), exact_verdict("50\\%", "50")
 (None, None, None)
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -267,7 +267,7 @@ def read_exact(text: str):
     Interval(lo=Number(coef=Fraction(-1, 2), radicand=1, places=None), hi=Number(coef=Fraction(3, 1), radicand=2, places=None), left_open=True, right_open=False)
     >>> read_exact("(3, 1)"), read_exact(r"2\\frac{1}{2}")
     ((Number(coef=Fraction(3, 1), radicand=1, places=None), Number(coef=Fraction(1, 1), radicand=1, places=None)), None)
-    """
+    """  # noqa: E501
     if not text or len(text) > 200 or "\n" in text:
         return None
     try:

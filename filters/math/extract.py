@@ -136,7 +136,7 @@ def final_boxes(text: str) -> tuple[str | None, str | None, int]:
     # One box more than can be joined is read: a run that long, or one that boxes a value twice, is
     # a repetition (a degenerate loop, "\boxed{7}" x 300 then "\boxed{13}"), not an answer set:
     # then the last box alone is the answer.
-    for start, pos in reversed(starts[-(MAX_TRIES + 1):]):
+    for start, pos in reversed(starts[-(MAX_TRIES + 1) :]):
         content, why, end = _box_at(text, pos)
         if last_end is None:
             last_end = end

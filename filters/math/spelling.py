@@ -32,8 +32,9 @@ import re
 _SPACED_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:(?:\\[,;: ]|~)\d{3})+(?![\d])")
 _SPACING = re.compile(r"\\[,;: ]|~")
 _DEGREE = re.compile(r"\s*°")
-_PERCENT_WORD = re.compile(r"\s*(?:\\(?:text|textrm|mathrm|mbox)\s*\{\s*percent(?:age)?\s*\}|(?<![a-zA-Z\\])percent\b)",
-                           re.IGNORECASE)
+_PERCENT_WORD = re.compile(
+    r"\s*(?:\\(?:text|textrm|mathrm|mbox)\s*\{\s*percent(?:age)?\s*\}|(?<![a-zA-Z\\])percent\b)", re.IGNORECASE
+)
 _PI = re.compile(r"(?<![a-zA-Z\\])pi(?![a-zA-Z])")
 _FLIPPED_EQUATION = re.compile(r"\s*([^=a-zA-Z\\]+?)\s*=\s*([a-zA-Z])\s*")
 _DELIMITED = re.compile(r"(?<!\\)\$|\\\(|\\\[|\\boxed|\\fbox")

@@ -66,13 +66,17 @@ _ANSWER = re.compile(r"\banswer\b\s*(?:is\b|:|=)(?!\s*(?:correct|right|wrong|inc
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 # What gives a reason for the value, or goes on to something else: the value is before it.
 _REASON = re.compile(r"\b(?:because|since|as|which|from|given|when|where|so|for|using|by|if)\b|[;(]", re.IGNORECASE)
-_LAST_IS = re.compile(r"(?:\bis\b|\bare\b|\bequals\b|\bwas\b|(?<![<>!\\])=)(?!.*(?:\bis\b|\bare\b|\bequals\b|\bwas\b|(?<![<>!\\])=))",
-                      re.IGNORECASE | re.DOTALL)
+_LAST_IS = re.compile(
+    r"(?:\bis\b|\bare\b|\bequals\b|\bwas\b|(?<![<>!\\])=)(?!.*(?:\bis\b|\bare\b|\bequals\b|\bwas\b|(?<![<>!\\])=))",
+    re.IGNORECASE | re.DOTALL,
+)
 # An answer in words: one to six words of letters (names, titles), and what says there is none.
 _ANSWER_WORDS = re.compile(r"[^\W\d_][\w'’-]*(?:[ ,]+[^\W\d_][\w'’-]*){0,5}")
 _NO_ANSWER = re.compile(
     r"(?:not|no|none|unclear|unknown|undefined|undetermined|indeterminate|impossible|ambiguous|cannot|can't|"
-    r"uncertain|missing|different|above|below|that|this|it|as follows|the following)\b", re.IGNORECASE)
+    r"uncertain|missing|different|above|below|that|this|it|as follows|the following)\b",
+    re.IGNORECASE,
+)
 # A sign-off that may follow the answer, at the end of the text (removed one at a time).
 _SIGN_OFF = re.compile(
     r"(?:<\|[a-z_]+\|>\w*|I hope (?:it|this|that) (?:is|was) (?:correct|right|helpful)\.?"
@@ -88,7 +92,9 @@ _EQ_SPLIT = re.compile(r"(?<![\\<>!])=")
 # A currency sign or a short unit around a bare value ("$1,000.99", "1,000.99€", "12 cm", "7 m²").
 _CURRENCY = re.compile(r"^[$€£¥]\s*|\s*(?:[$€£¥]|[a-zA-Z]{1,5}[²³]?)$")
 # What comes just before a value that ends its sentence: "... is 2/3", "... equals 12", "... = 120".
-_ENDS_WITH_VALUE = re.compile(r"(?:\bis\b|(?<=\w)['’]s\b|\bequals\b|\bbe\b|(?<![<>!\\])=)\s*[$€£¥]?\s*$", re.IGNORECASE)
+_ENDS_WITH_VALUE = re.compile(
+    r"(?:\bis\b|(?<=\w)['’]s\b|\bequals\b|\bbe\b|(?<![<>!\\])=)\s*[$€£¥]?\s*$", re.IGNORECASE
+)
 
 
 def _last_side(latex: str) -> str:
@@ -119,7 +125,7 @@ def _latex_at_end(text: str) -> tuple[str | None, int]:
     for m in reversed(envs[-MAX_JOINED:]):
         if end is None:
             end = m.end()
-        elif not _JOIN.fullmatch(text[m.end():next_start]):
+        elif not _JOIN.fullmatch(text[m.end() : next_start]):
             break
         content = _last_side(_env_content(m))
         percent = _PERCENT_AFTER.match(text, m.end())
@@ -163,12 +169,12 @@ def answer_phrase(text: str) -> tuple[str | None, bool]:
     phrases = list(_ANSWER.finditer(text))
     if not phrases:
         return None, False
-    rest = text[phrases[-1].end():]
+    rest = text[phrases[-1].end() :]
     end = _sentence_end(rest)
     clause = rest[:end]
     last_is = _LAST_IS.search(_mask(clause))
     if last_is:
-        clause = clause[last_is.end():]
+        clause = clause[last_is.end() :]
     return _one_value(clause), True
 
 
@@ -196,7 +202,16 @@ def _bare_at_end(text: str) -> tuple[str | None, int]:
         if _VALUE.fullmatch(side):
             return _number(side), line_start
     stripped = masked.rstrip().rstrip(".").rstrip()
-    sentence_start = max(stripped.rfind(". "), stripped.rfind("\n"), stripped.rfind("? "), stripped.rfind("! "), stripped.rfind(_MASK)) + 1
+    sentence_start = (
+        max(
+            stripped.rfind(". "),
+            stripped.rfind("\n"),
+            stripped.rfind("? "),
+            stripped.rfind("! "),
+            stripped.rfind(_MASK),
+        )
+        + 1
+    )
     sentence = stripped[sentence_start:]
     if _MASK in sentence:
         return None, -1
@@ -204,7 +219,9 @@ def _bare_at_end(text: str) -> tuple[str | None, int]:
     if not values:
         return None, -1
     last = values[-1]
-    ends_sentence = _ENDS_WITH_VALUE.search(sentence[: last.start()]) and not _CURRENCY.sub("", sentence[last.end():]).strip()
+    ends_sentence = (
+        _ENDS_WITH_VALUE.search(sentence[: last.start()]) and not _CURRENCY.sub("", sentence[last.end() :]).strip()
+    )
     if len(values) == 1 or ends_sentence:
         return _number(last.group(0)), sentence_start + last.start()
     return None, -1
@@ -212,7 +229,7 @@ def _bare_at_end(text: str) -> tuple[str | None, int]:
 
 def _named_as_one_of_two(text: str, start: int) -> bool:
     """Whether the value at ``start`` is the second of two offered ("3 or 5")."""
-    before = text[max(0, start - 60):start]
+    before = text[max(0, start - 60) : start]
     return bool(re.search(rf"(?:{_NUM})\$?\s*(?:,\s*)?(?:or|and)\s*\$?\s*$", before, re.IGNORECASE))
 
 

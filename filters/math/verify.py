@@ -1,9 +1,9 @@
 r"""Answer verification: ``correct`` is True, False, or None ("cannot tell", with a reason).
 
-Four paths. A prediction written exactly as its gold (up to ``\dfrac``/``\tfrac`` for ``\frac``
-and ``\left``/``\right``) is correct without parsing. Integer answers (AIME-style: ``042``, ``1,000``, ``42.0``) are compared as Python ints
-in this process, in microseconds, never touching sympy. Fractions, radicals, decimals and intervals
-or tuples of them are read exactly (:mod:`~reasonkit.filters.math.exact`) where math-verify's verdict is
+Four paths. A prediction written exactly as its gold (up to ``\dfrac``/``\tfrac`` for ``\frac`` and
+``\left``/``\right``) is correct without parsing. Integer answers (AIME-style: ``042``, ``1,000``, ``42.0``) are
+compared as Python ints in this process, in microseconds, never touching sympy. Fractions, radicals, decimals and
+intervals or tuples of them are read exactly (:mod:`~reasonkit.filters.math.exact`) where math-verify's verdict is
 certain, also in this process. Everything else goes to math-verify in a
 :class:`~reasonkit.filters.math.pool.TimeoutPool`, whose deadline turns a hang into ``None`` with
 reason ``timeout``. ``None`` is never "wrong": the ``unverifiable`` policy decides whether such a
@@ -50,7 +50,10 @@ _SEPARATORS = re.compile(r"\\,|\{,\}|,")
 # Spellings that render alike and that math-verify parses alike. Spaces are never removed: in
 # "2 3" or "1, 2" they may separate numbers.
 _TEXT = re.compile(r"\\(?:text|textrm|mathrm)\s*\{([^{}]*)\}")
-_SAME_AS_WRITTEN = [(re.compile(r"\\[dt]frac(?![a-zA-Z])"), r"\\frac"), (re.compile(r"\\(?:left|right)(?![a-zA-Z])"), "")]
+_SAME_AS_WRITTEN = [
+    (re.compile(r"\\[dt]frac(?![a-zA-Z])"), r"\\frac"),
+    (re.compile(r"\\(?:left|right)(?![a-zA-Z])"), ""),
+]
 
 
 def parse_int(text: str | None) -> int | None:
@@ -157,7 +160,9 @@ class Verifier:
                 ints[gold] = parse_int(gold)
             g = ints[gold]
             verdict = fast_verdict(pred, gold, g) if self.kind == "math" else None
-            if verdict is not None or (self.kind == "int" and g is not None and (verdict := _int_verdict(pred, g)) is not None):
+            if verdict is not None or (
+                self.kind == "int" and g is not None and (verdict := _int_verdict(pred, g)) is not None
+            ):
                 out[i] = (verdict, None)
                 self.fast += 1
             elif self.kind == "int":
@@ -207,7 +212,12 @@ class VerifyFilter(RowFilter):
     reasons = ("no_gold", "no_answer", "wrong", "unverifiable")
 
     def __init__(
-        self, verifier: str = "math", *, unverifiable: str = "drop", timeout: float = 5.0, workers: int | None = None,
+        self,
+        verifier: str = "math",
+        *,
+        unverifiable: str = "drop",
+        timeout: float = 5.0,
+        workers: int | None = None,
         extract=extract_answer,
     ):
         if unverifiable not in ("drop", "keep"):
@@ -239,7 +249,11 @@ class VerifyFilter(RowFilter):
         for i in rows:
             if i in results:
                 ok, why = results[i]
-                reason = "wrong" if ok is False else ("unverifiable" if ok is None and self.unverifiable == "drop" else None)
+                reason = (
+                    "wrong"
+                    if ok is False
+                    else ("unverifiable" if ok is None and self.unverifiable == "drop" else None)
+                )
             elif golds[i] is None or not golds[i].strip():
                 ok, why, reason = None, "no_gold", "no_gold"
             else:
@@ -251,4 +265,3 @@ class VerifyFilter(RowFilter):
 
     def close(self) -> None:
         self.verifier.close()
-

@@ -66,7 +66,7 @@ def parse_turn(text: str) -> Turn:
     '{"query": "x"}'
     >>> parse_turn('<tool_call>\\n["search"]\\n</tool_call>').calls[0].error
     'expected {"name": ..., "arguments": {...}}'
-    """
+    """  # noqa: E501
     start = text.find(START)
     if start < 0:
         return Turn(text.strip())
@@ -137,8 +137,15 @@ def stored_messages(messages: Iterable[dict]) -> list[dict]:
     >>> stored_messages([{"role": "user", "content": "hi"}])
     [{'role': 'user', 'content': 'hi', 'tool_calls': None, 'name': None}]
     """
-    return [{"role": m["role"], "content": m.get("content") or "", "tool_calls": m.get("tool_calls"),
-             "name": m.get("name")} for m in messages]
+    return [
+        {
+            "role": m["role"],
+            "content": m.get("content") or "",
+            "tool_calls": m.get("tool_calls"),
+            "name": m.get("name"),
+        }
+        for m in messages
+    ]
 
 
 def template_messages(messages: Iterable[dict]) -> list[dict]:
@@ -147,13 +154,15 @@ def template_messages(messages: Iterable[dict]) -> list[dict]:
     >>> template_messages([{"role": "assistant", "content": "", "tool_calls": [{"name": "f", "arguments": '{"x": 1}'}],
     ...                     "name": None}, {"role": "tool", "content": "2", "tool_calls": None, "name": "f"}])
     [{'role': 'assistant', 'content': '', 'tool_calls': [{'type': 'function', 'function': {'name': 'f', 'arguments': {'x': 1}}}]}, {'role': 'tool', 'content': '2', 'name': 'f'}]
-    """
+    """  # noqa: E501
     out = []
     for m in messages:
         message = {k: v for k, v in m.items() if v is not None and k != "tool_calls"}
         if m.get("tool_calls"):
-            message["tool_calls"] = [{"type": "function", "function": {"name": c["name"], "arguments": _as_dict(c["arguments"])}}
-                                     for c in m["tool_calls"]]
+            message["tool_calls"] = [
+                {"type": "function", "function": {"name": c["name"], "arguments": _as_dict(c["arguments"])}}
+                for c in m["tool_calls"]
+            ]
         out.append(message)
     return out
 
@@ -165,14 +174,16 @@ def openai_messages(messages: Iterable[dict]) -> list[dict]:
     >>> openai_messages([{"role": "assistant", "content": "", "tool_calls": [{"name": "f", "arguments": '{"x": 1}'}],
     ...                   "name": None}, {"role": "tool", "content": "2", "tool_calls": None, "name": "f"}])
     [{'role': 'assistant', 'content': '', 'tool_calls': [{'id': 'call_0_0', 'type': 'function', 'function': {'name': 'f', 'arguments': '{"x": 1}'}}]}, {'role': 'tool', 'content': '2', 'name': 'f', 'tool_call_id': 'call_0_0'}]
-    """
+    """  # noqa: E501
     out, unanswered = [], []
     for i, m in enumerate(messages):
         message = {k: v for k, v in m.items() if v is not None and k != "tool_calls"}
         if m.get("tool_calls"):
             ids = [f"call_{i}_{k}" for k in range(len(m["tool_calls"]))]
-            message["tool_calls"] = [{"id": cid, "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-                                     for cid, c in zip(ids, m["tool_calls"])]
+            message["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for cid, c in zip(ids, m["tool_calls"])
+            ]
             unanswered = ids
         elif m["role"] == "tool" and unanswered:
             message["tool_call_id"] = unanswered.pop(0)

@@ -130,16 +130,27 @@ def out_of_context(completion: Completion, max_model_len: int | None) -> bool:
     (True, True)
     >>> out_of_context(Completion("a", 0, "x", "length", 500, 64), 1024), out_of_context(Completion("a", 0, "", "error", 1030, 0), None)
     (False, False)
-    """
+    """  # noqa: E501
     if not max_model_len:
         return False
     if completion.finish_reason == "error":
         return completion.prompt_tokens >= max_model_len
-    return completion.finish_reason == "length" and completion.prompt_tokens + completion.completion_tokens >= max_model_len
+    return (
+        completion.finish_reason == "length"
+        and completion.prompt_tokens + completion.completion_tokens >= max_model_len
+    )
 
 
-def rollouts(backend, requests: Iterable[Request], toolbox: ToolBox, *, max_turns: int, workers: int = 8,
-             window: int = 1024, max_model_len: int | None = None) -> Iterator[Trajectory]:
+def rollouts(
+    backend,
+    requests: Iterable[Request],
+    toolbox: ToolBox,
+    *,
+    max_turns: int,
+    workers: int = 8,
+    window: int = 1024,
+    max_model_len: int | None = None,
+) -> Iterator[Trajectory]:
     """Every trajectory of ``requests`` (``n`` per request), yielded as each finishes, in any order.
 
     ``max_model_len``: the context a turn must fit (default: the backend's own, where it has one;

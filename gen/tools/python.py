@@ -37,9 +37,7 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-tail:]}"
 
 
-def make_python(
-    timeout: float = 10.0, memory_mb: int = 1024, max_output_chars: int = 2000
-) -> Callable[[str], str]:
+def make_python(timeout: float = 10.0, memory_mb: int = 1024, max_output_chars: int = 2000) -> Callable[[str], str]:
     """The ``python`` tool with these limits: ``timeout`` wall-clock seconds (and as many CPU
     seconds) per call, ``memory_mb`` of address space, an observation of at most about
     ``max_output_chars`` characters (stdout and stderr each)."""
@@ -64,7 +62,9 @@ def make_python(
             shown += ("\n" if shown else "") + "[stderr]\n" + clip(result.stderr.rstrip("\n"), max_output_chars)
         if result.limit in ("wall", "cpu"):
             what = "wall-clock" if result.limit == "wall" else "CPU"
-            raise TimeoutError(f"the program ran past its {timeout:g} s {what} limit and was stopped\n{shown}".rstrip())
+            raise TimeoutError(
+                f"the program ran past its {timeout:g} s {what} limit and was stopped\n{shown}".rstrip()
+            )
         if result.limit:
             raise ProgramFailed(f"the program hit its {result.limit.replace('_', ' ')} limit\n{shown}".rstrip())
         if result.returncode != 0:

@@ -164,7 +164,9 @@ def import_bm25s():
     import sys
 
     if "bm25s" not in sys.modules:
-        hidden = {name: sys.modules.pop(name) for name in [m for m in sys.modules if m == "numba" or m.startswith("numba.")]}
+        hidden = {
+            name: sys.modules.pop(name) for name in [m for m in sys.modules if m == "numba" or m.startswith("numba.")]
+        }
         sys.modules["numba"] = None  # makes `from numba import njit` raise ImportError inside bm25s
         try:
             import bm25s  # noqa: F401
@@ -242,7 +244,11 @@ def make_search(corpus: str | os.PathLike | Sequence[dict] | None = None, k: int
         raise UserError(f"--corpus: the search tool needs a corpus file; expected {LAYOUT}")
     if not isinstance(k, int) or k < 1:
         raise UserError(f"search: k must be a whole number >= 1, got {k!r}")
-    data = corpus_from_rows(corpus) if isinstance(corpus, Sequence) and not isinstance(corpus, str) else read_corpus(corpus)
+    data = (
+        corpus_from_rows(corpus)
+        if isinstance(corpus, Sequence) and not isinstance(corpus, str)
+        else read_corpus(corpus)
+    )
     index = index_for(data)
 
     def search(query: str) -> str:

@@ -53,9 +53,14 @@ def tool_settings(config, toolbox) -> dict:
     by content, the turn limit, the timeout and the passages per search (all change what rows say)."""
     from reasonkit.store import fingerprint, fingerprint_path
 
-    return {"tools": tool_names(config.tools), "tool_schemas": fingerprint(toolbox.schemas()),
-            "corpus": None if config.corpus is None else fingerprint_path(config.corpus),
-            "max_turns": config.max_turns, "tool_timeout": config.tool_timeout, "search_k": config.search_k}
+    return {
+        "tools": tool_names(config.tools),
+        "tool_schemas": fingerprint(toolbox.schemas()),
+        "corpus": None if config.corpus is None else fingerprint_path(config.corpus),
+        "max_turns": config.max_turns,
+        "tool_timeout": config.tool_timeout,
+        "search_k": config.search_k,
+    }
 
 
 class TrajectoryAssembler(Assembler):

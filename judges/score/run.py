@@ -45,8 +45,9 @@ class ScoreConfig(StageRun):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = setting("float32", "")
     device: str | None = None  # None: cuda when there is one, else cpu
     # score the think block with the response (False: the response alone)
-    include_reasoning: bool = setting(True, "Score the response after </think> only, not the reasoning.",
-                                      flag="--response-only", flag_value=False)
+    include_reasoning: bool = setting(
+        True, "Score the response after </think> only, not the reasoning.", flag="--response-only", flag_value=False
+    )
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "shard_size"):
@@ -77,8 +78,10 @@ def read_input(cfg: ScoreConfig):
     if not need and "completion" not in names and "response" not in names:
         need = ["completion"]
     if need:
-        raise UserError(f"{cfg.input}: missing column {need[0]!r}; `distill score` reads a traces or verdicts table "
-                        f"(id, sample, messages, completion or reasoning + response); found columns {names}")
+        raise UserError(
+            f"{cfg.input}: missing column {need[0]!r}; `distill score` reads a traces or verdicts table "
+            f"(id, sample, messages, completion or reasoning + response); found columns {names}"
+        )
     return table.drop_columns([c for c in SCORE_COLUMNS if c in names]), manifest
 
 
@@ -93,12 +96,23 @@ def run_score(cfg: ScoreConfig, *, scorer=None) -> dict:
 
     spec = inspect_model(cfg.model)  # a bad model path fails before anything is read or written
     table, _ = read_input(cfg)
-    writer = StageWriter(cfg.out, stage="score", kind="scores", config=cfg.fingerprinted(), keys=("id", "sample"),
-                         input_fingerprint=fingerprint_path(cfg.input), input_path=cfg.input, overwrite=cfg.overwrite)
+    writer = StageWriter(
+        cfg.out,
+        stage="score",
+        kind="scores",
+        config=cfg.fingerprinted(),
+        keys=("id", "sample"),
+        input_fingerprint=fingerprint_path(cfg.input),
+        input_path=cfg.input,
+        overwrite=cfg.overwrite,
+    )
     done = writer.done_keys()
     keys = list(zip(table.column("id").to_pylist(), table.column("sample").to_pylist()))
-    todo = [rows for rows in stage.chunks(list(range(table.num_rows)), cfg.shard_size)
-            if any(keys[i] not in done for i in rows)]
+    todo = [
+        rows
+        for rows in stage.chunks(list(range(table.num_rows)), cfg.shard_size)
+        if any(keys[i] not in done for i in rows)
+    ]
     scored = 0
     if todo:
         scorer = scorer or Scorer(spec, dtype=cfg.dtype, device=cfg.device, max_length=cfg.max_length)
@@ -109,10 +123,13 @@ def run_score(cfg: ScoreConfig, *, scorer=None) -> dict:
         for rows in todo:
             rows = [i for i in rows if keys[i] not in done]
             part = table.take(pa.array(rows, pa.int64()))
-            records = part.select([c for c in ("messages", "completion", "reasoning", "response") if c in part.column_names])
+            records = part.select(
+                [c for c in ("messages", "completion", "reasoning", "response") if c in part.column_names]
+            )
             records = records.to_pylist()
-            results = scorer.score([r["messages"] for r in records], [turn_of(r, cfg.include_reasoning) for r in records],
-                                   cfg.batch_size)
+            results = scorer.score(
+                [r["messages"] for r in records], [turn_of(r, cfg.include_reasoning) for r in records], cfg.batch_size
+            )
             part = part.append_column("reward", pa.array([r for r, _ in results], pa.float32()))
             if spec.kind == "prm":
                 part = part.append_column("step_rewards", pa.array([s for _, s in results], pa.list_(pa.float32())))
@@ -126,10 +143,16 @@ def run_score(cfg: ScoreConfig, *, scorer=None) -> dict:
         if ticker is not None:
             ticker.close()
     seconds = time.perf_counter() - started
-    report = {"stage": "score", "model": cfg.model, "kind": spec.kind, "rows_in": table.num_rows,
-              "rows": writer.manifest["rows"], "scored_this_run": scored,
-              "rows_per_second": round(scored / seconds, 2) if scored and seconds > 0 else None,
-              **_summary(writer)}
+    report = {
+        "stage": "score",
+        "model": cfg.model,
+        "kind": spec.kind,
+        "rows_in": table.num_rows,
+        "rows": writer.manifest["rows"],
+        "scored_this_run": scored,
+        "rows_per_second": round(scored / seconds, 2) if scored and seconds > 0 else None,
+        **_summary(writer),
+    }
     stage.write_report(cfg.out, report)
     writer.finish(report=report)
     return report
@@ -143,11 +166,17 @@ def _summary(writer) -> dict:
 
     values = []
     for s in writer.manifest["shards"]:
-        values += [v for v in read_shard(writer.dir / s["file"], columns=["reward"]).column("reward").to_pylist() if v is not None]
+        values += [
+            v
+            for v in read_shard(writer.dir / s["file"], columns=["reward"]).column("reward").to_pylist()
+            if v is not None
+        ]
     if not values:
         return {"reward": None, "unscored": writer.manifest["rows"]}
     import pyarrow as pa
 
     arr = pa.array(values, pa.float64())
-    return {"reward": {"mean": round(pc.mean(arr).as_py(), 6), "min": min(values), "max": max(values)},
-            "unscored": writer.manifest["rows"] - len(values)}
+    return {
+        "reward": {"mean": round(pc.mean(arr).as_py(), 6), "min": min(values), "max": max(values)},
+        "unscored": writer.manifest["rows"] - len(values),
+    }

@@ -15,9 +15,10 @@ adapter's ``adapter_config.json``, before torch loads):
   (the model's own pooling, as in training).
 - **prm**: ``AutoModelForTokenClassification`` with ``num_labels=2`` and ``reasonkit_prm.json``
   (``{"step_separator": "\\n"}``), a process reward model as ``distill train --method prm`` (TRL's former
-  ``PRMTrainer``) trained one: the prompt's tokens, then each step's tokens followed by the separator's, the
-  label on the last token of each step; the steps cut as ``distill label-steps`` cuts them. ``step_rewards`` are P(good) (label 1) there; ``reward`` is their minimum (Math-Shepherd's
-  aggregate; ``distill filter --step-aggregate prod`` takes Lightman et al.'s product instead).
+  ``PRMTrainer``) trained one: the prompt's tokens, then each step's tokens followed by the separator's, the label on
+  the last token of each step; the steps cut as ``distill label-steps`` cuts them. ``step_rewards`` are P(good) (label
+  1) there; ``reward`` is their minimum (Math-Shepherd's aggregate; ``distill filter --step-aggregate prod`` takes
+  Lightman et al.'s product instead).
 
 Scoring is batched: identical inputs run once, rows sorted by length (so a batch pads little), padded on the
 right (a causal model's real tokens never attend to right padding, so a row scores the same alone or in a
@@ -36,8 +37,10 @@ from reasonkit.errors import UserError
 PRM_FILE = "reasonkit_prm.json"
 #: Where `distill train --method rm/prm` saves the model in its output directory, in the order one is taken.
 TRAINED = ("merged", "model", "adapter")
-_EXPECTED = ("expected a reward model: AutoModelForSequenceClassification with num_labels=1 (distill train --method rm), "
-             f"a PRM (AutoModelForTokenClassification, num_labels=2, with {PRM_FILE}), or a LoRA adapter of either")
+_EXPECTED = (
+    "expected a reward model: AutoModelForSequenceClassification with num_labels=1 (distill train --method rm), "
+    f"a PRM (AutoModelForTokenClassification, num_labels=2, with {PRM_FILE}), or a LoRA adapter of either"
+)
 
 
 @dataclass(frozen=True)
@@ -86,27 +89,33 @@ def inspect_model(path: str) -> ModelSpec:
     Traceback (most recent call last):
     ...
     reasonkit.errors.UserError: /nonexistent/rm: no such model directory; expected a reward model: AutoModelForSequenceClassification with num_labels=1 (distill train --method rm), a PRM (AutoModelForTokenClassification, num_labels=2, with reasonkit_prm.json), or a LoRA adapter of either
-    """
+    """  # noqa: E501
     p = Path(path)
     if not p.is_dir():
         raise UserError(f"{path}: no such model directory; {_EXPECTED}")
     if not (p / "config.json").is_file() and not (p / "adapter_config.json").is_file():
         # a `distill train --method rm/prm` output directory: the model it saved (merged, full, or the adapter)
-        saved = next((p / d for d in TRAINED if (p / d / "config.json").is_file() or (p / d / "adapter_config.json").is_file()),
-                     None)
+        saved = next(
+            (p / d for d in TRAINED if (p / d / "config.json").is_file() or (p / d / "adapter_config.json").is_file()),
+            None,
+        )
         p = saved or p
     if (p / "adapter_config.json").is_file():
         adapter = _read_json(p / "adapter_config.json")
         task, base = adapter.get("task_type"), adapter.get("base_model_name_or_path")
         kind = {"SEQ_CLS": "rm", "TOKEN_CLS": "prm"}.get(task)
         if kind is None:
-            raise UserError(f"{p / 'adapter_config.json'}: a LoRA adapter of task_type {task!r}, not SEQ_CLS or TOKEN_CLS; "
-                            f"{_EXPECTED}")
+            raise UserError(
+                f"{p / 'adapter_config.json'}: a LoRA adapter of task_type {task!r}, not SEQ_CLS or TOKEN_CLS; "
+                f"{_EXPECTED}"
+            )
         from reasonkit.identity import looks_like_hub_id
 
         if not base or not (Path(base).is_dir() or looks_like_hub_id(base)):
-            raise UserError(f"{p / 'adapter_config.json'}: base_model_name_or_path {base!r} is neither a model directory "
-                            "here nor a Hub id")
+            raise UserError(
+                f"{p / 'adapter_config.json'}: base_model_name_or_path {base!r} is neither a model directory "
+                "here nor a Hub id"
+            )
         return ModelSpec(kind, str(base), str(p), _separator(p, Path(base)) if kind == "prm" else None)
     if not (p / "config.json").is_file():
         raise UserError(f"{path}: no config.json or adapter_config.json; {_EXPECTED}")
@@ -149,7 +158,9 @@ class Scorer:
     ``prompt`` is a list of chat messages (TRL's conversational format) or, for a string-prompt dataset, a string.
     """
 
-    def __init__(self, spec: ModelSpec, *, dtype: str = "float32", device: str | None = None, max_length: int | None = None):
+    def __init__(
+        self, spec: ModelSpec, *, dtype: str = "float32", device: str | None = None, max_length: int | None = None
+    ):
         import torch
         from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
@@ -159,7 +170,9 @@ class Scorer:
         torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
         with whole_weights():
             model = cls.from_pretrained(spec.base, dtype=torch_dtype, num_labels=1 if spec.kind == "rm" else 2)
-        tokenizer_dir = spec.adapter if spec.adapter and (Path(spec.adapter) / "tokenizer_config.json").is_file() else spec.base
+        tokenizer_dir = (
+            spec.adapter if spec.adapter and (Path(spec.adapter) / "tokenizer_config.json").is_file() else spec.base
+        )
         self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
         if spec.adapter:
             from peft import PeftModel
@@ -168,8 +181,9 @@ class Scorer:
                 model = PeftModel.from_pretrained(model, spec.adapter)
         text_config = model.config.get_text_config()
         if text_config.pad_token_id is None:  # as RewardTrainer does: the pooling needs to know padding
-            text_config.pad_token_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None \
-                else self.tokenizer.eos_token_id
+            text_config.pad_token_id = (
+                self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+            )
         self.pad_id = text_config.pad_token_id
         self.model = model.to(self.device).eval()
 
@@ -183,13 +197,15 @@ class Scorer:
             ids = tok(text=prompt + text)["input_ids"]
         else:
             messages = [{"role": m["role"], "content": m["content"]} for m in prompt]
-            ids = tok.apply_chat_template(messages + [{"role": "assistant", "content": turn}], tokenize=True,
-                                          return_dict=True)["input_ids"]
+            ids = tok.apply_chat_template(
+                messages + [{"role": "assistant", "content": turn}], tokenize=True, return_dict=True
+            )["input_ids"]
         return Encoded(tuple(ids[: self.max_length] if self.max_length else ids))
 
     def _encode_steps(self, prompt, turn: str) -> Encoded:
-        """The PRM's input as ``distill train --method prm`` trained it (distill/reward/prm.py's encode_steps) on the steps
-        ``distill label-steps`` cuts (judges/steps/text.py): the prompt string is the rendered generation prompt plus
+        """The PRM's input as ``distill train --method prm`` trained it (distill/reward/prm.py's encode_steps) on the
+        steps ``distill label-steps`` cuts (judges/steps/text.py): the prompt string is the rendered generation prompt
+        plus
         the ``<think>\n`` that opened the reasoning, the steps the rest of the turn cut at the separator."""
         from reasonkit.distill.reward.prm import encode_steps
         from reasonkit.gen.think import opens_think, split
@@ -197,8 +213,11 @@ class Scorer:
 
         tok, sep = self.tokenizer, self.spec.step_separator
         if not isinstance(prompt, str):
-            prompt = tok.apply_chat_template([{"role": m["role"], "content": m["content"]} for m in prompt],
-                                             tokenize=False, add_generation_prompt=True)
+            prompt = tok.apply_chat_template(
+                [{"role": m["role"], "content": m["content"]} for m in prompt],
+                tokenize=False,
+                add_generation_prompt=True,
+            )
         reasoning, response = split(turn)
         body, in_think = solution_body({"reasoning": reasoning, "response": response})
         ids, ends = encode_steps(tok, prompt + opening(in_think, opens_think(prompt)), split_steps(body, sep), sep)
@@ -207,9 +226,10 @@ class Scorer:
         return Encoded(tuple(ids), tuple(ends))
 
     # -- forward ---------------------------------------------------------------------------------
-    def score(self, prompts: Sequence, turns: Sequence[str | None], batch_size: int = 16
-              ) -> list[tuple[float | None, list[float] | None]]:
-        """``(reward, step_rewards)`` per row (``(None, None)`` for a row with no text); ``step_rewards`` only for a PRM."""
+    def score(
+        self, prompts: Sequence, turns: Sequence[str | None], batch_size: int = 16
+    ) -> list[tuple[float | None, list[float] | None]]:
+        """``(reward, step_rewards)`` per row (``(None, None)`` for a row with no text); ``step_rewards`` only for a PRM."""  # noqa: E501
         out: list[tuple[float | None, list[float] | None]] = [(None, None)] * len(turns)
         # identical inputs run once: a policy's samples of one prompt are often the same text (GRPO groups, best-of-N)
         same: dict[Encoded, list[int]] = {}
@@ -236,8 +256,11 @@ class Scorer:
             mask[row, : len(e.ids)] = 1
         with torch.inference_mode():
             # no KV cache: one forward, nothing generated after it
-            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                use_cache=False).logits.float().cpu()
+            logits = (
+                self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device), use_cache=False)
+                .logits.float()
+                .cpu()
+            )
         if self.spec.kind == "rm":
             return [(float(v), None) for v in logits[:, 0].tolist()]
         good = torch.softmax(logits, dim=-1)[..., 1]

@@ -43,20 +43,27 @@ class LabelStepsConfig(SamplingSettings, BackendSettings, StageRun):
     separator: str = setting("\n", "Between steps ('\\n\\n': a blank line). [default: a newline]", show_default=False)
     verifier: str = setting("math", "", choices=VERIFIERS)  # filters/math/verify.py's Verifier, as the filter checks
     # also label a filter's rejected/ rows dropped as `wrong` (the negatives)
-    include_wrong: bool = setting(True, "Label only a filter's kept rows, not its rejected/ rows dropped as wrong.",
-                                  flag="--kept-only", flag_value=False)
+    include_wrong: bool = setting(
+        True,
+        "Label only a filter's kept rows, not its rejected/ rows dropped as wrong.",
+        flag="--kept-only",
+        flag_value=False,
+    )
     # Only solutions whose final answer is wrong: the ones with a first wrong step, so a Step-DPO pair
     # (a policy that is mostly right spends most rollouts confirming correct solutions otherwise).
-    wrong_only: bool = setting(False, "Label only solutions whose final answer is wrong (the ones a Step-DPO pair "
-                                      "can come from).")
+    wrong_only: bool = setting(
+        False, "Label only solutions whose final answer is wrong (the ones a Step-DPO pair can come from)."
+    )
     # at most this many solutions (the first ones, in input order, after wrong_only)
     limit: int | None = setting(None, "Label at most this many solutions.")
     shard_size: int = setting(64, "Solutions per committed shard.")
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
-            raise UserError(f"--backend {self.backend!r}: expected one of {', '.join(BACKENDS)} (a server applies its "
-                            "own template and cannot continue a partial assistant turn)")
+            raise UserError(
+                f"--backend {self.backend!r}: expected one of {', '.join(BACKENDS)} (a server applies its "
+                "own template and cannot continue a partial assistant turn)"
+            )
         if self.n < 1:
             raise UserError(f"--n {self.n}: expected at least 1 rollout per step")
         if self.verifier not in VERIFIERS:
@@ -86,11 +93,26 @@ def fingerprinted(cfg: LabelStepsConfig) -> dict:
     The policy is named by its content (identity.py), so retrained weights at one path are another run."""
     from reasonkit.identity import model_identity
 
-    skip = {"input", "out", "overwrite", "allow_incomplete", "limit", "wrong_only", "shard_size", "batch_size",
-            "engine_args",  # which solutions, not what a row says: a run may be extended to more
-            # how fast or where the policy runs (the backend group's), not what it writes
-            "base_url", "api_key_env", "concurrency", "request_timeout", "max_retries", "tensor_parallel",
-            "data_parallel", "gpu_memory_utilization"}
+    skip = {
+        "input",
+        "out",
+        "overwrite",
+        "allow_incomplete",
+        "limit",
+        "wrong_only",
+        "shard_size",
+        "batch_size",
+        "engine_args",  # which solutions, not what a row says: a run may be extended to more
+        # how fast or where the policy runs (the backend group's), not what it writes
+        "base_url",
+        "api_key_env",
+        "concurrency",
+        "request_timeout",
+        "max_retries",
+        "tensor_parallel",
+        "data_parallel",
+        "gpu_memory_utilization",
+    }
     settings = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in skip}
     if output_engine_args(cfg.engine_args):
         settings["engine_args"] = output_engine_args(cfg.engine_args)

@@ -32,21 +32,54 @@ import pyarrow as pa
 
 from reasonkit.errors import UserError
 from reasonkit.judges import stage
-from reasonkit.judges.steps.text import first_error, first_step, opening, prefix, solution_body, split_steps, step_dpo_pair
 from reasonkit.judges.steps.config import LabelStepsConfig, fingerprinted
+from reasonkit.judges.steps.text import (
+    first_error,
+    first_step,
+    opening,
+    prefix,
+    solution_body,
+    split_steps,
+    step_dpo_pair,
+)
 from reasonkit.schema import MESSAGES, schema
 from reasonkit.store import StageWriter
 
-STEPS = pa.schema(list(schema("steps")) + [
-    pa.field("sample", pa.int32()), pa.field("answer", pa.string()), pa.field("source", pa.string()),
-    pa.field("correct", pa.bool_()), pa.field("first_error", pa.int32()),
-    pa.field("next_steps", pa.list_(pa.list_(pa.string()))), pa.field("rollouts", pa.int32()),
-    pa.field("rollout_tokens", pa.int64()), pa.field("messages", MESSAGES)])
-STEP_DPO = pa.schema(list(schema("prefs_text")) + [
-    pa.field("sample", pa.int32()), pa.field("step", pa.int32()), pa.field("answer", pa.string()),
-    pa.field("source", pa.string())])
-_READ = ("id", "sample", "messages", "reasoning", "response", "completion", "finish_reason", "answer", "source",
-         "drop_reason")
+STEPS = pa.schema(
+    list(schema("steps"))
+    + [
+        pa.field("sample", pa.int32()),
+        pa.field("answer", pa.string()),
+        pa.field("source", pa.string()),
+        pa.field("correct", pa.bool_()),
+        pa.field("first_error", pa.int32()),
+        pa.field("next_steps", pa.list_(pa.list_(pa.string()))),
+        pa.field("rollouts", pa.int32()),
+        pa.field("rollout_tokens", pa.int64()),
+        pa.field("messages", MESSAGES),
+    ]
+)
+STEP_DPO = pa.schema(
+    list(schema("prefs_text"))
+    + [
+        pa.field("sample", pa.int32()),
+        pa.field("step", pa.int32()),
+        pa.field("answer", pa.string()),
+        pa.field("source", pa.string()),
+    ]
+)
+_READ = (
+    "id",
+    "sample",
+    "messages",
+    "reasoning",
+    "response",
+    "completion",
+    "finish_reason",
+    "answer",
+    "source",
+    "drop_reason",
+)
 
 
 @dataclass
@@ -80,7 +113,9 @@ def read_solutions(cfg: LabelStepsConfig) -> tuple[list[Solution], Counter]:
         for col in ("id", "messages", "answer"):
             if col not in names:
                 why = " (the gold answer every rollout is checked against)" if col == "answer" else ""
-                raise UserError(f"{where}: missing column {col!r}{why}; expected a traces or verdicts stage, found {names}")
+                raise UserError(
+                    f"{where}: missing column {col!r}{why}; expected a traces or verdicts stage, found {names}"
+                )
         if "response" not in names and "completion" not in names:
             raise UserError(f"{where}: missing column 'response' (or 'completion'); found {names}")
         for i, row in enumerate(table.select([c for c in _READ if c in names]).to_pylist()):
@@ -95,13 +130,25 @@ def read_solutions(cfg: LabelStepsConfig) -> tuple[list[Solution], Counter]:
                 continue
             gold = row.get("answer")
             if gold is None or not str(gold).strip():
-                raise UserError(f"{at}: no gold answer in column 'answer'; label-steps checks every rollout against it")
+                raise UserError(
+                    f"{at}: no gold answer in column 'answer'; label-steps checks every rollout against it"
+                )
             body, in_think = solution_body(row)
             steps = split_steps(body, cfg.separator)
             if not steps:
                 raise UserError(f"{at}: empty solution, no step to label (separator {cfg.separator!r})")
-            solutions.append(Solution(row["id"], sample, [{"role": m["role"], "content": m["content"]} for m in row["messages"]],
-                                      steps, in_think, str(gold), row.get("source"), row.get("response") or ""))
+            solutions.append(
+                Solution(
+                    row["id"],
+                    sample,
+                    [{"role": m["role"], "content": m["content"]} for m in row["messages"]],
+                    steps,
+                    in_think,
+                    str(gold),
+                    row.get("source"),
+                    row.get("response") or "",
+                )
+            )
     if cfg.wrong_only:
         verdicts = own_verdicts(solutions, cfg.verifier)
         skipped["correct"] += sum(verdicts)
@@ -126,7 +173,8 @@ def make_backend(cfg: LabelStepsConfig):
     from reasonkit.gen.preflight import model_length
     from reasonkit.gen.render import load_chat_template
     from reasonkit.gen.settings import BackendSettings, SamplingSettings, values_of
-    from reasonkit.gen.stage import GenerateConfig, make_backend as gen_backend, preflight
+    from reasonkit.gen.stage import GenerateConfig, preflight
+    from reasonkit.gen.stage import make_backend as gen_backend
 
     try:
         length = cfg.max_model_len or model_length(cfg.policy)[0]
@@ -134,8 +182,15 @@ def make_backend(cfg: LabelStepsConfig):
         # (the backends shorten a request's max_tokens to what fits after its prompt).
         max_tokens = cfg.max_tokens or (length - 1 if length else 32768)
         # the sampling and backend groups whole (gen/settings.py): the policy runs as generate would run it
-        config = GenerateConfig(prompts="", teacher=cfg.policy, out="", n=cfg.rollouts, shard_size=cfg.shard_size,
-                                **values_of(cfg, SamplingSettings, max_tokens=max_tokens), **values_of(cfg, BackendSettings))
+        config = GenerateConfig(
+            prompts="",
+            teacher=cfg.policy,
+            out="",
+            n=cfg.rollouts,
+            shard_size=cfg.shard_size,
+            **values_of(cfg, SamplingSettings, max_tokens=max_tokens),
+            **values_of(cfg, BackendSettings),
+        )
         preflight(config)
         return gen_backend(config, chat_template=load_chat_template(cfg.chat_template))
     except UserError as e:  # the generate stage names its model --teacher; here it is --policy
@@ -156,9 +211,17 @@ def label_chunk(solutions: list[Solution], cfg: LabelStepsConfig, backend, verif
         heads[s.id, s.sample] = (rendered, opening(s.in_think, opens_think(rendered)), opens_think(rendered))
         for j in range(len(s.steps)):  # prefix L (the whole solution) is labelled by its own answer
             key = f"{s.id}\x1f{s.sample}\x1f{j}"
-            requests.append(Request(
-                id=key, messages=s.messages, n=cfg.rollouts, prefill=heads[s.id, s.sample][1] + prefix(s.steps, j, sep),
-                sampling=replace(cfg.request_sampling(derive_seed(cfg.seed, key)), max_tokens=cfg.max_tokens or 1 << 30)))
+            requests.append(
+                Request(
+                    id=key,
+                    messages=s.messages,
+                    n=cfg.rollouts,
+                    prefill=heads[s.id, s.sample][1] + prefix(s.steps, j, sep),
+                    sampling=replace(
+                        cfg.request_sampling(derive_seed(cfg.seed, key)), max_tokens=cfg.max_tokens or 1 << 30
+                    ),
+                )
+            )
     by_key = {r.id: r for r in requests}
     outs: dict[str, list] = defaultdict(list)
     for c in backend.generate(requests):
@@ -196,10 +259,24 @@ def label_chunk(solutions: list[Solution], cfg: LabelStepsConfig, backend, verif
         labels.append(correct)
         soft.append(1.0 if correct else 0.0)
         rendered, head, _ = heads[s.id, s.sample]
-        rows.append({"id": s.id, "prompt": rendered + head, "completions": s.steps, "labels": labels, "soft": soft,
-                     "sample": s.sample, "answer": s.answer, "source": s.source, "correct": correct,
-                     "first_error": first_error(labels), "next_steps": nexts, "rollouts": cfg.rollouts,
-                     "rollout_tokens": tokens, "messages": s.messages})
+        rows.append(
+            {
+                "id": s.id,
+                "prompt": rendered + head,
+                "completions": s.steps,
+                "labels": labels,
+                "soft": soft,
+                "sample": s.sample,
+                "answer": s.answer,
+                "source": s.source,
+                "correct": correct,
+                "first_error": first_error(labels),
+                "next_steps": nexts,
+                "rollouts": cfg.rollouts,
+                "rollout_tokens": tokens,
+                "messages": s.messages,
+            }
+        )
     return rows
 
 
@@ -209,8 +286,11 @@ def derive_pairs(separator: str, written: StageWriter):
     double in DPO's loss."""
     from reasonkit.store import iter_stage
 
-    seen = {(r["prompt"], r["chosen"], r["rejected"]) for t in iter_stage(written.dir, allow_incomplete=True)
-            for r in t.select(["prompt", "chosen", "rejected"]).to_pylist()}
+    seen = {
+        (r["prompt"], r["chosen"], r["rejected"])
+        for t in iter_stage(written.dir, allow_incomplete=True)
+        for r in t.select(["prompt", "chosen", "rejected"]).to_pylist()
+    }
 
     def derive(rows: list[dict]) -> list[dict]:
         pairs = []
@@ -219,6 +299,7 @@ def derive_pairs(separator: str, written: StageWriter):
                 seen.add(key)
                 pairs.append(pair)
         return pairs
+
     return derive
 
 
@@ -230,10 +311,25 @@ def run_label_steps(cfg: LabelStepsConfig, *, backend=None) -> dict:
     solutions, skipped = read_solutions(cfg)  # bad input fails before any model loads
     settings = fingerprinted(cfg)
     source_fp = fingerprint_path(cfg.input)
-    steps = StageWriter(cfg.out, stage="label-steps", kind="steps", config=settings, keys=("id", "sample"),
-                        input_fingerprint=source_fp, input_path=cfg.input, overwrite=cfg.overwrite)
-    pairs = StageWriter(Path(cfg.out) / "step_dpo", stage="label-steps", kind="prefs_text", config=settings,
-                        keys=("id", "sample"), input_fingerprint=source_fp, overwrite=cfg.overwrite)
+    steps = StageWriter(
+        cfg.out,
+        stage="label-steps",
+        kind="steps",
+        config=settings,
+        keys=("id", "sample"),
+        input_fingerprint=source_fp,
+        input_path=cfg.input,
+        overwrite=cfg.overwrite,
+    )
+    pairs = StageWriter(
+        Path(cfg.out) / "step_dpo",
+        stage="label-steps",
+        kind="prefs_text",
+        config=settings,
+        keys=("id", "sample"),
+        input_fingerprint=source_fp,
+        overwrite=cfg.overwrite,
+    )
     outputs = [stage.Output(pairs, derive_pairs(cfg.separator, pairs), STEP_DPO)]
     stage.reconcile(steps, outputs)
     done = steps.done_keys()
@@ -258,8 +354,12 @@ def run_label_steps(cfg: LabelStepsConfig, *, backend=None) -> dict:
     stage.write_report(cfg.out, report)
     pairs.finish()
     steps.finish(report=report)
-    print(f"label-steps: {report['solutions']} solutions, {report['steps']} steps ({report['good_steps']} good), "
-          f"{report['pairs']} Step-DPO pairs", file=sys.stderr, flush=True)
+    print(
+        f"label-steps: {report['solutions']} solutions, {report['steps']} steps ({report['good_steps']} good), "
+        f"{report['pairs']} Step-DPO pairs",
+        file=sys.stderr,
+        flush=True,
+    )
     return report
 
 
@@ -270,7 +370,9 @@ def summarize(cfg, steps, pairs, read: int, skipped: Counter, labelled: int, sec
     no_pair: Counter = Counter()
     solutions = 0
     for t in iter_stage(steps.dir, allow_incomplete=True):
-        for r in t.select(["id", "prompt", "completions", "labels", "correct", "next_steps", "rollout_tokens"]).to_pylist():
+        for r in t.select(
+            ["id", "prompt", "completions", "labels", "correct", "next_steps", "rollout_tokens"]
+        ).to_pylist():
             solutions += 1
             n_steps += len(r["labels"])
             good += sum(r["labels"])
@@ -280,9 +382,24 @@ def summarize(cfg, steps, pairs, read: int, skipped: Counter, labelled: int, sec
             no_pair[step_dpo_pair(r, cfg.separator)[1] or "duplicate_pair"] += 1
     no_pair["duplicate_pair"] -= pairs.manifest["rows"]  # the rows with a pair less the pairs kept
     no_pair = +no_pair  # drops the zero counts
-    return {"stage": "label-steps", "policy": cfg.policy, "input": cfg.input, "solutions_read": read,
-            "rows_skipped": dict(skipped), "solutions": solutions, "solutions_correct": correct,
-            "solutions_with_a_wrong_step": wrong_solutions, "steps": n_steps, "good_steps": good,
-            "rollouts_per_step": cfg.rollouts, "rollout_tokens": tokens, "pairs": pairs.manifest["rows"],
-            "no_pair": dict(no_pair), "this_run": {"solutions": labelled, "seconds": round(seconds, 2),
-                                                   "seconds_per_solution": round(seconds / labelled, 3) if labelled else None}}
+    return {
+        "stage": "label-steps",
+        "policy": cfg.policy,
+        "input": cfg.input,
+        "solutions_read": read,
+        "rows_skipped": dict(skipped),
+        "solutions": solutions,
+        "solutions_correct": correct,
+        "solutions_with_a_wrong_step": wrong_solutions,
+        "steps": n_steps,
+        "good_steps": good,
+        "rollouts_per_step": cfg.rollouts,
+        "rollout_tokens": tokens,
+        "pairs": pairs.manifest["rows"],
+        "no_pair": dict(no_pair),
+        "this_run": {
+            "solutions": labelled,
+            "seconds": round(seconds, 2),
+            "seconds_per_solution": round(seconds / labelled, 3) if labelled else None,
+        },
+    }

@@ -127,7 +127,13 @@ def step_dpo_pair(row: dict, separator: str = SEPARATOR) -> tuple[dict | None, s
     if not candidates:
         return None, "no_correct_rollout" if k == 0 else "no_other_correct_step"
     return {
-        "id": row["id"], "sample": row.get("sample"), "prompt": row["prompt"] + prefix(steps, k, separator),
-        "chosen": candidates[0] + separator, "rejected": steps[k] + separator, "strategy": "step-dpo", "step": k,
-        "answer": row.get("answer"), "source": row.get("source"),
+        "id": row["id"],
+        "sample": row.get("sample"),
+        "prompt": row["prompt"] + prefix(steps, k, separator),
+        "chosen": candidates[0] + separator,
+        "rejected": steps[k] + separator,
+        "strategy": "step-dpo",
+        "step": k,
+        "answer": row.get("answer"),
+        "source": row.get("source"),
     }, None

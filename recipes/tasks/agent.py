@@ -195,15 +195,17 @@ def questions(world: World, split: str = "train") -> list[dict]:
         if is_held_out(title) != (split == "test"):
             continue
         for prize, year in won[author]:
-            rows.append({
-                "id": "agent-" + f"{title} {prize.split()[0]}".lower().replace(" ", "-"),
-                "question": QUESTION.format(book=title, prize=prize),
-                "answer": str(year),
-                "book": title,
-                "author": author,
-                "prize": prize,
-                "source": SOURCE,
-            })
+            rows.append(
+                {
+                    "id": "agent-" + f"{title} {prize.split()[0]}".lower().replace(" ", "-"),
+                    "question": QUESTION.format(book=title, prize=prize),
+                    "answer": str(year),
+                    "book": title,
+                    "author": author,
+                    "prize": prize,
+                    "source": SOURCE,
+                }
+            )
     return rows
 
 
@@ -212,8 +214,9 @@ def user_content(question: str) -> str:
     return f"{question}\n\n{INSTRUCTION}"
 
 
-def write_prompts(path: str | os.PathLike, n: int | None = None, seed: int = 0, *, split: str = "train",
-                  world: World | None = None) -> str:
+def write_prompts(
+    path: str | os.PathLike, n: int | None = None, seed: int = 0, *, split: str = "train", world: World | None = None
+) -> str:
     """Write ``n`` questions of ``split`` (all when None; a seeded sample otherwise) as a Parquet prompts table.
 
     >>> import tempfile, os, pyarrow.parquet as pq
@@ -231,15 +234,17 @@ def write_prompts(path: str | os.PathLike, n: int | None = None, seed: int = 0, 
         if not 0 <= n <= len(rows):
             raise UserError(f"n={n}: the {split} split has {len(rows)} questions")
         rows = random.Random(f"{seed}/{split}").sample(rows, n)
-    table = pa.table({
-        "id": [r["id"] for r in rows],
-        "messages": [[{"role": "user", "content": user_content(r["question"])}] for r in rows],
-        "answer": [r["answer"] for r in rows],
-        "source": [r["source"] for r in rows],
-        "book": [r["book"] for r in rows],
-        "author": [r["author"] for r in rows],
-        "prize": [r["prize"] for r in rows],
-    })
+    table = pa.table(
+        {
+            "id": [r["id"] for r in rows],
+            "messages": [[{"role": "user", "content": user_content(r["question"])}] for r in rows],
+            "answer": [r["answer"] for r in rows],
+            "source": [r["source"] for r in rows],
+            "book": [r["book"] for r in rows],
+            "author": [r["author"] for r in rows],
+            "prize": [r["prize"] for r in rows],
+        }
+    )
     table = validate(table, "prompts", str(path))
     pq.write_table(table, path)
     return str(path)

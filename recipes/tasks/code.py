@@ -20,7 +20,7 @@ read a and b, multiply, keep the last three digits
 a, b = map(int, input().split())
 print(a * b % 1000)
 ```
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -31,20 +31,31 @@ import re
 from reasonkit.recipes.tasks import math as task
 
 #: What each variant's program prints, in words (the prompt) and as code (the reference program).
-ASKS = {"mul": ("their product a * b", "a * b"),
-        "aime": ("the remainder when a * b is divided by 1000", "a * b % 1000")}
+ASKS = {
+    "mul": ("their product a * b", "a * b"),
+    "aime": ("the remainder when a * b is divided by 1000", "a * b % 1000"),
+}
 TESTS_PER_PROBLEM = 5
 _EXAMPLE = re.compile(r"Example: input (\d+) (\d+), output (\d+)\.")
 
 
 def _problem(a: int, b: int, variant: str, others: list[tuple[int, int]]) -> dict:
     words = ASKS[variant][0]
-    text = (f"Write a Python program that reads two integers a and b from standard input and prints {words}. "
-            f"Example: input {a} {b}, output {task.answer(a, b, variant)}.")
+    text = (
+        f"Write a Python program that reads two integers a and b from standard input and prints {words}. "
+        f"Example: input {a} {b}, output {task.answer(a, b, variant)}."
+    )
     cases = [(a, b)] + others
-    tests = {"inputs": [f"{x} {y}\n" for x, y in cases], "outputs": [f"{task.answer(x, y, variant)}\n" for x, y in cases]}
-    return {"id": f"code-{variant}-{a}x{b}", "problem": text, "tests": json.dumps(tests),
-            "source": f"reasonkit/code-{variant}"}
+    tests = {
+        "inputs": [f"{x} {y}\n" for x, y in cases],
+        "outputs": [f"{task.answer(x, y, variant)}\n" for x, y in cases],
+    }
+    return {
+        "id": f"code-{variant}-{a}x{b}",
+        "problem": text,
+        "tests": json.dumps(tests),
+        "source": f"reasonkit/code-{variant}",
+    }
 
 
 def make_problems(n: int, seed: int = 0, variant: str = "mul", *, split: str = "train") -> list[dict]:
@@ -66,8 +77,10 @@ def solution(problem: dict | str) -> str:
     variant = "aime" if "divided by 1000" in text else "mul"
     work = f"{a} * {b} = {a * b}" + (f", {a * b} mod 1000 = {a * b % 1000}" if variant == "aime" else "")
     plan = "read a and b, multiply" + (", keep the last three digits" if variant == "aime" else "")
-    return (f"<think>\n{plan}\n{work}\n</think>\n"
-            f"```python\na, b = map(int, input().split())\nprint({ASKS[variant][1]})\n```")
+    return (
+        f"<think>\n{plan}\n{work}\n</think>\n"
+        f"```python\na, b = map(int, input().split())\nprint({ASKS[variant][1]})\n```"
+    )
 
 
 def write_prompts(path, n: int, seed: int = 0, variant: str = "mul", *, split: str = "train") -> None:

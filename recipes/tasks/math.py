@@ -182,7 +182,8 @@ def solution(problem: dict | str) -> str:
         f"{a0} * {b0} = {units}: units {units % 10}, carry {units // 10}",
         f"{a1} * {b0} + {a0} * {b1} + {units // 10} = {cross} + {straight} + {units // 10} = "
         f"{cross + straight} + {units // 10} = {tens}: tens {tens % 10}, carry {tens // 10}",
-        f"{a1} * {b1} + {tens // 10} = {a1 * b1} + {tens // 10} = {hundreds}: hundreds {hundreds % 10}, carry {hundreds // 10}",
+        f"{a1} * {b1} + {tens // 10} = {a1 * b1} + {tens // 10} = {hundreds}: hundreds {hundreds % 10}, carry "
+        f"{hundreds // 10}",
         f"thousands {hundreds // 10}",
         f"{a} * {b} = {a * b}",
     ]
@@ -222,7 +223,9 @@ def corpus(n: int = 500, seed: int = 0) -> list[str]:
     return [render(p) for p in mixed[:n]]
 
 
-def write_prompts(path: str | os.PathLike, n: int, seed: int = 0, variant: str = "mul", *, split: str = "train") -> str:
+def write_prompts(
+    path: str | os.PathLike, n: int, seed: int = 0, variant: str = "mul", *, split: str = "train"
+) -> str:
     """Write ``n`` problems as a Parquet prompts table (schema.py) and return the path.
 
     Columns: the contract's ``id``, ``messages`` (one user turn: problem + instruction),

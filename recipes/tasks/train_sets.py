@@ -34,8 +34,12 @@ def sft_table(n: int, seed: int = 0, variant: str = "mul", *, extra_checks: tupl
             a, b, _ = task.parse(p["problem"])
             checks = "".join(f"check {i + 1}: {b} * {a} = {a * b}\n" for i in range(rng.randint(*extra_checks)))
             text = text.replace("</think>", checks + "</think>", 1)
-        messages.append([{"role": "user", "content": task.user_content(p["problem"])}, {"role": "assistant", "content": text}])
-    return pa.table({"id": [p["id"] for p in problems], "messages": messages, "source": [p["source"] for p in problems]})
+        messages.append(
+            [{"role": "user", "content": task.user_content(p["problem"])}, {"role": "assistant", "content": text}]
+        )
+    return pa.table(
+        {"id": [p["id"] for p in problems], "messages": messages, "source": [p["source"] for p in problems]}
+    )
 
 
 def prefs_table(n: int, seed: int = 0, variant: str = "mul") -> pa.Table:

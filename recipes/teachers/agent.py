@@ -85,7 +85,9 @@ def encode(tok, messages: Sequence[dict], schemas: list[dict] | None) -> tuple[l
     """
 
     def ids(msgs, gen=False):
-        return tok.apply_chat_template(list(msgs), tools=schemas, add_generation_prompt=gen, tokenize=True, return_dict=False)
+        return tok.apply_chat_template(
+            list(msgs), tools=schemas, add_generation_prompt=gen, tokenize=True, return_dict=False
+        )
 
     full = ids(messages)
     mask = [0] * len(full)
@@ -93,7 +95,9 @@ def encode(tok, messages: Sequence[dict], schemas: list[dict] | None) -> tuple[l
         if m["role"] != "assistant":
             continue
         start, turn = len(ids(messages[:i], gen=True)), ids(messages[: i + 1])
-        assert full[: len(turn)] == turn and turn[:start] == ids(messages[:i], gen=True), "template must preserve prefixes"
+        assert full[: len(turn)] == turn and turn[:start] == ids(messages[:i], gen=True), (
+            "template must preserve prefixes"
+        )
         end = turn.index(tok.eos_token_id, start) + 1
         mask[start:end] = [1] * (end - start)
     return full, mask
@@ -111,8 +115,12 @@ def shared_prefix_loss(prefix_len: int):
         for layer in cache.layers:
             layer.keys = layer.keys.expand(input_ids.shape[0], -1, -1, -1)
             layer.values = layer.values.expand(input_ids.shape[0], -1, -1, -1)
-        return model(input_ids=input_ids[:, prefix_len:], attention_mask=attention_mask, past_key_values=cache,
-                     labels=labels[:, prefix_len:]).loss
+        return model(
+            input_ids=input_ids[:, prefix_len:],
+            attention_mask=attention_mask,
+            past_key_values=cache,
+            labels=labels[:, prefix_len:],
+        ).loss
 
     return loss_fn
 
@@ -143,19 +151,34 @@ def solve(model, tok, rows: Sequence[dict], tools, *, max_turns: int = MAX_TURNS
     if getattr(tok, "response_template", None) is None:
         add_response_schema(tok)
     schemas = tools.schemas() or None
-    states = [{"messages": [{"role": "user", "content": agent_task.user_content(r["question"])}], "response": None,
-               "tool_calls": 0, "tool_errors": 0} for r in rows]
+    states = [
+        {
+            "messages": [{"role": "user", "content": agent_task.user_content(r["question"])}],
+            "response": None,
+            "tool_calls": 0,
+            "tool_errors": 0,
+        }
+        for r in rows
+    ]
     side, tok.padding_side = tok.padding_side, "left"
     try:
         for _ in range(max_turns):
             active = [s for s in states if s["response"] is None]
             for start in range(0, len(active), batch_size):
                 batch = active[start : start + batch_size]
-                prompts = [tok.apply_chat_template(s["messages"], tools=schemas, add_generation_prompt=True, tokenize=False) for s in batch]
+                prompts = [
+                    tok.apply_chat_template(s["messages"], tools=schemas, add_generation_prompt=True, tokenize=False)
+                    for s in batch
+                ]
                 enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
                 with torch.no_grad():
-                    out = model.generate(**enc, max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
-                                         pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+                    out = model.generate(
+                        **enc,
+                        max_new_tokens=MAX_NEW_TOKENS,
+                        do_sample=False,
+                        pad_token_id=tok.pad_token_id,
+                        eos_token_id=tok.eos_token_id,
+                    )
                 width = enc["input_ids"].shape[1]
                 for row, state in enumerate(batch):
                     new = out[row, width:].tolist()
@@ -167,12 +190,16 @@ def solve(model, tok, rows: Sequence[dict], tools, *, max_turns: int = MAX_TURNS
                         state["response"] = turn.get("content") or ""
                         state["messages"].append({"role": "assistant", "content": state["response"]})
                         continue
-                    state["messages"].append({"role": "assistant", "content": turn.get("content") or "", "tool_calls": calls})
+                    state["messages"].append(
+                        {"role": "assistant", "content": turn.get("content") or "", "tool_calls": calls}
+                    )
                     for call in calls:
                         obs = tools.call(call["function"]["name"], call["function"].get("arguments"))
                         state["tool_calls"] += 1
                         state["tool_errors"] += obs.error is not None
-                        state["messages"].append({"role": "tool", "name": call["function"]["name"], "content": obs.content})
+                        state["messages"].append(
+                            {"role": "tool", "name": call["function"]["name"], "content": obs.content}
+                        )
     finally:
         tok.padding_side = side
     for state, row in zip(states, rows, strict=True):
@@ -209,10 +236,10 @@ def make_agent_teacher(
     ``n_train`` reference trajectories (None: every training question of the training worlds: see
     :func:`training_worlds` for ``train_worlds``); ``init_from``: a model directory to continue (its
     tokenizer kept), recorded in the report by its content identity (identity.py); ``snapshots``: steps after which the
-    model is also saved to ``out_dir/step_<n>``. ``max_steps`` optimizer steps of ``batch_size`` (None: STEPS, what the shipped teacher took). pass@1 is measured on ``n_eval``
-    held-out questions (books never seen in training), greedy, with the search tool and without it.
-    ``threads``: torch threads while it runs (restored after). One by default: on 2 cores shared with
-    other work, two threads spin-wait on each other (measured here: a step of 16 trajectories took
+    model is also saved to ``out_dir/step_<n>``. ``max_steps`` optimizer steps of ``batch_size`` (None: STEPS, what the
+    shipped teacher took). pass@1 is measured on ``n_eval`` held-out questions (books never seen in training), greedy,
+    with the search tool and without it. ``threads``: torch threads while it runs (restored after). One by default: on
+    2 cores shared with other work, two threads spin-wait on each other (measured here: a step of 16 trajectories took
     2.1 s on one thread, 11-25 s on two under load).
     """
     import torch
@@ -220,15 +247,47 @@ def make_agent_teacher(
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        return _make(Path(out_dir), n_train=n_train, max_steps=max_steps, batch_size=batch_size, lr=lr,
-                     seed=seed, world_seed=world_seed, train_worlds=train_worlds, init_from=init_from, snapshots=snapshots, n_eval=n_eval, vocab_size=vocab_size, shape=shape,
-                     search_factory=search_factory, loss_on=loss_on, log=log)
+        return _make(
+            Path(out_dir),
+            n_train=n_train,
+            max_steps=max_steps,
+            batch_size=batch_size,
+            lr=lr,
+            seed=seed,
+            world_seed=world_seed,
+            train_worlds=train_worlds,
+            init_from=init_from,
+            snapshots=snapshots,
+            n_eval=n_eval,
+            vocab_size=vocab_size,
+            shape=shape,
+            search_factory=search_factory,
+            loss_on=loss_on,
+            log=log,
+        )
     finally:
         torch.set_num_threads(previous)
 
 
-def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, train_worlds, init_from, snapshots, n_eval, vocab_size, shape,
-          search_factory, loss_on, log) -> dict:
+def _make(
+    out: Path,
+    *,
+    n_train,
+    max_steps,
+    batch_size,
+    lr,
+    seed,
+    world_seed,
+    train_worlds,
+    init_from,
+    snapshots,
+    n_eval,
+    vocab_size,
+    shape,
+    search_factory,
+    loss_on,
+    log,
+) -> dict:
     import torch
 
     from reasonkit.gen.tools.base import ToolBox
@@ -246,7 +305,9 @@ def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, tr
     schemas = tools.schemas()
     trajectories = []
     for source in training_worlds(world_seed, train_worlds):
-        source_search = search if source == world_seed else search_factory(agent_task.corpus(agent_task.make_world(source)))
+        source_search = (
+            search if source == world_seed else search_factory(agent_task.corpus(agent_task.make_world(source)))
+        )
         rows = agent_task.questions(agent_task.make_world(source), "train")
         trajectories += [agent_task.reference_messages(r, source_search) for r in rows]
     if n_train is not None:
@@ -258,14 +319,21 @@ def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, tr
 
         tok = AutoTokenizer.from_pretrained(init_from)
         model = AutoModelForCausalLM.from_pretrained(init_from, dtype=torch.float32)
-        shape = shape or TinyLlama(model.config.hidden_size, model.config.num_hidden_layers, model.config.num_attention_heads,
-                                   model.config.intermediate_size, model.config.max_position_embeddings)
+        shape = shape or TinyLlama(
+            model.config.hidden_size,
+            model.config.num_hidden_layers,
+            model.config.num_attention_heads,
+            model.config.intermediate_size,
+            model.config.max_position_embeddings,
+        )
     else:
         # The tokenizer learns from the same rendered text the model trains on (a throwaway template-only
         # tokenizer renders it: rendering does not depend on the vocabulary).
         renderer = build_tool_tokenizer(["x"], vocab_size=300)
-        tok = build_tool_tokenizer([renderer.apply_chat_template(t, tools=schemas, tokenize=False) for t in trajectories],
-                                   vocab_size=vocab_size)
+        tok = build_tool_tokenizer(
+            [renderer.apply_chat_template(t, tools=schemas, tokenize=False) for t in trajectories],
+            vocab_size=vocab_size,
+        )
         shape = shape or TinyLlama()
         model = build_model(tok, shape=shape, seed=seed)
     n_params = sum(p.numel() for p in model.parameters())
@@ -273,7 +341,10 @@ def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, tr
 
     total = max_steps if max_steps is not None else STEPS
     mean_len = sum(len(ids) for ids, _ in examples) / len(examples)
-    say(f"agent teacher: {n_params:,} parameters, {len(examples)} trajectories of {mean_len:.0f} tokens, {total} steps of {batch_size}")
+    say(
+        f"agent teacher: {n_params:,} parameters, {len(examples)} trajectories of {mean_len:.0f} tokens, {total} "
+        f"steps of {batch_size}"
+    )
     shared = common_prefix(examples)
     if loss_on == "all":
         # Loss on every token after the shared preamble, the question and the observations too (they repeat
@@ -288,8 +359,18 @@ def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, tr
             model.save_pretrained(out / f"step_{step}")
             tok.save_pretrained(out / f"step_{step}")
 
-    final_loss = train_loop(model, examples, tok.pad_token_id, total=total, batch_size=batch_size, lr=lr, seed=seed, say=say,
-                        loss_fn=shared_prefix_loss(shared) if shared else None, after_step=snapshot)
+    final_loss = train_loop(
+        model,
+        examples,
+        tok.pad_token_id,
+        total=total,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        say=say,
+        loss_fn=shared_prefix_loss(shared) if shared else None,
+        after_step=snapshot,
+    )
     train_s = time.time() - started
 
     model.eval()
@@ -297,23 +378,43 @@ def _make(out: Path, *, n_train, max_steps, batch_size, lr, seed, world_seed, tr
     held_out = random.Random(seed).sample(held_out, min(n_eval, len(held_out)))
     with_tool = solve(model, tok, held_out, tools)
     without = solve(model, tok, held_out, ToolBox([]))
-    report = save_teacher(model, tok, out, started=started, n_params=n_params, shape=shape, n_train=len(examples),
-                          steps=total, batch_size=batch_size, lr=lr, seed=seed, final_loss=final_loss, train_s=train_s, extra={
-        "vocab_size": len(tok),
-        "world_seed": world_seed,
-        "train_worlds": training_worlds(world_seed, train_worlds),
-        # named by content (identity.py: weights, config, tokenizer and template), as every stage names a model
-        "init_from": None if init_from is None else {"path": str(init_from), "identity": model_identity(str(init_from))},
-        "search_k": SEARCH_K,
-        "mean_tokens": round(mean_len, 1),
-        "shared_prefix_tokens": shared,
-        "loss_on": loss_on,
-        "eval": f"{len(held_out)} held-out questions (books of split 'test'), greedy, tool loop of at most {MAX_TURNS} turns",
-        "pass_at_1_with_search": pass_at_1(with_tool),
-        "pass_at_1_without_tools": pass_at_1(without),
-        "tool_calls_per_trajectory": round(sum(r["tool_calls"] for r in with_tool) / max(1, len(with_tool)), 3),
-        "tool_errors_per_trajectory": round(sum(r["tool_errors"] for r in with_tool) / max(1, len(with_tool)), 3),
-    })
-    say(f"agent teacher: pass@1 with search {report['pass_at_1_with_search']}, without {report['pass_at_1_without_tools']}, "
-        f"{report['wall_s']} s -> {out}")
+    report = save_teacher(
+        model,
+        tok,
+        out,
+        started=started,
+        n_params=n_params,
+        shape=shape,
+        n_train=len(examples),
+        steps=total,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        final_loss=final_loss,
+        train_s=train_s,
+        extra={
+            "vocab_size": len(tok),
+            "world_seed": world_seed,
+            "train_worlds": training_worlds(world_seed, train_worlds),
+            # named by content (identity.py: weights, config, tokenizer and template), as every stage names a model
+            "init_from": None
+            if init_from is None
+            else {"path": str(init_from), "identity": model_identity(str(init_from))},
+            "search_k": SEARCH_K,
+            "mean_tokens": round(mean_len, 1),
+            "shared_prefix_tokens": shared,
+            "loss_on": loss_on,
+            "eval": f"{len(held_out)} held-out questions (books of split 'test'), greedy, tool loop of at most "
+            f"{MAX_TURNS} turns",
+            "pass_at_1_with_search": pass_at_1(with_tool),
+            "pass_at_1_without_tools": pass_at_1(without),
+            "tool_calls_per_trajectory": round(sum(r["tool_calls"] for r in with_tool) / max(1, len(with_tool)), 3),
+            "tool_errors_per_trajectory": round(sum(r["tool_errors"] for r in with_tool) / max(1, len(with_tool)), 3),
+        },
+    )
+    say(
+        f"agent teacher: pass@1 with search {report['pass_at_1_with_search']}, without "
+        f"{report['pass_at_1_without_tools']}, "
+        f"{report['wall_s']} s -> {out}"
+    )
     return report

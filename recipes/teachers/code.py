@@ -52,12 +52,21 @@ def encode(tok, problem: dict) -> tuple[list[int], int]:
     return full, len(prompt)
 
 
-def complete(model, tok, problems: Sequence[dict], *, temperature: float = 0.0, seed: int = 0, batch_size: int = 128) -> list[str]:
+def complete(
+    model, tok, problems: Sequence[dict], *, temperature: float = 0.0, seed: int = 0, batch_size: int = 128
+) -> list[str]:
     """The model's answers to ``problems`` (greedy at temperature 0), left-padded batches."""
     from reasonkit.recipes.teachers.math import generate_texts
 
-    return generate_texts(model, tok, [prompt_text(p) for p in problems], max_new_tokens=MAX_NEW_TOKENS,
-                          temperature=temperature, seed=seed, batch_size=batch_size)
+    return generate_texts(
+        model,
+        tok,
+        [prompt_text(p) for p in problems],
+        max_new_tokens=MAX_NEW_TOKENS,
+        temperature=temperature,
+        seed=seed,
+        batch_size=batch_size,
+    )
 
 
 def pass_at_1(answers: Sequence[str], problems: Sequence[dict]) -> float:
@@ -94,7 +103,9 @@ def make_code_teacher(
     started = time.time()
     say = log or (lambda _msg: None)
     torch.manual_seed(seed)
-    problems = code_task.make_problems(n_train // 2, seed, "mul") + code_task.make_problems(n_train - n_train // 2, seed, "aime")
+    problems = code_task.make_problems(n_train // 2, seed, "mul") + code_task.make_problems(
+        n_train - n_train // 2, seed, "aime"
+    )
     tok = build_tokenizer([prompt_text(p) + code_task.solution(p) + "<|end|>" for p in problems])
     shape = TinyLlama()
     model = build_model(tok, shape=shape, seed=seed)
@@ -102,20 +113,38 @@ def make_code_teacher(
     examples = [encode(tok, p) for p in problems]
     total = max_steps if max_steps is not None else max(1, round(epochs * math.ceil(len(examples) / batch_size)))
     say(f"code teacher: {n_params:,} parameters, {len(examples)} examples, {total} steps of {batch_size}")
-    final_loss = train_loop(model, examples, tok.pad_token_id, total=total, batch_size=batch_size, lr=lr, seed=seed, say=say)
+    final_loss = train_loop(
+        model, examples, tok.pad_token_id, total=total, batch_size=batch_size, lr=lr, seed=seed, say=say
+    )
     train_s = time.time() - started
 
     model.eval()
     held_out = {v: code_task.make_problems(n_eval, seed, v, split="test") for v in VARIANTS} if n_eval else {}
     greedy = {v: pass_at_1(complete(model, tok, ps), ps) for v, ps in held_out.items()}
-    sampled = {str(t): {v: pass_at_1(complete(model, tok, ps, temperature=t, seed=seed), ps) for v, ps in held_out.items()}
-               for t in temperatures}
-    report = save_teacher(model, tok, Path(out_dir), started=started, n_params=n_params, shape=shape, n_train=len(examples),
-                          steps=total, batch_size=batch_size, lr=lr, seed=seed, final_loss=final_loss, train_s=train_s, extra={
-        "instruction": INSTRUCTION,
-        "eval": f"{n_eval} held-out problems per variant (split 'test'), programs run by the code verifier",
-        "greedy_pass_at_1": greedy,
-        "sampled_pass_at_1": sampled,
-    })
+    sampled = {
+        str(t): {v: pass_at_1(complete(model, tok, ps, temperature=t, seed=seed), ps) for v, ps in held_out.items()}
+        for t in temperatures
+    }
+    report = save_teacher(
+        model,
+        tok,
+        Path(out_dir),
+        started=started,
+        n_params=n_params,
+        shape=shape,
+        n_train=len(examples),
+        steps=total,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        final_loss=final_loss,
+        train_s=train_s,
+        extra={
+            "instruction": INSTRUCTION,
+            "eval": f"{n_eval} held-out problems per variant (split 'test'), programs run by the code verifier",
+            "greedy_pass_at_1": greedy,
+            "sampled_pass_at_1": sampled,
+        },
+    )
     say(f"code teacher: greedy pass@1 {greedy}, sampled {sampled}, {report['wall_s']} s -> {out_dir}")
     return report

@@ -76,7 +76,9 @@ def make_teacher(
     steps_per_epoch = math.ceil(len(examples) / batch_size)
     total = max_steps if max_steps is not None else max(1, round(epochs * steps_per_epoch))
     say(f"teacher: {n_params:,} parameters, {len(examples)} examples, {total} steps of {batch_size}")
-    final_loss = train_loop(model, examples, tok.pad_token_id, total=total, batch_size=batch_size, lr=lr, seed=seed, say=say)
+    final_loss = train_loop(
+        model, examples, tok.pad_token_id, total=total, batch_size=batch_size, lr=lr, seed=seed, say=say
+    )
     train_s = time.time() - started
 
     model.eval()
@@ -86,20 +88,49 @@ def make_teacher(
         str(t): {v: accuracy(model, tok, ps, temperature=t, seed=seed) for v, ps in held_out.items()}
         for t in temperatures
     }
-    report = save_teacher(model, tok, Path(out_dir), started=started, n_params=n_params, shape=shape, n_train=len(examples),
-                          steps=total, batch_size=batch_size, lr=lr, seed=seed, final_loss=final_loss, train_s=train_s, extra={
-        "eval": f"{n_eval} held-out problems per variant (task split 'test', disjoint from training pairs)",
-        "greedy_accuracy": greedy,
-        "sampled_accuracy": sampled,
-        # The share the filters will drop: what makes the teacher useful downstream.
-        "sampled_error_share": {t: {v: round(1 - a, 4) for v, a in accs.items()} for t, accs in sampled.items()},
-    })
+    report = save_teacher(
+        model,
+        tok,
+        Path(out_dir),
+        started=started,
+        n_params=n_params,
+        shape=shape,
+        n_train=len(examples),
+        steps=total,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        final_loss=final_loss,
+        train_s=train_s,
+        extra={
+            "eval": f"{n_eval} held-out problems per variant (task split 'test', disjoint from training pairs)",
+            "greedy_accuracy": greedy,
+            "sampled_accuracy": sampled,
+            # The share the filters will drop: what makes the teacher useful downstream.
+            "sampled_error_share": {t: {v: round(1 - a, 4) for v, a in accs.items()} for t, accs in sampled.items()},
+        },
+    )
     say(f"teacher: greedy {greedy}, sampled {sampled}, {report['wall_s']} s -> {out_dir}")
     return report
 
 
-def save_teacher(model, tok, out: Path, *, started: float, n_params: int, shape, n_train: int, steps: int,
-                 batch_size: int, lr: float, seed: int, final_loss: float, train_s: float, extra: dict) -> dict:
+def save_teacher(
+    model,
+    tok,
+    out: Path,
+    *,
+    started: float,
+    n_params: int,
+    shape,
+    n_train: int,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    final_loss: float,
+    train_s: float,
+    extra: dict,
+) -> dict:
     """Write a trained teacher (model, tokenizer, ``training_report.json``) and return its report: what every
     teacher records (shape, data, schedule, loss, times, versions, size), with ``extra`` (its task's figures)."""
     import torch
@@ -141,8 +172,19 @@ def _encode(tok, problem: dict) -> tuple[list[int], int]:
     return full, len(prompt)
 
 
-def train_loop(model, examples, pad_id: int, *, total: int, batch_size: int, lr: float, seed: int, say, loss_fn=None,
-           after_step=None) -> float:
+def train_loop(
+    model,
+    examples,
+    pad_id: int,
+    *,
+    total: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    say,
+    loss_fn=None,
+    after_step=None,
+) -> float:
     """AdamW with linear warmup and cosine decay; returns the mean loss of the last 50 steps.
 
     ``loss_fn(model, input_ids, labels, attention_mask)`` replaces the plain forward when given (the agent
@@ -222,29 +264,52 @@ def extract_boxed(text: str) -> str | None:
     return found[-1].strip() if found else None
 
 
-def complete(model, tok, problems: Sequence[dict], *, temperature: float = 0.0, seed: int = 0, batch_size: int = 256) -> list[str]:
+def complete(
+    model, tok, problems: Sequence[dict], *, temperature: float = 0.0, seed: int = 0, batch_size: int = 256
+) -> list[str]:
     """The model's completions (special tokens stripped) for ``problems``; greedy at temperature 0.
 
     Batched with left padding, the way generation stages call the model.
     """
-    return generate_texts(model, tok, [task.render(p, with_solution=False) for p in problems], max_new_tokens=MAX_NEW_TOKENS,
-                          temperature=temperature, seed=seed, batch_size=batch_size)
+    return generate_texts(
+        model,
+        tok,
+        [task.render(p, with_solution=False) for p in problems],
+        max_new_tokens=MAX_NEW_TOKENS,
+        temperature=temperature,
+        seed=seed,
+        batch_size=batch_size,
+    )
 
 
-def generate_texts(model, tok, prompts: Sequence[str], *, max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
-                   batch_size: int = 256) -> list[str]:
+def generate_texts(
+    model,
+    tok,
+    prompts: Sequence[str],
+    *,
+    max_new_tokens: int,
+    temperature: float = 0.0,
+    seed: int = 0,
+    batch_size: int = 256,
+) -> list[str]:
     """Completions of rendered ``prompts`` (special tokens stripped): left-padded batches, greedy at temperature 0,
     else pure temperature sampling (no top-k/top-p), as the generate stage's defaults would do. Every teacher's
     report measures its model through this."""
     import torch
 
     torch.manual_seed(seed)
-    sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature > 0 else {"do_sample": False}
+    sampling = (
+        {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+        if temperature > 0
+        else {"do_sample": False}
+    )
     side, tok.padding_side = tok.padding_side, "left"
     texts: list[str] = []
     try:
         for start in range(0, len(prompts), batch_size):
-            enc = tok(list(prompts[start : start + batch_size]), return_tensors="pt", padding=True, add_special_tokens=False)
+            enc = tok(
+                list(prompts[start : start + batch_size]), return_tensors="pt", padding=True, add_special_tokens=False
+            )
             with torch.no_grad():
                 out = model.generate(**enc, max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id, **sampling)
             texts += tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)

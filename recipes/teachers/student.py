@@ -41,8 +41,13 @@ def init_student(config: StudentConfig) -> dict:
         shutil.rmtree(out)
     if not (out / "config.json").is_file():
         tokenizer = AutoTokenizer.from_pretrained(config.tokenizer)
-        shape = TinyLlama(config.hidden_size, config.num_layers, config.num_heads, config.intermediate_size,
-                          config.max_position_embeddings)
+        shape = TinyLlama(
+            config.hidden_size,
+            config.num_layers,
+            config.num_heads,
+            config.intermediate_size,
+            config.max_position_embeddings,
+        )
         tmp = out.with_name(f".{out.name}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         build_model(tokenizer, tmp, shape=shape, seed=config.seed)
@@ -50,7 +55,9 @@ def init_student(config: StudentConfig) -> dict:
     from transformers import AutoConfig
 
     c = AutoConfig.from_pretrained(out)
-    params = (c.vocab_size * c.hidden_size
-              + c.num_hidden_layers * (4 * c.hidden_size**2 + 3 * c.hidden_size * c.intermediate_size + 2 * c.hidden_size)
-              + c.hidden_size)
+    params = (
+        c.vocab_size * c.hidden_size
+        + c.num_hidden_layers * (4 * c.hidden_size**2 + 3 * c.hidden_size * c.intermediate_size + 2 * c.hidden_size)
+        + c.hidden_size
+    )
     return {"model": str(out), "parameters": params}

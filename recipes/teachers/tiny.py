@@ -120,7 +120,9 @@ def build_model(tokenizer, out_dir: str | os.PathLike | None = None, shape: Tiny
     return model
 
 
-def build_tiny(out_dir: str | os.PathLike, texts: Iterable[str] | None = None, *, shape: TinyLlama = TinyLlama(), seed: int = 0) -> str:
+def build_tiny(
+    out_dir: str | os.PathLike, texts: Iterable[str] | None = None, *, shape: TinyLlama = TinyLlama(), seed: int = 0
+) -> str:
     """Tokenizer + random model in one directory; returns the directory. For tests and smoke runs.
 
     Without ``texts`` the tokenizer is trained on the synthetic task's own text.

@@ -38,7 +38,8 @@ def qwen2_5_template() -> str:
 
 
 def build_tool_tokenizer(texts: Iterable[str], out_dir: str | os.PathLike | None = None, *, vocab_size: int = 1024):
-    """Train the digit-level byte BPE of recipes/teachers/tiny.py on ``texts`` with the Qwen2.5 markers; save if ``out_dir``.
+    """Train the digit-level byte BPE of recipes/teachers/tiny.py on ``texts`` with the Qwen2.5 markers; save if
+    ``out_dir``.
 
     ``texts`` should be rendered chat text (the template's fixed system and tools preamble repeats in
     every example, so BPE folds it into few tokens). Digits stay single tokens, as in recipes/teachers/tiny.py.

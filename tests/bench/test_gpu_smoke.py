@@ -24,8 +24,12 @@ def smoke():
 @pytest.mark.slow
 def test_the_whole_chain_runs_on_the_cpu_each_step_in_its_own_process(tmp_path):
     work = tmp_path / "work"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--tiny", "--work", str(work)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--device", "cpu", "--tiny", "--work", str(work)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = done.stdout.splitlines()
     for step in smoke().STEPS:
@@ -42,10 +46,17 @@ def test_the_whole_chain_runs_on_the_cpu_each_step_in_its_own_process(tmp_path):
 
 def test_a_gpu_line_gives_wall_time_peak_and_free_memory():
     gib = 1 << 30
-    m = {"step": "grpo", "seconds_in_step": 41.25, "total": 80 * gib, "peak_allocated": int(2.5 * gib),
-         "free_at_start": 79 * gib, "note": "20 steps"}
-    assert smoke().line(m, 52.04) == ("grpo   wall   52.0 s (in step 41.2 s) | peak 2.50 GiB | free at start "
-                                      "79.00 GiB of 80.00 GiB | 20 steps")
+    m = {
+        "step": "grpo",
+        "seconds_in_step": 41.25,
+        "total": 80 * gib,
+        "peak_allocated": int(2.5 * gib),
+        "free_at_start": 79 * gib,
+        "note": "20 steps",
+    }
+    assert smoke().line(m, 52.04) == (
+        "grpo   wall   52.0 s (in step 41.2 s) | peak 2.50 GiB | free at start 79.00 GiB of 80.00 GiB | 20 steps"
+    )
 
 
 def test_what_is_missing_is_installed_from_the_wheels_folder_or_named_with_its_fetch_command(tmp_path, monkeypatch):

@@ -27,8 +27,11 @@ def fake_run(setting, seed, sft, grpo=None, capability="AVX2"):
 
 def test_the_table_gives_each_models_mean_and_range_and_the_machine():
     module = spread()
-    runs = [fake_run("avx2", 0, 0.875, 0.85), fake_run("avx2", 1, 0.825, 0.80),
-            fake_run("avx512", 0, 0.85, capability="AVX512")]
+    runs = [
+        fake_run("avx2", 0, 0.875, 0.85),
+        fake_run("avx2", 1, 0.825, 0.80),
+        fake_run("avx512", 0, 0.85, capability="AVX512"),
+    ]
     figures = module.aggregate(runs)
     assert figures["eval_student_sft"] == {"n": 3, "mean": 0.85, "min": 0.825, "max": 0.875}
     assert figures["eval_student_grpo"]["n"] == 2 and figures["eval_student_grpo"]["mean"] == 0.825
@@ -73,9 +76,11 @@ def test_the_avx2_setting_makes_vllm_load_its_avx2_kernels():
     probe = [sys.executable, "-c", "import torch.cpu; print(torch.cpu._is_avx512_supported())"]
     env = module.run_env("avx2", {"PATH": "/usr/bin:/bin"})
     assert subprocess.run(probe, env=env, capture_output=True, text=True, check=True).stdout.strip() == "False"
-    native = subprocess.run(probe, env=module.run_env("native", {"PATH": "/usr/bin:/bin"}), capture_output=True,
-                            text=True, check=True).stdout.strip()
+    native = subprocess.run(
+        probe, env=module.run_env("native", {"PATH": "/usr/bin:/bin"}), capture_output=True, text=True, check=True
+    ).stdout.strip()
     import torch.cpu
+
     assert native == str(torch.cpu._is_avx512_supported())
 
 
@@ -97,12 +102,17 @@ def test_the_command_line_prints_a_written_table_and_refuses_what_it_cannot_do(t
     written = tmp_path / "runs.json"
     written.write_text(json.dumps({"runs": [fake_run("avx2", 0, 0.9)]}))
     (tmp_path / "more.json").write_text(json.dumps({"runs": [fake_run("avx2", 1, 0.8)]}))
-    shown = subprocess.run([sys.executable, str(SCRIPT), "--aggregate", str(written), str(tmp_path / "more.json")],
-                           capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [sys.executable, str(SCRIPT), "--aggregate", str(written), str(tmp_path / "more.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shown.returncode == 0, shown.stderr
     assert "| eval_student_sft | 0.850 | 0.800-0.900 (0.100) | 2 |" in shown.stdout
     helped = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60)
     assert helped.returncode == 0 and "--seeds" in helped.stdout and "--isa" in helped.stdout
-    refused = subprocess.run([sys.executable, str(SCRIPT), "--only", "sft"], capture_output=True, text=True,
-                             timeout=60)
+    refused = subprocess.run(
+        [sys.executable, str(SCRIPT), "--only", "sft"], capture_output=True, text=True, timeout=60
+    )
     assert refused.returncode == 2 and "--base" in refused.stderr

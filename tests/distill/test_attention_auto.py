@@ -38,8 +38,9 @@ def captured_from_pretrained(monkeypatch, cls) -> dict:
     return seen
 
 
-@pytest.mark.parametrize("present, device, expected", [(True, CUDA, "flash_attention_2"), (False, CUDA, "sdpa"),
-                                                       (True, CPU, "sdpa")])
+@pytest.mark.parametrize(
+    "present, device, expected", [(True, CUDA, "flash_attention_2"), (False, CUDA, "sdpa"), (True, CPU, "sdpa")]
+)
 def test_the_student_and_a_reward_head_load_with_auto_resolved(monkeypatch, present, device, expected):
     import transformers
 
@@ -55,8 +56,9 @@ def test_the_student_and_a_reward_head_load_with_auto_resolved(monkeypatch, pres
 
 
 def test_padding_free_under_auto_holds_with_flash_attention_and_is_turned_off_under_sdpa(monkeypatch, tmp_path):
-    c = TrainConfig(method="sft", student="m", data="d", out="o", packing=True, padding_free=True,
-                    attn_implementation="auto")
+    c = TrainConfig(
+        method="sft", student="m", data="d", out="o", packing=True, padding_free=True, attn_implementation="auto"
+    )
     with pytest.warns(UserWarning, match="padding_free is off for this run: .* auto resolved to sdpa"):
         assert sft_arguments(c, trainer_args(c, CPU, tmp_path, 512)).padding_free is False
     flash_attn_importable(monkeypatch, True)
@@ -72,16 +74,42 @@ def test_a_packed_auto_run_trains_on_sdpa_row_by_row_and_the_report_says_so(tiny
     from reasonkit.distill.data import load_tokenizer, to_dataset
     from reasonkit.distill.train import train
 
-    c = TrainConfig(method="sft", student=tiny_model_dir, data="d", out="o", full=True, packing=True,
-                    padding_free=True, attn_implementation="auto")
+    c = TrainConfig(
+        method="sft",
+        student=tiny_model_dir,
+        data="d",
+        out="o",
+        full=True,
+        packing=True,
+        padding_free=True,
+        attn_implementation="auto",
+    )
     with pytest.warns(UserWarning, match="padding_free is off"):
-        trainer = build_sft_trainer(c, AutoModelForCausalLM.from_pretrained(tiny_model_dir), load_tokenizer(c),
-                                    to_dataset(sft_table(8), "sft"), trainer_args(c, CPU, tmp_path, 256), None, [])
+        trainer = build_sft_trainer(
+            c,
+            AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+            load_tokenizer(c),
+            to_dataset(sft_table(8), "sft"),
+            trainer_args(c, CPU, tmp_path, 256),
+            None,
+            [],
+        )
     assert isinstance(trainer.data_collator, RowPackedCollator)
     data = write_stage(tmp_path / "sft", "sft", sft_table(8))
-    report = train(TrainConfig(method="sft", student=tiny_model_dir, data=str(data), out=str(tmp_path / "out"),
-                               max_steps=1, batch_size=4, warmup=0, threads=1, device="cpu",
-                               attn_implementation="auto"))
+    report = train(
+        TrainConfig(
+            method="sft",
+            student=tiny_model_dir,
+            data=str(data),
+            out=str(tmp_path / "out"),
+            max_steps=1,
+            batch_size=4,
+            warmup=0,
+            threads=1,
+            device="cpu",
+            attn_implementation="auto",
+        )
+    )
     assert report["attn_implementation"] == "sdpa" and report["config"]["attn_implementation"] == "auto"
 
 

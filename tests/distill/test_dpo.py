@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.dpo_movement import MOVED_LITTLE
 from reasonkit.distill.report import summary
-from reasonkit.recipes.tasks.train_sets import write_prefs
 from reasonkit.distill.train import train
+from reasonkit.recipes.tasks.train_sets import write_prefs
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +22,18 @@ def prefs_dir(tmp_path_factory):
 
 
 def config(student, data, out, **kw):
-    base = dict(method="dpo", student=str(student), data=str(data), out=str(out), lr=5e-3, batch_size=8, threads=1,
-                save_steps=1000, lr_scheduler="constant", warmup=0.0)
+    base = dict(
+        method="dpo",
+        student=str(student),
+        data=str(data),
+        out=str(out),
+        lr=5e-3,
+        batch_size=8,
+        threads=1,
+        save_steps=1000,
+        lr_scheduler="constant",
+        warmup=0.0,
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -69,7 +79,9 @@ def test_dpo_loss_on_a_fixed_batch_is_the_formula(tiny_model_dir, prefs_dir, tmp
     tok = load_tokenizer(cfg)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     dataset = to_dataset(read_rows(prefs_dir, "dpo"), "dpo")
-    trainer = build_dpo_trainer(cfg, model, tok, dataset, trainer_args(cfg, resolve_device(cfg), tmp_path / "ck", 256), lora_config(cfg), [])
+    trainer = build_dpo_trainer(
+        cfg, model, tok, dataset, trainer_args(cfg, resolve_device(cfg), tmp_path / "ck", 256), lora_config(cfg), []
+    )
     policy = trainer.model
     torch.manual_seed(0)
     with torch.no_grad():  # LoRA B starts at zero (policy == reference); move the policy away from it
@@ -82,7 +94,9 @@ def test_dpo_loss_on_a_fixed_batch_is_the_formula(tiny_model_dir, prefs_dir, tmp
         logp_c, logp_r, chosen_nll = pair_logps(policy, batch)
         with policy.disable_adapter():  # the reference: the base with adapters disabled
             ref_c, ref_r, _ = pair_logps(policy, batch)
-    expected = -F.logsigmoid(beta * ((logp_c - ref_c) - (logp_r - ref_r))).mean().item() + rpo_alpha * chosen_nll.item()
+    expected = (
+        -F.logsigmoid(beta * ((logp_c - ref_c) - (logp_r - ref_r))).mean().item() + rpo_alpha * chosen_nll.item()
+    )
     assert abs(expected - math.log(2)) > 1e-2  # the check is not the trivial policy == reference case
     assert loss == pytest.approx(expected, abs=1e-5)
 
@@ -116,8 +130,15 @@ def test_dpo_loss_and_logps_match_an_independent_tokenisation(tiny_model_dir, pr
     cfg = config(tiny_model_dir, prefs_dir, tmp_path / "run", beta=beta)
     tok = load_tokenizer(cfg)
     table = read_rows(prefs_dir, "dpo")
-    trainer = build_dpo_trainer(cfg, AutoModelForCausalLM.from_pretrained(tiny_model_dir), tok, to_dataset(table, "dpo"),
-                                trainer_args(cfg, resolve_device(cfg), tmp_path / "ck", 256), lora_config(cfg), [])
+    trainer = build_dpo_trainer(
+        cfg,
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+        tok,
+        to_dataset(table, "dpo"),
+        trainer_args(cfg, resolve_device(cfg), tmp_path / "ck", 256),
+        lora_config(cfg),
+        [],
+    )
     policy = trainer.model.eval()
     torch.manual_seed(1)
     with torch.no_grad():  # LoRA B starts at zero (policy == reference); move the policy away from it
@@ -126,7 +147,9 @@ def test_dpo_loss_and_logps_match_an_independent_tokenisation(tiny_model_dir, pr
                 p.normal_(0, 0.5)
     rows = table.slice(0, n).to_pylist()
     with torch.no_grad():
-        loss = trainer.compute_loss(policy, dict(trainer.data_collator([trainer.train_dataset[i] for i in range(n)]))).item()
+        loss = trainer.compute_loss(
+            policy, dict(trainer.data_collator([trainer.train_dataset[i] for i in range(n)]))
+        ).item()
         pc = [sequence_logp(policy, tok, r["prompt"], r["chosen"]) for r in rows]
         pr = [sequence_logp(policy, tok, r["prompt"], r["rejected"]) for r in rows]
         with policy.disable_adapter():
@@ -152,7 +175,9 @@ def test_a_run_that_barely_moves_the_model_says_so(tiny_model_dir, prefs_dir, tm
     assert last["step"] == 3 and last["log_ratio_pairs"] == 32
     assert 0 < last["log_ratio_chosen"] < MOVED_LITTLE and 0 < last["log_ratio_rejected"] < MOVED_LITTLE
     line = next(s for s in summary(report) if s.startswith("DPO moved"))
-    assert line.startswith("DPO moved the model little: 3 steps, mean |log pi/pi_ref| ") and line.endswith("a token (under 0.01)")
+    assert line.startswith("DPO moved the model little: 3 steps, mean |log pi/pi_ref| ") and line.endswith(
+        "a token (under 0.01)"
+    )
     page = write_report(Recipe(path="r.yaml", out=str(tmp_path), steps=(Step("dpo", "train"),))).read_text()
     assert f"{line}." in page.split("## dpo: DPO training", 1)[1]
 
@@ -161,7 +186,10 @@ def test_full_fine_tuning_saves_a_plain_model(tiny_model_dir, prefs_dir, tmp_pat
     from transformers import AutoModelForCausalLM
 
     lines = []
-    report = train(config(tiny_model_dir, prefs_dir, tmp_path / "run", max_steps=3, full=True, lr=1e-4, merge=True), log=lines.append)
+    report = train(
+        config(tiny_model_dir, prefs_dir, tmp_path / "run", max_steps=3, full=True, lr=1e-4, merge=True),
+        log=lines.append,
+    )
     assert report["adapter"] is None and report["merged"] is None and report["steps"] == 3
     assert report["trainable_parameters"] == report["total_parameters"]
     assert any("nothing to merge" in line for line in lines)

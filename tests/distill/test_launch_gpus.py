@@ -24,8 +24,13 @@ from reasonkit.recipes.runner import validate
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 #: The train steps of the shipped GPU recipes that name no launcher: each was refused on a multi-GPU node.
-IN_PROCESS_STEPS = [("r1-api-teacher-7b", "sft"), ("dpo-verifier-pairs", "dpo"), ("constitutional", "sft"),
-                    ("constitutional", "dpo"), ("rlaif-constitutional", "rm")]
+IN_PROCESS_STEPS = [
+    ("r1-api-teacher-7b", "sft"),
+    ("dpo-verifier-pairs", "dpo"),
+    ("constitutional", "sft"),
+    ("constitutional", "dpo"),
+    ("rlaif-constitutional", "rm"),
+]
 
 
 def cfg(**kw) -> TrainConfig:
@@ -126,8 +131,11 @@ def test_train_on_a_multi_gpu_machine_starts_accelerate_with_the_gpus_and_the_sp
     assert seen["env"]["CUDA_VISIBLE_DEVICES"] == "5,6" and seen["env"][launch.LAUNCHED] == "1"
     assert seen["cmd"][seen["cmd"].index("--num_processes") + 1] == "2" and "--multi_gpu" in seen["cmd"]
     assert (seen["config"]["batch_size"], seen["config"]["grad_accum"], seen["config"]["num_processes"]) == (8, 1, 2)
-    assert any("training on 2 processes under accelerate launch on GPUs 1-2, 8 x 1 accumulation a device "
-               "(global batch 16); CUDA_VISIBLE_DEVICES=5,6" in line for line in said), said
+    assert any(
+        "training on 2 processes under accelerate launch on GPUs 1-2, 8 x 1 accumulation a device "
+        "(global batch 16); CUDA_VISIBLE_DEVICES=5,6" in line
+        for line in said
+    ), said
 
 
 def test_plan_says_which_gpus_and_how_many_processes(monkeypatch, tmp_path):
@@ -135,19 +143,27 @@ def test_plan_says_which_gpus_and_how_many_processes(monkeypatch, tmp_path):
     recipe, _ = recipe_step("r1-api-teacher-7b", "sft", tmp_path)
     sft = {s.name: s for s in plan(recipe, validate(recipe), {})}["sft"]
     assert sft.gpus == 4
-    assert sft.layout == "4 processes under accelerate launch on GPUs 0-3, 2 x 4 accumulation a device (global batch 32)"
+    assert (
+        sft.layout == "4 processes under accelerate launch on GPUs 0-3, 2 x 4 accumulation a device (global batch 32)"
+    )
     assert any(note.startswith("32 rows a step (2 x 4 processes x 4 accumulation)") for note in sft.notes), sft.notes
     recipe, _ = recipe_step("r1-api-teacher-7b", "sft", tmp_path, ["sft.gpus=[2, 3]"])
     sft = {s.name: s for s in plan(recipe, validate(recipe), {})}["sft"]
-    assert sft.gpus == 2 and sft.layout.startswith("2 processes under accelerate launch on GPUs 2-3, 2 x 8 accumulation")
+    assert sft.gpus == 2 and sft.layout.startswith(
+        "2 processes under accelerate launch on GPUs 2-3, 2 x 8 accumulation"
+    )
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # planned off the node: as on a node of 8, and says so
     recipe, _ = recipe_step("r1-api-teacher-7b", "sft", tmp_path)
     sft = {s.name: s for s in plan(recipe, validate(recipe), {})}["sft"]
-    assert sft.layout.startswith("here this process (no GPU), 2 x 16 accumulation a device (global batch 32); on a node of "
-                                 "8 GPUs: 8 processes under accelerate launch on GPUs 0-7, 2 x 2 accumulation")
+    assert sft.layout.startswith(
+        "here this process (no GPU), 2 x 16 accumulation a device (global batch 32); on a node of "
+        "8 GPUs: 8 processes under accelerate launch on GPUs 0-7, 2 x 2 accumulation"
+    )
     recipe, _ = recipe_step("r1-api-teacher-7b", "sft", tmp_path, ["sft.gpus=[2, 3]"])  # GPUs only the node has
     sft = {s.name: s for s in plan(recipe, validate(recipe), {})}["sft"]
-    assert sft.refusal is None and sft.layout.startswith("on a node of 8 GPUs: 2 processes under accelerate launch on GPUs 2-3")
+    assert sft.refusal is None and sft.layout.startswith(
+        "on a node of 8 GPUs: 2 processes under accelerate launch on GPUs 2-3"
+    )
 
 
 @pytest.mark.slow
@@ -161,8 +177,18 @@ def test_a_two_gpu_machine_trains_in_two_processes_with_the_same_global_batch(mo
     data = write_sft(tmp_path / "sft", n=32)
     out = tmp_path / "run"
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    report = train(TrainConfig(method="sft", student=tiny_model_dir, data=str(data), out=str(out), max_steps=2,
-                               batch_size=4, grad_accum=2, threads=1))
+    report = train(
+        TrainConfig(
+            method="sft",
+            student=tiny_model_dir,
+            data=str(data),
+            out=str(out),
+            max_steps=2,
+            batch_size=4,
+            grad_accum=2,
+            threads=1,
+        )
+    )
     assert report["device"]["world_size"] == 2 and report["steps"] == 2
     assert (report["config"]["batch_size"], report["config"]["grad_accum"]) == (4, 1)
     assert json.loads((out / "train_config.json").read_text())["config"]["global_batch_size"] == 8

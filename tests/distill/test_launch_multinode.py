@@ -27,14 +27,21 @@ def test_the_command_for_2_nodes_of_8_gpus_under_slurm():
     where = machines(c, SLURM)
     cmd = launch_command(16, config_file(c.accelerate_config), Path("s.json"), where)
     flags = " ".join(cmd[3:])
-    assert ("--num_processes 16 --num_machines 2 --machine_rank 1 --main_process_ip gpu-node07 --main_process_port 29500"
-            in flags), flags
+    assert (
+        "--num_processes 16 --num_machines 2 --machine_rank 1 --main_process_ip gpu-node07 --main_process_port 29500"
+        in flags
+    ), flags
     shipped = yaml.safe_load(config_file("zero3-multinode").read_text())
     assert shipped["distributed_type"] == "DEEPSPEED" and shipped["deepspeed_config"]["zero_stage"] == 3
-    assert shipped["deepspeed_config"]["deepspeed_multinode_launcher"] == "standard"  # torchrun on each node, as srun starts it
+    assert (
+        shipped["deepspeed_config"]["deepspeed_multinode_launcher"] == "standard"
+    )  # torchrun on each node, as srun starts it
     assert (shipped["num_machines"], shipped["num_processes"]) == (2, 16)
     # the config's own values win over Slurm's; MASTER_ADDR/MASTER_PORT over the node list and the default
-    given = machines(cfg(num_processes=16, num_machines=2, machine_rank=0, main_process_ip="10.0.0.1", main_process_port=6000), SLURM)
+    given = machines(
+        cfg(num_processes=16, num_machines=2, machine_rank=0, main_process_ip="10.0.0.1", main_process_port=6000),
+        SLURM,
+    )
     assert (given.rank, given.address, given.port) == (0, "10.0.0.1", 6000)
     env = machines(c, {**SLURM, "MASTER_ADDR": "head", "MASTER_PORT": "7000"})
     assert (env.address, env.port) == ("head", 7000)
@@ -64,12 +71,29 @@ def test_another_machine_of_a_multinode_step_runs_that_step_alone(tmp_path, teac
     from reasonkit.recipes.recipe import parse_recipe
     from reasonkit.recipes.runner import run
 
-    data = {"out": str(tmp_path / "run"), "steps": [
-        {"name": "problems", "stage": "synth", "with": {"n": 8}},
-        {"name": "sft", "stage": "train", "with": {"method": "sft", "student": teacher_dir, "data": "${problems}",
-                                                    "launcher": "accelerate", "num_processes": 4, "num_machines": 2,
-                                                    "machine_rank": 1, "main_process_ip": "127.0.0.1"}}]}
-    with pytest.raises(UserError, match="this is machine 1 of a multi-node train step \\(sft\\): run it alone here with --only sft"):
+    data = {
+        "out": str(tmp_path / "run"),
+        "steps": [
+            {"name": "problems", "stage": "synth", "with": {"n": 8}},
+            {
+                "name": "sft",
+                "stage": "train",
+                "with": {
+                    "method": "sft",
+                    "student": teacher_dir,
+                    "data": "${problems}",
+                    "launcher": "accelerate",
+                    "num_processes": 4,
+                    "num_machines": 2,
+                    "machine_rank": 1,
+                    "main_process_ip": "127.0.0.1",
+                },
+            },
+        ],
+    }
+    with pytest.raises(
+        UserError, match="this is machine 1 of a multi-node train step \\(sft\\): run it alone here with --only sft"
+    ):
         run(parse_recipe(data, "r.yaml"))
     assert not (tmp_path / "run").exists()
 
@@ -84,19 +108,51 @@ def test_two_machines_of_two_gloo_processes_train_together_on_cpu(tiny_model_dir
 
     data = write_sft(tmp_path / "sft", n=32)
     out = tmp_path / "run"
-    base = [sys.executable, "-m", "reasonkit.distill.command", "--method", "sft", "--student", tiny_model_dir, "--data",
-            str(data), "--out", str(out), "--max-steps", "2", "--batch-size", "2"]
-    sets = {"threads": 1, "launcher": "accelerate", "num_processes": 4, "accelerate_config": "ddp", "num_machines": 2,
-            "main_process_ip": "127.0.0.1", "main_process_port": _free_port()}
+    base = [
+        sys.executable,
+        "-m",
+        "reasonkit.distill.command",
+        "--method",
+        "sft",
+        "--student",
+        tiny_model_dir,
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--max-steps",
+        "2",
+        "--batch-size",
+        "2",
+    ]
+    sets = {
+        "threads": 1,
+        "launcher": "accelerate",
+        "num_processes": 4,
+        "accelerate_config": "ddp",
+        "num_machines": 2,
+        "main_process_ip": "127.0.0.1",
+        "main_process_port": _free_port(),
+    }
     flags = [x for k, v in sets.items() for x in ("--set", f"{k}={v}")]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    second = subprocess.Popen([*base, *flags, "--set", "machine_rank=1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, env=env)
-    first = subprocess.run([*base, *flags, "--set", "machine_rank=0"], capture_output=True, text=True, env=env, timeout=400)
+    second = subprocess.Popen(
+        [*base, *flags, "--set", "machine_rank=1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    first = subprocess.run(
+        [*base, *flags, "--set", "machine_rank=0"], capture_output=True, text=True, env=env, timeout=400
+    )
     tail = second.communicate(timeout=120)[0]
     assert first.returncode == 0, first.stderr[-2000:] + (out / "launch.log").read_text()[-3000:]
     assert second.returncode == 0, tail[-2000:]
-    assert "training on 4 processes under accelerate launch (2 machines), 2 x 1 accumulation a device (global batch 8); accelerate config ddp.yaml; this machine rank 0, main 127.0.0.1:" in first.stderr
+    assert (
+        "training on 4 processes under accelerate launch (2 machines), 2 x 1 accumulation a device (global batch 8); "
+        "accelerate config ddp.yaml; this machine rank 0, main 127.0.0.1:" in first.stderr
+    )
     report = json.loads((out / "report.json").read_text())
     assert report["device"]["world_size"] == 4 and report["steps"] == 2
     assert json.loads((out / "train_config.json").read_text())["config"]["global_batch_size"] == 8  # 2 x 4 processes
@@ -111,9 +167,15 @@ def test_plan_shows_the_machines_and_shards_over_all_their_processes(tmp_path):
     from reasonkit.recipes.runner import validate
 
     path = Path(__file__).resolve().parents[2] / "recipes" / "r1-distill-qwen-1.5b.yaml"
-    recipe = parse_recipe(load_yaml(path), str(path), ["sft.num_machines=2", "sft.num_processes=16",
-                                                       "sft.accelerate_config=zero3-multinode"], out=str(tmp_path))
+    recipe = parse_recipe(
+        load_yaml(path),
+        str(path),
+        ["sft.num_machines=2", "sft.num_processes=16", "sft.accelerate_config=zero3-multinode"],
+        out=str(tmp_path),
+    )
     sft = {s.name: s for s in plan(recipe, validate(recipe), {})}["sft"]
-    assert sft.gpus == 16 and sft.layout == ("on nodes of 8 GPUs: 16 processes under accelerate launch (2 machines, GPUs 0-7 "
-                                             "of each), 2 x 8 accumulation a device (global batch 256)")
+    assert sft.gpus == 16 and sft.layout == (
+        "on nodes of 8 GPUs: 16 processes under accelerate launch (2 machines, GPUs 0-7 "
+        "of each), 2 x 8 accumulation a device (global batch 256)"
+    )
     assert "(weights 0.2, gradients 0.2, optimizer 1.2," in sft.memory, sft.memory

@@ -63,8 +63,16 @@ def test_a_train_step_in_a_log_prints_its_progress(tiny_model_dir, tmp_path, mon
 
     monkeypatch.setenv(EVERY_ENV, "0")
     data = write_sft(tmp_path / "sft", n=16)
-    cfg = TrainConfig(method="sft", student=tiny_model_dir, data=str(data), out=str(tmp_path / "run"), batch_size=8,
-                      threads=1, max_steps=3, save_steps=1000)
+    cfg = TrainConfig(
+        method="sft",
+        student=tiny_model_dir,
+        data=str(data),
+        out=str(tmp_path / "run"),
+        batch_size=8,
+        threads=1,
+        max_steps=3,
+        save_steps=1000,
+    )
     train(cfg)
     lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("[sft]")]
     assert lines[0] == "[sft] 0/3 steps (0%), starting"
@@ -74,17 +82,28 @@ def test_a_train_step_in_a_log_prints_its_progress(tiny_model_dir, tmp_path, mon
 
 
 @pytest.mark.slow
-def test_a_launched_train_step_inside_distill_run_prints_its_progress_once(tiny_model_dir, tmp_path, monkeypatch,
-                                                                         capfd):
+def test_a_launched_train_step_inside_distill_run_prints_its_progress_once(
+    tiny_model_dir, tmp_path, monkeypatch, capfd
+):
     """Two processes under accelerate launch, started as ``distill run`` starts a train step (no log function):
     the main process's lines reach this process's stderr, once each, the other rank's never."""
     from reasonkit.distill.train import train
 
     monkeypatch.setenv(EVERY_ENV, "0")
     data = write_sft(tmp_path / "sft", n=16)
-    cfg = TrainConfig(method="sft", student=tiny_model_dir, data=str(data), out=str(tmp_path / "run"), batch_size=4,
-                      threads=1, max_steps=3, save_steps=1000, launcher="accelerate", num_processes=2,
-                      accelerate_config="ddp")
+    cfg = TrainConfig(
+        method="sft",
+        student=tiny_model_dir,
+        data=str(data),
+        out=str(tmp_path / "run"),
+        batch_size=4,
+        threads=1,
+        max_steps=3,
+        save_steps=1000,
+        launcher="accelerate",
+        num_processes=2,
+        accelerate_config="ddp",
+    )
     assert train(cfg)["device"]["world_size"] == 2
     lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("[sft]")]
     assert lines[0] == "[sft] 0/3 steps (0%), starting" and lines[-1].startswith("[sft] done: 3/3 steps (100%), ")

@@ -10,9 +10,9 @@ import torch
 
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.sft import RowPackedCollator
-from reasonkit.recipes.tasks.train_sets import write_sft
 from reasonkit.distill.train import train
 from reasonkit.recipes.tasks import math as task
+from reasonkit.recipes.tasks.train_sets import write_sft
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,16 @@ def sft_dir(tmp_path_factory):
 
 
 def config(student, data, out, **kw):
-    base = dict(method="sft", student=str(student), data=str(data), out=str(out), lr=5e-3, batch_size=8, threads=1, save_steps=1000)
+    base = dict(
+        method="sft",
+        student=str(student),
+        data=str(data),
+        out=str(out),
+        lr=5e-3,
+        batch_size=8,
+        threads=1,
+        save_steps=1000,
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -41,7 +50,13 @@ def test_sft_lowers_the_loss_and_saves_models_that_load(tiny_model_dir, sft_dir,
     assert mean(losses[-3:]) < mean(losses[:3]) - 0.5, losses
     assert report["tokens"] > 30 * 8 * 80 and report["tokens_per_s"] > 0 and report["peak_memory_bytes"] > 2**20
     assert 0 < report["trainable_parameters"] < report["total_parameters"]  # LoRA trains a small share
-    assert report["device"] == {"kind": "cpu", "bf16": False, "gradient_checkpointing": False, "threads": 1, "world_size": 1}
+    assert report["device"] == {
+        "kind": "cpu",
+        "bf16": False,
+        "gradient_checkpointing": False,
+        "threads": 1,
+        "world_size": 1,
+    }
     assert json.loads((tmp_path / "run" / "report.json").read_text())["loss_final"] == losses[-1]
     assert (tmp_path / "run" / "loss.png").read_bytes()[:4] == b"\x89PNG"
     assert any(line.startswith("sft: 30 steps in") for line in lines)
@@ -49,7 +64,9 @@ def test_sft_lowers_the_loss_and_saves_models_that_load(tiny_model_dir, sft_dir,
     tok = AutoTokenizer.from_pretrained(report["merged"])
     prompt = [{"role": "user", "content": task.user_content("What is 12 * 34?")}]
     inputs = tok.apply_chat_template(prompt, add_generation_prompt=True, return_dict=True, return_tensors="pt")
-    with_adapter = AutoModelForCausalLM.from_pretrained(report["adapter"])  # transformers reads the adapter dir via peft
+    with_adapter = AutoModelForCausalLM.from_pretrained(
+        report["adapter"]
+    )  # transformers reads the adapter dir via peft
     merged = AutoModelForCausalLM.from_pretrained(report["merged"])
     base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     assert torch.allclose(last_logits(with_adapter, inputs), last_logits(merged, inputs), atol=1e-4)
@@ -67,7 +84,12 @@ def test_packed_rows_keep_examples_apart(tiny_model_dir):
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, attn_implementation="sdpa").eval()
     g = torch.Generator().manual_seed(0)
     a, b = torch.randint(5, 300, (7,), generator=g).tolist(), torch.randint(5, 300, (5,), generator=g).tolist()
-    batch = RowPackedCollator(pad_token_id=0)([{"input_ids": a + b, "labels": a + b, "seq_lengths": [7, 5]}, {"input_ids": b, "labels": b, "seq_lengths": [5]}])
+    batch = RowPackedCollator(pad_token_id=0)(
+        [
+            {"input_ids": a + b, "labels": a + b, "seq_lengths": [7, 5]},
+            {"input_ids": b, "labels": b, "seq_lengths": [5]},
+        ]
+    )
     with torch.no_grad():
         packed = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"], use_cache=False).logits
         alone = model(input_ids=torch.tensor([b])).logits[0]
@@ -77,7 +99,9 @@ def test_packed_rows_keep_examples_apart(tiny_model_dir):
 
 def test_packing_trains_on_full_rows(tiny_model_dir, tmp_path):
     data = write_sft(tmp_path / "varied", n=48, extra_checks=(0, 12))
-    report = train(config(tiny_model_dir, data, tmp_path / "run", max_steps=3, packing=True, max_length=512, batch_size=2))
+    report = train(
+        config(tiny_model_dir, data, tmp_path / "run", max_steps=3, packing=True, max_length=512, batch_size=2)
+    )
     tokens = [r["tokens"] for r in report["history"]]
     per_step = [b - a for a, b in zip([0.0, *tokens], tokens)]
     assert report["steps"] == 3

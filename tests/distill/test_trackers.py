@@ -23,9 +23,16 @@ def offline_env(tmp: Path) -> dict:
     """Every tracker writing under ``tmp`` and nowhere else."""
     import os
 
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", "WANDB_DIR": str(tmp / "wandb"),
-            "WANDB_SILENT": "true", "TRACKIO_DIR": str(tmp / "trackio"), "MLFLOW_TRACKING_URI": (tmp / "mlruns").as_uri(),
-            "MLFLOW_ALLOW_FILE_STORE": "true"}  # mlflow 3 keeps its file store for whoever asks for it
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "WANDB_MODE": "offline",
+        "WANDB_DIR": str(tmp / "wandb"),
+        "WANDB_SILENT": "true",
+        "TRACKIO_DIR": str(tmp / "trackio"),
+        "MLFLOW_TRACKING_URI": (tmp / "mlruns").as_uri(),
+        "MLFLOW_ALLOW_FILE_STORE": "true",
+    }  # mlflow 3 keeps its file store for whoever asks for it
 
 
 def needs(name: str) -> None:
@@ -56,8 +63,8 @@ def wandb_records(folder: Path) -> tuple[dict, list[dict], dict]:
         if left < 7:
             pos += left
             continue
-        length, kind = int.from_bytes(data[pos + 4:pos + 6], "little"), data[pos + 6]
-        pending += data[pos + 7:pos + 7 + length]
+        length, kind = int.from_bytes(data[pos + 4 : pos + 6], "little"), data[pos + 6]
+        pending += data[pos + 7 : pos + 7 + length]
         pos += 7 + length
         if kind in (1, 4):  # a whole record, or the last piece of one
             record = pb.Record()
@@ -80,7 +87,9 @@ def wandb_records(folder: Path) -> tuple[dict, list[dict], dict]:
 def trackio_store(folder: Path, run: str) -> tuple[dict, list[dict]]:
     con = sqlite3.connect(folder / f"{trackers.PROJECT}.db")
     config = json.loads(con.execute("select config from configs where run_name = ?", (run,)).fetchone()[0])
-    metrics = [json.loads(m) for (m,) in con.execute("select metrics from metrics where run_name = ? order by step", (run,))]
+    metrics = [
+        json.loads(m) for (m,) in con.execute("select metrics from metrics where run_name = ? order by step", (run,))
+    ]
     return config, metrics
 
 
@@ -102,8 +111,24 @@ def trained(tiny_model_dir, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("trackers")
     data = write_sft(tmp / "sft", n=16)
     out = tmp / "sft_run"
-    args = [str(DISTILL), "train", "--method", "sft", "--student", tiny_model_dir, "--data", str(data), "--out", str(out),
-            "--max-steps", "3", "--batch-size", "4", "--set", "threads=1"] + [f"--report-to={t}" for t in INSTALLED]
+    args = [
+        str(DISTILL),
+        "train",
+        "--method",
+        "sft",
+        "--student",
+        tiny_model_dir,
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--max-steps",
+        "3",
+        "--batch-size",
+        "4",
+        "--set",
+        "threads=1",
+    ] + [f"--report-to={t}" for t in INSTALLED]
     done = subprocess.run(args, capture_output=True, text=True, env=offline_env(tmp), cwd=tmp, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return tmp, json.loads((out / "report.json").read_text())
@@ -116,7 +141,10 @@ def test_tensorboard_holds_the_loss_curve_and_the_protocol(trained):
     scalars, texts = tensorboard_events(tmp / "sft_run" / trackers.TENSORBOARD_DIR)
     assert scalars["train/loss"] == pytest.approx([r["loss"] for r in report["history"]])
     protocol = json.loads(texts["reasonkit/protocol/text_summary"].removeprefix("```json\n").removesuffix("\n```"))
-    assert protocol["student_identity"] == report["student_identity"] and protocol["data_fingerprint"] == report["data_fingerprint"]
+    assert (
+        protocol["student_identity"] == report["student_identity"]
+        and protocol["data_fingerprint"] == report["data_fingerprint"]
+    )
     assert protocol["config"]["method"] == "sft" and "report_to" not in protocol["config"]
 
 
@@ -137,7 +165,9 @@ def test_trackio_local_store_holds_the_curve_and_the_protocol(trained):
     tmp, report = trained
     config, metrics = trackio_store(tmp / "trackio", "sft_run")  # the run is named after OUT
     assert config["reasonkit"]["data_fingerprint"] == report["data_fingerprint"]
-    assert [m["train/loss"] for m in metrics if "train/loss" in m] == pytest.approx([r["loss"] for r in report["history"]])
+    assert [m["train/loss"] for m in metrics if "train/loss" in m] == pytest.approx(
+        [r["loss"] for r in report["history"]]
+    )
 
 
 @pytest.mark.slow
@@ -162,11 +192,19 @@ def evaluated(tmp_path_factory):
         pytest.skip("no tracker installed (pip install 'reasonkit[trackers]')")
     tmp = tmp_path_factory.mktemp("eval_trackers")
     out = write_eval(tmp / "eval_sft", {f"e{i}": [j < i % 5 for j in range(4)] for i in range(10)})
-    code = ("import json, sys; from pathlib import Path; from reasonkit.distill.trackers import log_eval; "
-            f"out = Path({str(out)!r}); log_eval(tuple(sys.argv[1:]), json.loads((out / 'summary.json').read_text()), "
-            "name='eval_sft', out=out)")
-    done = subprocess.run([sys.executable, "-c", code, *INSTALLED], capture_output=True, text=True, env=offline_env(tmp),
-                          cwd=tmp, timeout=300)
+    code = (
+        "import json, sys; from pathlib import Path; from reasonkit.distill.trackers import log_eval; "
+        f"out = Path({str(out)!r}); log_eval(tuple(sys.argv[1:]), json.loads((out / 'summary.json').read_text()), "
+        "name='eval_sft', out=out)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *INSTALLED],
+        capture_output=True,
+        text=True,
+        env=offline_env(tmp),
+        cwd=tmp,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return tmp, json.loads((out / "summary.json").read_text())
 
@@ -178,7 +216,9 @@ def test_an_evaluations_summary_reaches_every_tracker(evaluated, monkeypatch):
     pass1 = summary["pass@1"]
     if "tensorboard" in INSTALLED:
         scalars, texts = tensorboard_events(tmp / "eval_sft" / trackers.TENSORBOARD_DIR)
-        assert scalars["eval/pass@1"] == pytest.approx([pass1]) and scalars["eval/cons@4"] == pytest.approx([summary["cons@4"]])
+        assert scalars["eval/pass@1"] == pytest.approx([pass1]) and scalars["eval/cons@4"] == pytest.approx(
+            [summary["cons@4"]]
+        )
         assert '"temperature": 0.6' in texts["reasonkit/protocol/text_summary"]
     if "wandb" in INSTALLED:
         config, _, logged = wandb_records(tmp / "wandb")
@@ -191,9 +231,12 @@ def test_an_evaluations_summary_reaches_every_tracker(evaluated, monkeypatch):
         assert run.data.metrics["pass_at_1"] == pytest.approx(pass1) and run.data.tags["reasonkit.kind"] == "eval"
 
 
-# -- the settings ------------------------------------------------------------------------------------------------------
+# -- the settings ------------------------------------------------------------------------------------------------------  # noqa: E501
 def test_names_are_checked_and_a_missing_tracker_names_its_extra(monkeypatch):
-    assert TrainConfig(method="sft", student="m", data="d", out="o", report_to="tensorboard, wandb").trackers == ("tensorboard", "wandb")
+    assert TrainConfig(method="sft", student="m", data="d", out="o", report_to="tensorboard, wandb").trackers == (
+        "tensorboard",
+        "wandb",
+    )
     with pytest.raises(ValueError, match="comet is not a tracker"):
         TrainConfig(method="sft", student="m", data="d", out="o", report_to=["comet"])
     monkeypatch.setattr(trackers.importlib.util, "find_spec", lambda name: None)
@@ -208,7 +251,10 @@ def test_a_tracker_reruns_nothing(tmp_path):
     from reasonkit.recipes.runner import validate
 
     a = TrainConfig(method="sft", student="m", data="d", out="o")
-    assert a.fingerprinted() == TrainConfig(method="sft", student="m", data="d", out="o", report_to="wandb").fingerprinted()
+    assert (
+        a.fingerprinted()
+        == TrainConfig(method="sft", student="m", data="d", out="o", report_to="wandb").fingerprinted()
+    )
     recipe = _load(str(QUICKSTART), (), str(tmp_path / "qs"))
     tracked = with_trackers(recipe, tuple(INSTALLED[:1] or ["none"]))
     if INSTALLED:

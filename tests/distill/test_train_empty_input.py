@@ -15,11 +15,24 @@ from reasonkit.store import StageWriter
 
 def all_wrong_traces(path, n=4):
     """Traces whose every boxed answer is wrong: the verify filter keeps none of them."""
-    rows = [{"id": f"p{i}", "sample": 0, "messages": [{"role": "user", "content": f"What is {i} * 3?"}],
-             "completion": f"<think>{i} * 3 is {3 * i + 1}</think>The answer is \\boxed{{{3 * i + 1}}}.",
-             "reasoning": f"{i} * 3 is {3 * i + 1}", "response": f"The answer is \\boxed{{{3 * i + 1}}}.",
-             "finish_reason": "stop", "prompt_tokens": 3, "completion_tokens": 12, "teacher": "t", "gen_config": "g",
-             "answer": str(3 * i), "source": "demo"} for i in range(n)]
+    rows = [
+        {
+            "id": f"p{i}",
+            "sample": 0,
+            "messages": [{"role": "user", "content": f"What is {i} * 3?"}],
+            "completion": f"<think>{i} * 3 is {3 * i + 1}</think>The answer is \\boxed{{{3 * i + 1}}}.",
+            "reasoning": f"{i} * 3 is {3 * i + 1}",
+            "response": f"The answer is \\boxed{{{3 * i + 1}}}.",
+            "finish_reason": "stop",
+            "prompt_tokens": 3,
+            "completion_tokens": 12,
+            "teacher": "t",
+            "gen_config": "g",
+            "answer": str(3 * i),
+            "source": "demo",
+        }
+        for i in range(n)
+    ]
     w = StageWriter(path, stage="generate", kind="traces", config={}, keys=("id", "sample"))
     w.commit(pa.Table.from_pylist(rows))
     w.finish()
@@ -27,8 +40,20 @@ def all_wrong_traces(path, n=4):
 
 
 def train(tmp_path, method, data):
-    return CliRunner().invoke(cli, ["train", "--method", method, "--student", str(tmp_path / "no-model-needed"),
-                                    "--data", str(data), "--out", str(tmp_path / "student")])
+    return CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "--method",
+            method,
+            "--student",
+            str(tmp_path / "no-model-needed"),
+            "--data",
+            str(data),
+            "--out",
+            str(tmp_path / "student"),
+        ],
+    )
 
 
 def test_sft_on_a_filter_that_kept_nothing_names_the_filter(tmp_path):

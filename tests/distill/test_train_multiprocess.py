@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from reasonkit.distill.config import TrainConfig
-from reasonkit.recipes.tasks.train_sets import write_sft
 from reasonkit.distill.train import is_complete, last_checkpoint
+from reasonkit.recipes.tasks.train_sets import write_sft
 
 STEPS, SAVE = 8, 2
 
 #: Loaded by every process of the run (PYTHONPATH): records each Path.write_text and shutil.rmtree
 #: with the process's RANK, so the test sees who wrote what in OUT.
-RECORDER = '''
+RECORDER = """
 import os, pathlib, shutil
 _log = os.environ.get("WRITES_LOG")
 if _log:
@@ -39,7 +39,7 @@ if _log:
         _record("rmtree", path)
         return _rmtree(path, *a, **k)
     pathlib.Path.write_text, shutil.rmtree = write_text, rmtree
-'''
+"""
 
 
 def kill_tree(pid: int) -> None:
@@ -70,17 +70,51 @@ def test_two_processes_killed_then_resumed_write_once_from_the_main_process(tiny
     out = tmp_path / "run"
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(RECORDER)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WRITES_LOG": str(tmp_path / "writes"),
-           "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "reasonkit.distill.command", "--method", "sft", "--student", tiny_model_dir, "--data", str(data),
-           "--out", str(out), "--max-steps", str(STEPS), "--lr", "5e-3", "--batch-size", "4", "--set", f"save_steps={SAVE}",
-           "--set", "threads=1", "--set", "launcher=accelerate", "--set", "num_processes=2", "--set", "accelerate_config=ddp"]
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "WRITES_LOG": str(tmp_path / "writes"),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "reasonkit.distill.command",
+        "--method",
+        "sft",
+        "--student",
+        tiny_model_dir,
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--max-steps",
+        str(STEPS),
+        "--lr",
+        "5e-3",
+        "--batch-size",
+        "4",
+        "--set",
+        f"save_steps={SAVE}",
+        "--set",
+        "threads=1",
+        "--set",
+        "launcher=accelerate",
+        "--set",
+        "num_processes=2",
+        "--set",
+        "accelerate_config=ddp",
+    ]
 
     # a node lost mid-run: every process of the run SIGKILLed once the first checkpoint is complete
     # (the whole tree: torchrun starts each training process in a session of its own)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None and not list(out.glob("checkpoints/checkpoint-*/trainer_state.json")):
+    while (
+        time.monotonic() < deadline
+        and proc.poll() is None
+        and not list(out.glob("checkpoints/checkpoint-*/trainer_state.json"))
+    ):
         time.sleep(0.05)
     kill_tree(proc.pid)
     proc.wait(timeout=30)
@@ -92,8 +126,13 @@ def test_two_processes_killed_then_resumed_write_once_from_the_main_process(tiny
 
     done = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, env=env, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:] + (out / "launch.log").read_text()[-3000:]
-    assert "training on 2 processes under accelerate launch, 4 x 1 accumulation a device (global batch 8); accelerate config ddp.yaml" in done.stderr
-    assert "resuming from" in done.stderr and done.stderr.count("resuming from") == 1  # the main process speaks for all
+    assert (
+        "training on 2 processes under accelerate launch, 4 x 1 accumulation a device (global batch 8); accelerate "
+        "config ddp.yaml" in done.stderr
+    )
+    assert (
+        "resuming from" in done.stderr and done.stderr.count("resuming from") == 1
+    )  # the main process speaks for all
     report = json.loads((out / "report.json").read_text())
     assert report["device"]["world_size"] == 2 and report["config"]["launcher"] == "accelerate"
     assert report["steps"] == STEPS and report["resumed_from_step"] >= SAVE and report["resumed_from_step"] % SAVE == 0
@@ -102,7 +141,9 @@ def test_two_processes_killed_then_resumed_write_once_from_the_main_process(tiny
     assert {r for r, _, _ in second} == {"0"}, second
     written = sorted(p for _, kind, p in second if kind == "write")
     assert written == [".report.json.tmp", "lint.json"], second  # the report once; train_config.json kept
-    assert all(kind == "write" or p.startswith("checkpoints/checkpoint-") for _, kind, p in second), second  # deletes: torn ones only
+    assert all(kind == "write" or p.startswith("checkpoints/checkpoint-") for _, kind, p in second), (
+        second
+    )  # deletes: torn ones only
     assert json.loads((out / "train_config.json").read_text())["config"]["global_batch_size"] == 8  # 4 per device x 2
 
 
@@ -117,15 +158,25 @@ def checkpoint(tmp_path: Path, files: dict[str, str], name: str = "checkpoint-4"
 LAYOUTS = {
     # what transformers' Trainer._save_checkpoint leaves under each backend
     "plain": {"adapter_model.safetensors": "w", "optimizer.pt": "o", "scheduler.pt": "s", "rng_state.pth": "r"},
-    "deepspeed zero-2": {"adapter_model.safetensors": "w", "latest": "global_step4",
-                         "global_step4/mp_rank_00_model_states.pt": "m",
-                         "global_step4/bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt": "o",
-                         "global_step4/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt": "o"},
-    "deepspeed zero-3 without 16-bit weights": {"latest": "global_step4",
-                                                "global_step4/zero_pp_rank_0_mp_rank_00_model_states.pt": "m",
-                                                "global_step4/zero_pp_rank_0_mp_rank_00_optim_states.pt": "o"},
-    "fsdp sharded": {"pytorch_model_fsdp_0/.metadata": "m", "pytorch_model_fsdp_0/__0_0.distcp": "w",
-                     "optimizer_0/.metadata": "m", "optimizer_0/__0_0.distcp": "o", "rng_state_0.pth": "r"},
+    "deepspeed zero-2": {
+        "adapter_model.safetensors": "w",
+        "latest": "global_step4",
+        "global_step4/mp_rank_00_model_states.pt": "m",
+        "global_step4/bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt": "o",
+        "global_step4/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt": "o",
+    },
+    "deepspeed zero-3 without 16-bit weights": {
+        "latest": "global_step4",
+        "global_step4/zero_pp_rank_0_mp_rank_00_model_states.pt": "m",
+        "global_step4/zero_pp_rank_0_mp_rank_00_optim_states.pt": "o",
+    },
+    "fsdp sharded": {
+        "pytorch_model_fsdp_0/.metadata": "m",
+        "pytorch_model_fsdp_0/__0_0.distcp": "w",
+        "optimizer_0/.metadata": "m",
+        "optimizer_0/__0_0.distcp": "o",
+        "rng_state_0.pth": "r",
+    },
     "fsdp full state dict": {"pytorch_model_fsdp.bin": "w", "optimizer.bin": "o"},
 }
 
@@ -140,11 +191,20 @@ def test_a_complete_checkpoint_of_every_backend_is_resumed_not_deleted(tmp_path,
     assert path.is_dir() and not torn.exists()
 
 
-@pytest.mark.parametrize("files", [
-    {"global_step4/zero_pp_rank_0_mp_rank_00_model_states.pt": "m"},  # DeepSpeed killed before the optimizer shards
-    {"pytorch_model_fsdp_0/.metadata": "m", "optimizer_0/__0_0.distcp": "o"},  # FSDP optimizer without its .metadata
-    {"adapter_model.safetensors": "w"},  # plain, no optimizer.pt
-], ids=["deepspeed", "fsdp", "plain"])
+@pytest.mark.parametrize(
+    "files",
+    [
+        {
+            "global_step4/zero_pp_rank_0_mp_rank_00_model_states.pt": "m"
+        },  # DeepSpeed killed before the optimizer shards
+        {
+            "pytorch_model_fsdp_0/.metadata": "m",
+            "optimizer_0/__0_0.distcp": "o",
+        },  # FSDP optimizer without its .metadata
+        {"adapter_model.safetensors": "w"},  # plain, no optimizer.pt
+    ],
+    ids=["deepspeed", "fsdp", "plain"],
+)
 def test_a_checkpoint_without_its_optimizer_state_is_torn(tmp_path, files):
     assert not is_complete(checkpoint(tmp_path, files))
 
@@ -160,7 +220,9 @@ def test_the_global_batch_is_fingerprinted_not_its_split_or_the_launcher():
     eight_gpus = TrainConfig(**base, batch_size=4, launcher="accelerate", num_processes=8, accelerate_config="zero3")
     four_gpus_accumulating = TrainConfig(**base, batch_size=2, grad_accum=4)
     assert eight_gpus.fingerprinted(world_size=8) == four_gpus_accumulating.fingerprinted(world_size=4)
-    assert eight_gpus.fingerprinted(world_size=8) != eight_gpus.fingerprinted(world_size=4)  # half the batch: another run
+    assert eight_gpus.fingerprinted(world_size=8) != eight_gpus.fingerprinted(
+        world_size=4
+    )  # half the batch: another run
 
 
 def test_the_training_arguments_exist_before_the_model_loads(tiny_model_dir, tmp_path, monkeypatch):
@@ -172,10 +234,22 @@ def test_the_training_arguments_exist_before_the_model_loads(tiny_model_dir, tmp
 
     events = []
     post_init, load = SFTConfig.__post_init__, student.load_model
-    monkeypatch.setattr(SFTConfig, "__post_init__", lambda self: events.append("training arguments") or post_init(self))
+    monkeypatch.setattr(
+        SFTConfig, "__post_init__", lambda self: events.append("training arguments") or post_init(self)
+    )
     monkeypatch.setattr(student, "load_model", lambda cfg, device: events.append("model") or load(cfg, device))
     data = write_sft(tmp_path / "sft", n=8)
-    train(TrainConfig(method="sft", student=tiny_model_dir, data=str(data), out=str(tmp_path / "run"), max_steps=1, batch_size=4, threads=1))
+    train(
+        TrainConfig(
+            method="sft",
+            student=tiny_model_dir,
+            data=str(data),
+            out=str(tmp_path / "run"),
+            max_steps=1,
+            batch_size=4,
+            threads=1,
+        )
+    )
     assert events == ["training arguments", "model"]
 
 
@@ -188,17 +262,25 @@ def test_a_launched_run_that_fails_on_bad_input_raises_its_one_line_error(tiny_m
     out.mkdir()
     (out / "train_config.json").write_text('{"fingerprint": "another run"}')
     data = write_sft(tmp_path / "sft", n=8)
-    cfg = TrainConfig(method="sft", student=tiny_model_dir, data=str(data), out=str(out), launcher="accelerate", num_processes=1)
+    cfg = TrainConfig(
+        method="sft", student=tiny_model_dir, data=str(data), out=str(out), launcher="accelerate", num_processes=1
+    )
     with pytest.raises(UserError, match=r"holds a training run already; pass --resume"):
         train(cfg)
-    assert (out / "launch.log").is_file() and json.loads((out / "train_config.json").read_text()) == {"fingerprint": "another run"}
+    assert (out / "launch.log").is_file() and json.loads((out / "train_config.json").read_text()) == {
+        "fingerprint": "another run"
+    }
 
 
 def test_an_unknown_accelerate_config_names_the_shipped_ones(tmp_path):
     from reasonkit.distill.launch import config_file
     from reasonkit.errors import UserError
 
-    with pytest.raises(UserError, match=r"accelerate_config: zerro3: neither a shipped config \(ddp, fsdp, zero3, zero3-multinode\) nor a YAML file"):
+    with pytest.raises(
+        UserError,
+        match=r"accelerate_config: zerro3: neither a shipped config \(ddp, fsdp, zero3, zero3-multinode\) nor a YAML "
+        r"file",
+    ):
         config_file("zerro3")
     (tmp_path / "mine.yaml").write_text("distributed_type: MULTI_GPU\n")
     assert config_file(str(tmp_path / "mine.yaml")) == tmp_path / "mine.yaml"
@@ -213,8 +295,16 @@ def test_a_recipe_train_step_moved_to_several_gpus_keeps_its_fingerprint(tiny_mo
     data = write_sft(tmp_path / "sft", n=8)
 
     def step_fingerprint(**launch):
-        recipe = {"out": str(tmp_path / "out"), "steps": [
-            {"name": "sft", "stage": "train", "with": {"method": "sft", "student": tiny_model_dir, "data": str(data), **launch}}]}
+        recipe = {
+            "out": str(tmp_path / "out"),
+            "steps": [
+                {
+                    "name": "sft",
+                    "stage": "train",
+                    "with": {"method": "sft", "student": tiny_model_dir, "data": str(data), **launch},
+                }
+            ],
+        }
         return validate(parse_recipe(recipe, "r.yaml"))[0].fingerprint
 
     assert step_fingerprint() == step_fingerprint(launcher="accelerate", num_processes=8, accelerate_config="zero3")

@@ -10,15 +10,24 @@ import time
 import pytest
 
 from reasonkit.distill.config import TrainConfig
-from reasonkit.recipes.tasks.train_sets import write_sft
 from reasonkit.distill.train import train
+from reasonkit.recipes.tasks.train_sets import write_sft
 
 STEPS, SAVE = 16, 4
 
 
 def settings(student, data, out):
-    return dict(method="sft", student=str(student), data=str(data), out=str(out), max_steps=STEPS, lr=5e-3,
-                batch_size=8, save_steps=SAVE, threads=1)
+    return dict(
+        method="sft",
+        student=str(student),
+        data=str(data),
+        out=str(out),
+        max_steps=STEPS,
+        lr=5e-3,
+        batch_size=8,
+        save_steps=SAVE,
+        threads=1,
+    )
 
 
 def kill_after_first_checkpoint(cmd: list[str], out, log_path, timeout: float = 240.0, ready=None) -> int:
@@ -43,9 +52,29 @@ def test_sigkill_then_resume_ends_at_the_same_step_with_the_same_losses(tiny_mod
     data = write_sft(tmp_path / "sft", n=64)
     out = tmp_path / "run"
     s = settings(tiny_model_dir, data, out)
-    cmd = [sys.executable, "-m", "reasonkit.distill.command", "--method", "sft", "--student", s["student"], "--data", s["data"],
-           "--out", s["out"], "--max-steps", str(STEPS), "--lr", str(s["lr"]), "--batch-size", "8",
-           "--set", f"save_steps={SAVE}", "--set", "threads=1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "reasonkit.distill.command",
+        "--method",
+        "sft",
+        "--student",
+        s["student"],
+        "--data",
+        s["data"],
+        "--out",
+        s["out"],
+        "--max-steps",
+        str(STEPS),
+        "--lr",
+        str(s["lr"]),
+        "--batch-size",
+        "8",
+        "--set",
+        f"save_steps={SAVE}",
+        "--set",
+        "threads=1",
+    ]
     code = kill_after_first_checkpoint(cmd, out, tmp_path / "killed.log")
     assert code == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-2000:]
     assert not (out / "report.json").exists()

@@ -36,7 +36,8 @@ def stored(messages):
 @pytest.fixture(scope="module")
 def trajectories():
     """Eight reference trajectories of the agent task (two searches, then the year) with the real tools' observations
-    (BM25 search over the task's corpus, the sandboxed python tool, called through ToolBox as the tool loop calls them),
+    (BM25 search over the task's corpus, the sandboxed python tool, called through ToolBox as the tool loop calls
+    them),
     as stored rows; the first also runs a python check (calls with different argument names in one table)."""
     from reasonkit.gen.tools.base import ToolBox
     from reasonkit.gen.tools.python import make_python
@@ -50,22 +51,41 @@ def trajectories():
         messages = stored(agent_task.reference_messages(q, search))
         if i == 0:
             code = json.dumps({"code": f"print({q['answer']})"})
-            messages[-1:-1] = [{"role": "assistant", "content": "Let me check the year.",
-                                "tool_calls": [{"name": "python", "arguments": code}], "name": None},
-                               {"role": "tool", "content": box.call("python", code).content, "tool_calls": None, "name": "python"}]
-        rows.append({"id": q["id"], "sample": 0, "messages": messages, "response": messages[-1]["content"],
-                     "turns": sum(m["role"] == "assistant" for m in messages),
-                     "tool_calls": sum(len(m["tool_calls"] or []) for m in messages), "tool_errors": 0,
-                     "finish_reason": "stop", "prompt_tokens": 100, "completion_tokens": 30, "teacher": "reference",
-                     "gen_config": "0", "answer": q["answer"], "source": agent_task.SOURCE,
-                     "tools": json.dumps(box.schemas())})
+            messages[-1:-1] = [
+                {
+                    "role": "assistant",
+                    "content": "Let me check the year.",
+                    "tool_calls": [{"name": "python", "arguments": code}],
+                    "name": None,
+                },
+                {"role": "tool", "content": box.call("python", code).content, "tool_calls": None, "name": "python"},
+            ]
+        rows.append(
+            {
+                "id": q["id"],
+                "sample": 0,
+                "messages": messages,
+                "response": messages[-1]["content"],
+                "turns": sum(m["role"] == "assistant" for m in messages),
+                "tool_calls": sum(len(m["tool_calls"] or []) for m in messages),
+                "tool_errors": 0,
+                "finish_reason": "stop",
+                "prompt_tokens": 100,
+                "completion_tokens": 30,
+                "teacher": "reference",
+                "gen_config": "0",
+                "answer": q["answer"],
+                "source": agent_task.SOURCE,
+                "tools": json.dumps(box.schemas()),
+            }
+        )
     assert rows[0]["messages"][-2]["content"] == rows[0]["answer"]  # the python tool really ran
     return pa.Table.from_pylist(rows)
 
 
 @pytest.fixture(scope="module")
 def tool_student(tmp_path_factory, trajectories):
-    """A tiny random Llama under the tool-capable tokenizer (recipes/teachers/tiny_tools.py: TRL's Qwen2.5 template)."""
+    """A tiny random Llama under the tool-capable tokenizer (recipes/teachers/tiny_tools.py: TRL's Qwen2.5 template)."""  # noqa: E501
     from reasonkit.recipes.teachers.tiny import TinyLlama, build_model
     from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
@@ -75,21 +95,35 @@ def tool_student(tmp_path_factory, trajectories):
         messages, tools = data.chat_inputs(row)
         texts.append(_render(messages, tools))
     tok = build_tool_tokenizer(texts, out, vocab_size=600)
-    build_model(tok, out, shape=TinyLlama(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=256,
-                                          max_position_embeddings=2048))
+    build_model(
+        tok,
+        out,
+        shape=TinyLlama(
+            hidden_size=64, num_layers=2, num_heads=2, intermediate_size=256, max_position_embeddings=2048
+        ),
+    )
     return str(out)
 
 
 def _render(messages, tools):
-    from reasonkit.recipes.teachers.tiny_tools import qwen2_5_template
     from transformers.utils.chat_template_utils import render_jinja_template
+
+    from reasonkit.recipes.teachers.tiny_tools import qwen2_5_template
 
     return render_jinja_template([messages], chat_template=qwen2_5_template(), tools=tools)[0][0]
 
 
 def cfg(student, tmp_path, **kw):
-    base = dict(method="sft", student=student, data=str(tmp_path / "sft"), out=str(tmp_path / "run"), lr=5e-3,
-                batch_size=4, threads=1, save_steps=1000)
+    base = dict(
+        method="sft",
+        student=student,
+        data=str(tmp_path / "sft"),
+        out=str(tmp_path / "run"),
+        lr=5e-3,
+        batch_size=4,
+        threads=1,
+        save_steps=1000,
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -133,8 +167,16 @@ def test_sft_mask_covers_the_models_turns_only(tool_student, trajectories, tmp_p
         assistant = spans(text, "<|im_start|>assistant", "<|im_end|>\n")
         responses = spans(text, "<tool_response>", "</tool_response>")
         # the calls the model made (the system preamble's format example is not one)
-        calls = [(a, b) for a, b in spans(text, "<tool_call>", "</tool_call>") if any(s <= a and b <= e for s, e in assistant)]
-        assert len(assistant) == sum(m["role"] == "assistant" for m in messages) and len(responses) >= 2 and len(calls) >= 2
+        calls = [
+            (a, b)
+            for a, b in spans(text, "<tool_call>", "</tool_call>")
+            if any(s <= a and b <= e for s, e in assistant)
+        ]
+        assert (
+            len(assistant) == sum(m["role"] == "assistant" for m in messages)
+            and len(responses) >= 2
+            and len(calls) >= 2
+        )
 
         def inside(token, regions):
             a, b = enc["offset_mapping"][token]
@@ -150,7 +192,7 @@ def test_sft_mask_covers_the_models_turns_only(tool_student, trajectories, tmp_p
                 assert label == token_id, f"assistant token {t} {piece!r} not trained"
             else:
                 assert label == -100, f"token {t} {piece!r} outside the assistant turns is trained"
-            if inside(t, responses) or text[max(0, a - 20):b].endswith("<tool_response>"):
+            if inside(t, responses) or text[max(0, a - 20) : b].endswith("<tool_response>"):
                 assert label == -100, f"tool observation token {t} {piece!r} trained"
         trained = "".join(text[a:b] for (a, b), label in zip(enc["offset_mapping"], labels) if label != -100)
         # the calls and the answer, end tokens included, are all the student learns to write
@@ -159,15 +201,19 @@ def test_sft_mask_covers_the_models_turns_only(tool_student, trajectories, tmp_p
                 assert (m["content"] or "") in trained
                 for c in m.get("tool_calls") or []:
                     assert json.dumps(c["function"]["arguments"]) in trained
-            elif m["role"] in ("tool", "user") and len(m["content"]) > 8:  # (the python tool's "1916" is also the answer)
+            elif (
+                m["role"] in ("tool", "user") and len(m["content"]) > 8
+            ):  # (the python tool's "1916" is also the answer)
                 assert m["content"] not in trained
         assert trained.count("<tool_call>") == trained.count("</tool_call>") == len(calls)
         assert trained.count("<|im_end|>") == len(assistant) and "<tool_response>" not in trained
-        assert "# Tools" not in trained and "search" in text[: text.index("<|im_start|>user")]  # tools shown, untrained
+        assert (
+            "# Tools" not in trained and "search" in text[: text.index("<|im_start|>user")]
+        )  # tools shown, untrained
 
 
 def test_tool_arguments_are_rendered_as_the_model_wrote_them(tool_student, trajectories, tmp_path):
-    """A search call renders {"query": ...} only: Arrow would merge the python call's "code" into every call's arguments."""
+    """A search call renders {"query": ...} only: Arrow would merge the python call's "code" into every call's arguments."""  # noqa: E501
     _, _, _, dataset = trained_dataset(tool_student, trajectories, tmp_path)
     from transformers import AutoTokenizer
 
@@ -182,8 +228,9 @@ def test_sft_on_filtered_trajectories_lowers_the_loss(tool_student, trajectories
     with StageWriter(tmp_path / "traj", stage="generate", kind="trajectories", config={}, keys=("id", "sample")) as w:
         w.commit(trajectories)
         w.finish()
-    report = run_filter(FilterConfig(traces=str(tmp_path / "traj"), out=str(tmp_path / "filtered"), workers=1,
-                                     require_tool=True))
+    report = run_filter(
+        FilterConfig(traces=str(tmp_path / "traj"), out=str(tmp_path / "filtered"), workers=1, require_tool=True)
+    )
     assert report["rows_out"] == 8  # the language filter reads the prose, not the fictional names in the calls
     result = train(cfg(tool_student, tmp_path, data=str(tmp_path / "filtered" / "sft"), max_steps=16))
     losses = [r["loss"] for r in result["history"]]
@@ -197,19 +244,39 @@ def test_lint_flags_tool_conversations_without_tool_schemas(tool_student, trajec
 
     bare = trajectories.drop_columns(["tools"])
     bare.to_pandas().to_json(tmp_path / "bare.jsonl", orient="records", lines=True)
-    with pytest.raises(UserError, match=r"lint \(no_tool_schemas\): 8 of 8 examples call tools but carry no tool schemas"):
+    with pytest.raises(
+        UserError, match=r"lint \(no_tool_schemas\): 8 of 8 examples call tools but carry no tool schemas"
+    ):
         train(cfg(tool_student, tmp_path, data=str(tmp_path / "bare.jsonl"), max_steps=1))
 
 
 def test_a_trajectories_table_keeps_its_calls():
     """Read as plain sft, the turns' tool_calls would be cast away without a word (the defect this guards)."""
-    table = pa.table({"id": ["a"], "messages": pa.array([[
-        {"role": "user", "content": "q", "tool_calls": None, "name": None},
-        {"role": "assistant", "content": "", "tool_calls": [{"name": "search", "arguments": '{"query": "x"}'}], "name": None},
-        {"role": "tool", "content": "found", "tool_calls": None, "name": "search"},
-        {"role": "assistant", "content": "1987", "tool_calls": None, "name": None}]], TOOL_MESSAGES)})
+    table = pa.table(
+        {
+            "id": ["a"],
+            "messages": pa.array(
+                [
+                    [
+                        {"role": "user", "content": "q", "tool_calls": None, "name": None},
+                        {
+                            "role": "assistant",
+                            "content": "",
+                            "tool_calls": [{"name": "search", "arguments": '{"query": "x"}'}],
+                            "name": None,
+                        },
+                        {"role": "tool", "content": "found", "tool_calls": None, "name": "search"},
+                        {"role": "assistant", "content": "1987", "tool_calls": None, "name": None},
+                    ]
+                ],
+                TOOL_MESSAGES,
+            ),
+        }
+    )
     loaded = data.load_rows(table, "sft", "t.parquet")
     assert loaded.schema.field("messages").type == TOOL_MESSAGES
     messages, tools = data.chat_inputs(loaded.to_pylist()[0])
-    assert messages[1]["tool_calls"] == [{"type": "function", "function": {"name": "search", "arguments": {"query": "x"}}}]
+    assert messages[1]["tool_calls"] == [
+        {"type": "function", "function": {"name": "search", "arguments": {"query": "x"}}}
+    ]
     assert messages[2] == {"role": "tool", "content": "found", "name": "search"} and tools is None

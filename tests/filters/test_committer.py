@@ -10,7 +10,9 @@ from reasonkit.store import MANIFEST, StageWriter, read_stage, shard_paths
 
 
 def rows(start: int, stop: int) -> pa.Table:
-    return pa.table({"id": [f"p{i}" for i in range(start, stop)], "sample": pa.array([0] * (stop - start), pa.int32())})
+    return pa.table(
+        {"id": [f"p{i}" for i in range(start, stop)], "sample": pa.array([0] * (stop - start), pa.int32())}
+    )
 
 
 def writer(path) -> StageWriter:
@@ -25,7 +27,8 @@ def test_background_commits_keep_their_order_and_raise_the_first_error(tmp_path,
     w.finish()
     assert read_stage(tmp_path / "ok").column("id").to_pylist() == [f"p{i}" for i in range(10)]
     assert [s["file"] for s in json.loads((tmp_path / "ok" / MANIFEST).read_text())["shards"]] == [
-        f"part-{i:05d}.parquet" for i in range(5)]
+        f"part-{i:05d}.parquet" for i in range(5)
+    ]
 
     real = StageWriter.commit
     calls = []

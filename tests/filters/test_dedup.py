@@ -7,15 +7,20 @@ from reasonkit.filters.dedup import Deduper, DedupFilter, MinHasher, lsh_params
 from reasonkit.filters.synthetic import trace, traces_table
 from reasonkit.filters.text import ngram_hashes, normalize, stable_hash64
 
-LONG = ("okay so we need the remainder when the product is divided by one thousand and I will first split "
-        "the second factor into tens and units then multiply each part and add the partial products together ")
+LONG = (
+    "okay so we need the remainder when the product is divided by one thousand and I will first split "
+    "the second factor into tens and units then multiply each part and add the partial products together "
+)
 
 
 def test_hashes_never_change():
     # Written down once: a change here silently breaks resumed runs and cross-version dedup.
     assert stable_hash64("hello world") == 5814608031911216775
     assert [int(h) for h in ngram_hashes("The quick brown fox", 2)] == [
-        4961793149306689527, 7862972133708403088, 2098421477967378502]
+        4961793149306689527,
+        7862972133708403088,
+        2098421477967378502,
+    ]
     assert int(Deduper("exact").keys(["Hello  World"])["_exact"][0]) == 7557677740558965921
     assert int(ngram_hashes("The  quick brown\nfox", 2)[0]) == int(ngram_hashes("the quick brown fox", 2)[0])
     assert [int(h) for h in ngram_hashes("a b c", 2)] == [int(h) for h in ngram_hashes("A\tB C", 2)]
@@ -80,7 +85,8 @@ def test_lsh_params_and_bands():
 
 def test_filter_within_a_prompt_and_across_the_dataset():
     rows = [
-        trace("p", 0, reasoning=LONG), trace("p", 1, reasoning=LONG),  # same prompt, same text
+        trace("p", 0, reasoning=LONG),
+        trace("p", 1, reasoning=LONG),  # same prompt, same text
         trace("q", 0, reasoning=LONG.upper()),  # another prompt, same normalised text
         trace("q", 1, reasoning="something else entirely"),
     ]

@@ -71,7 +71,12 @@ def test_filter_reads_an_opened_block_from_the_reasoning_column():
     rows = [
         trace("plain", reasoning=None, response="So \\boxed{4}."),
         trace("prefilled-open", reasoning="2 + 2 = 4, and", response="", completion="2 + 2 = 4, and"),
-        trace("prefilled-closed", reasoning="2 + 2 = 4.", response="\\boxed{4}", completion="2 + 2 = 4.</think>\\boxed{4}"),
+        trace(
+            "prefilled-closed",
+            reasoning="2 + 2 = 4.",
+            response="\\boxed{4}",
+            completion="2 + 2 = 4.</think>\\boxed{4}",
+        ),
     ]
     out = apply([FormatFilter()], traces_table(rows))
     assert out.column("drop_reason").to_pylist() == [None, "unclosed_think", None]

@@ -26,21 +26,25 @@ def test_plain_english_is_one():
     assert lang_ratio("Okay, let me think about this. First we compute the product, then we check it.", "en") == 1.0
 
 
-@pytest.mark.parametrize("text,lang", [(EN, "en"), (FR, "fr"), (DE, "de"), (ES, "es"), (RU, "ru"), (ZH, "zh"),
-                                       (JA, "ja"), (KO, "ko")])
+@pytest.mark.parametrize(
+    "text,lang", [(EN, "en"), (FR, "fr"), (DE, "de"), (ES, "es"), (RU, "ru"), (ZH, "zh"), (JA, "ja"), (KO, "ko")]
+)
 def test_each_language_is_itself_and_not_english(text, lang):
     assert lang_ratio(text, lang) == 1.0
     if lang != "en":
         assert lang_ratio(text, "en") == 0.0
 
 
-@pytest.mark.parametrize("parts,share", [
-    ((EN, FR), 10 / 19),
-    ((EN, DE, ES), 10 / 26),
-    ((FR, EN, RU), 10 / 25),
-    ((EN, ZH), 10 / 20),
-    ((EN, KO), 10 / 15),
-])
+@pytest.mark.parametrize(
+    "parts,share",
+    [
+        ((EN, FR), 10 / 19),
+        ((EN, DE, ES), 10 / 26),
+        ((FR, EN, RU), 10 / 25),
+        ((EN, ZH), 10 / 20),
+        ((EN, KO), 10 / 15),
+    ],
+)
 def test_mixed_traces_score_their_share_of_english_words(parts, share):
     assert lang_ratio(" ".join(parts), "en") == pytest.approx(share)
 
@@ -56,8 +60,10 @@ def test_cjk_characters_count_by_the_documented_equivalence():
 
 def test_math_symbols_outside_latex_are_not_words():
     # Unicode math written as text (25π, θ, α, ℝ, 𝑥) is nobody's language.
-    text = ("The circle has area 25π, so the radius is 5. Let θ be the angle at the centre and α the "
-            "angle at the rim, with x in ℝ and 𝑥 = 2; then θ = 2α by the inscribed angle theorem.")
+    text = (
+        "The circle has area 25π, so the radius is 5. Let θ be the angle at the centre and α the "
+        "angle at the rim, with x in ℝ and 𝑥 = 2; then θ = 2α by the inscribed angle theorem."
+    )
     assert lang_ratio(text, "en") == 1.0
     f = LanguageFilter("en", 0.95)
     assert apply([f], traces_table([trace("a", reasoning=text)])).column("keep").to_pylist() == [True]
@@ -81,7 +87,9 @@ def test_english_short_sentences_stay_english():
 
 
 def test_math_code_numbers_and_symbols_are_not_words():
-    text = r"We get $\frac{\alpha}{\beta} = 42$ and \[x^2\] then ```python\nprint('bonjour le monde')\n``` so 3 + 4 = 7."
+    text = (
+        r"We get $\frac{\alpha}{\beta} = 42$ and \[x^2\] then ```python\nprint('bonjour le monde')\n``` so 3 + 4 = 7."
+    )
     assert "frac" not in clean(text) and "bonjour" not in clean(text)
     assert [w for _, ws in runs(text) for w in ws] == ["We", "get", "and", "then", "so"]
     assert lang_ratio(r"$$\int_0^1 x\,dx$$ 12345 + - * /", "en") is None  # nothing to judge

@@ -239,8 +239,12 @@ def test_a_failed_run_stops_its_helper(tmp_path, two_cores, launches):
     config = FilterConfig(traces=str(tmp_path / "t"), out=str(tmp_path / "o"), workers=1, batch_rows=BATCH)
     bad = next(iter(sorted((tmp_path / "t").glob("part-*.parquet"))[1:]))
     table = pq.read_table(bad)
-    pq.write_table(table.set_column(table.column_names.index("completion"), "completion",
-                                    pa.array([None] * table.num_rows, pa.string())), bad)
+    pq.write_table(
+        table.set_column(
+            table.column_names.index("completion"), "completion", pa.array([None] * table.num_rows, pa.string())
+        ),
+        bad,
+    )
     with pytest.raises(UserError, match="completion"):
         run_filter(config)
     assert len(launches) == 1
@@ -272,10 +276,17 @@ def test_the_helper_imports_neither_numpy_nor_pyarrow():
     import subprocess
     import sys
 
-    code = ("import sys, reasonkit.filters.language as l; l._warm_up('en', ('en', 'fr')); "
-            "print(sorted(m for m in ('numpy', 'pyarrow', 'pandas') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    code = (
+        "import sys, reasonkit.filters.language as l; l._warm_up('en', ('en', 'fr')); "
+        "print(sorted(m for m in ('numpy', 'pyarrow', 'pandas') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
@@ -301,14 +312,18 @@ def test_batches_wait_for_a_slow_helper_only_up_to_the_cap(tmp_path, monkeypatch
     early = NeverReady()
     monkeypatch.setattr(pass1, "MAX_WAITING_BATCHES", 3)
     most = 0
-    for done, _ in enumerate(filter_shards(sorted((tmp_path / "t").glob("part-*.parquet")), config, [early],
-                                           build_deduper(config), set()), start=1):
+    for done, _ in enumerate(
+        filter_shards(sorted((tmp_path / "t").glob("part-*.parquet")), config, [early], build_deduper(config), set()),
+        start=1,
+    ):
         most = max(most, early.prefetched - done + 1)
     assert early.prefetched == 20 and most == 4  # the yielded batch and 3 waiting
     monkeypatch.setattr(pass1, "MAX_WAITING_BATCHES", 1000)
     monkeypatch.setattr(pass1, "MAX_WAITING_BYTES", 1)  # any batch is over a byte: none waits
     early.prefetched, most = 0, 0
-    for done, _ in enumerate(filter_shards(sorted((tmp_path / "t").glob("part-*.parquet")), config, [early],
-                                           build_deduper(config), set()), start=1):
+    for done, _ in enumerate(
+        filter_shards(sorted((tmp_path / "t").glob("part-*.parquet")), config, [early], build_deduper(config), set()),
+        start=1,
+    ):
         most = max(most, early.prefetched - done + 1)
     assert most == 1

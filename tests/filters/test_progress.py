@@ -2,7 +2,6 @@
 time left; none under --quiet (issue 36, item 4)."""
 
 from click.testing import CliRunner
-from ..helpers.score import arithmetic_traces
 
 from reasonkit.cli import cli
 from reasonkit.filters.config import FilterConfig
@@ -10,10 +9,13 @@ from reasonkit.filters.stage import run_filter
 from reasonkit.filters.synthetic import write_traces
 from reasonkit.ticker import EVERY_ENV
 
+from ..helpers.score import arithmetic_traces
+
 
 def config(tmp_path) -> FilterConfig:
-    return FilterConfig(traces=str(tmp_path / "traces"), out=str(tmp_path / "out"), verifier="int", workers=1,
-                        lang=None, batch_rows=8)
+    return FilterConfig(
+        traces=str(tmp_path / "traces"), out=str(tmp_path / "out"), verifier="int", workers=1, lang=None, batch_rows=8
+    )
 
 
 def test_pass_one_prints_rows_of_the_total_rate_and_rows_kept(tmp_path, monkeypatch, capsys):
@@ -27,6 +29,7 @@ def test_pass_one_prints_rows_of_the_total_rate_and_rows_kept(tmp_path, monkeypa
     assert lines[-1].startswith("[filter] done: 24/24 rows (100%), ")
     kept = [s["remaining"] for s in report["funnel"] if s["filter"] != "dedup"][-1]  # what pass 1's filters kept
     assert 0 < kept < 24 and f", {kept} kept, in " in lines[-1]
+
 
 def test_quiet_prints_no_progress_line(tmp_path, monkeypatch):
     monkeypatch.setenv(EVERY_ENV, "0")

@@ -25,8 +25,20 @@ def tiny_traces(tiny_model_dir, tmp_path_factory) -> str:
     work = tmp_path_factory.mktemp("tiny-traces")
     prompts = write_prompts(work / "p.parquet", 12, seed=3, variant="mul")
     out = work / "traces"
-    generate(GenerateConfig(prompts=prompts, teacher=tiny_model_dir, out=str(out), backend="hf", n=2,
-                            max_tokens=24, shard_size=3, dtype="float32", batch_size=3, temperature=1.0))
+    generate(
+        GenerateConfig(
+            prompts=prompts,
+            teacher=tiny_model_dir,
+            out=str(out),
+            backend="hf",
+            n=2,
+            max_tokens=24,
+            shard_size=3,
+            dtype="float32",
+            batch_size=3,
+            temperature=1.0,
+        )
+    )
     return str(out)
 
 
@@ -73,8 +85,11 @@ def test_worker_killed_mid_shard_is_retried_without_loss_or_duplicates(tmp_path,
     marker = tmp_path / "killed.pid"
     ship_to_workers()
     # run_filter's own call of pass 1, with replicas whose filters include one that kills its worker
-    monkeypatch.setattr(ray_engine, "pass1_on_ray", functools.partial(
-        ray_engine.pass1_on_ray, make_filters=filters_that_kill_once(str(marker))))
+    monkeypatch.setattr(
+        ray_engine,
+        "pass1_on_ray",
+        functools.partial(ray_engine.pass1_on_ray, make_filters=filters_that_kill_once(str(marker))),
+    )
     run_filter(filter_config(traces, tmp_path / "ray", engine="ray", replicas=2, **settings))
     assert marker.is_file(), "no replica was killed: the test did not test anything"
     assert_same_output(tmp_path / "local", tmp_path / "ray")

@@ -4,12 +4,13 @@ fp32 on a CPU as before."""
 
 import pytest
 import torch
-from ..helpers.score import build_reward_model
 
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.rl.grpo import build_grpo_trainer, grpo_arguments
 from reasonkit.distill.student import Device, load_model, lora_config, resolve_device, trainer_args
 from reasonkit.filters.reward_model import ModelReward
+
+from ..helpers.score import build_reward_model
 
 
 @pytest.mark.parametrize("kind, bf16, loaded", [("cuda", True, torch.bfloat16), ("cpu", False, torch.float32)])
@@ -18,15 +19,26 @@ def test_the_reward_model_loads_in_the_policys_dtype(kind, bf16, loaded, teacher
     from transformers import AutoTokenizer
 
     rm = build_reward_model(tmp_path / "rm")
-    cfg = TrainConfig(method="grpo", student=teacher_dir, data="unused", out=str(tmp_path / "run"), num_generations=4,
-                      batch_size=4, rewards={"accuracy": 1.0, "rm": 1.0}, reward_model=rm, threads=1)
+    cfg = TrainConfig(
+        method="grpo",
+        student=teacher_dir,
+        data="unused",
+        out=str(tmp_path / "run"),
+        num_generations=4,
+        batch_size=4,
+        rewards={"accuracy": 1.0, "rm": 1.0},
+        reward_model=rm,
+        threads=1,
+    )
     # the policy as load_model gives it on the device resolve_device found: a GPU's is bf16 (built in CPU memory here)
     device = Device(kind=kind, bf16=bf16, gradient_checkpointing=False, threads=1, world_size=1)
     policy = load_model(cfg, device)
     assert policy.dtype == loaded
     args = grpo_arguments(cfg, trainer_args(cfg, resolve_device(cfg), tmp_path / "ck", 256))
     data = Dataset.from_list([{"prompt": [{"role": "user", "content": "1 + 1?"}], "answer": "2"}] * 4)
-    trainer = build_grpo_trainer(cfg, policy, AutoTokenizer.from_pretrained(teacher_dir), data, args, lora_config(cfg), [])
+    trainer = build_grpo_trainer(
+        cfg, policy, AutoTokenizer.from_pretrained(teacher_dir), data, args, lora_config(cfg), []
+    )
     reward = next(f for f in trainer.reward_funcs if isinstance(f, ModelReward))
     assert reward.scorer.model.dtype == loaded  # what the scorer really loaded
     assert reward.scorer.model.score.weight.dtype == loaded

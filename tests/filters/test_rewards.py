@@ -13,14 +13,14 @@ import time
 
 import pytest
 
-from reasonkit.filters import rewards as R
-from reasonkit.filters.math.arithmetic import claims, score
 from reasonkit.errors import UserError
+from reasonkit.filters import rewards as R
 from reasonkit.filters.base import apply
 from reasonkit.filters.format import FormatFilter
 from reasonkit.filters.language import LanguageFilter
-from reasonkit.filters.synthetic import synthetic_rows, trace, traces_table
+from reasonkit.filters.math.arithmetic import claims, score
 from reasonkit.filters.math.verify import VerifyFilter
+from reasonkit.filters.synthetic import synthetic_rows, trace, traces_table
 from reasonkit.recipes.tasks import math as task
 
 LIMIT = 4096  # max_completion_length of the rewards under test
@@ -50,6 +50,7 @@ def call(f, completions, answers=None, prompts=None, ids=None):
 
 # -- accuracy --------------------------------------------------------------------------------------
 
+
 def test_accuracy_right_wrong_no_answer_and_cannot_tell(fns):
     completions = [
         r"<think>17 * 23 = 391</think>The answer is \boxed{391}.",
@@ -67,8 +68,9 @@ def test_accuracy_right_wrong_no_answer_and_cannot_tell(fns):
 
 def test_accuracy_with_the_integer_verifier_says_none_for_non_integers():
     (acc,), _ = R.make_rewards({"accuracy": 1.0}, max_completion_length=LIMIT, verifier="int")
-    assert acc([Q] * 3, [r"</think>\boxed{391}", r"</think>\boxed{4.5}", r"</think>\boxed{390}"],
-               answer=["391", "391", "391"]) == [1.0, None, 0.0]
+    assert acc(
+        [Q] * 3, [r"</think>\boxed{391}", r"</think>\boxed{4.5}", r"</think>\boxed{390}"], answer=["391", "391", "391"]
+    ) == [1.0, None, 0.0]
 
 
 def test_unclosed_think_and_truncation_have_no_answer(fns):
@@ -76,8 +78,9 @@ def test_unclosed_think_and_truncation_have_no_answer(fns):
     # Unclosed: everything is reasoning, the response is empty.
     assert call(acc, [r"<think>17 * 23 = 391 so \boxed{391}"]) == [0.0]
     # The prompt opened the block: a closing tag alone closes it, no tag at all is a cut-off thought.
-    assert call(acc, [r"17 * 23 = 391</think>\boxed{391}", r"17 * 23 = 391 so \boxed{391}"],
-                prompts=[OPEN_PROMPT] * 2) == [1.0, 0.0]
+    assert call(
+        acc, [r"17 * 23 = 391</think>\boxed{391}", r"17 * 23 = 391 so \boxed{391}"], prompts=[OPEN_PROMPT] * 2
+    ) == [1.0, 0.0]
     # The same completions without the open prompt: no think block, the whole text is the response.
     assert call(acc, [r"17 * 23 = 391 so \boxed{391}"]) == [1.0]
     # Cut at the limit (no EOS in the last position) has no answer, as in evaluation; one that ends
@@ -117,22 +120,26 @@ def test_missing_answer_column_is_one_clear_error():
 
 # -- format ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("completion,expected", [
-    (r"<think>17 * 23 = 391</think>\boxed{391}", 1.0),
-    ("<think>\n17 * 23 = 391\n</think>\n\nThe answer is $\\boxed{391}$.\n", 1.0),
-    ("<think>\r\n17 * 23 = 391\r\n</think>\r\n\r\n\\boxed{391}\r\n", 1.0),
-    ("\n\n<think>17 * 23 = 391</think>\n\n\n\\boxed{ 391 }\n\n", 1.0),  # open-r1's regex gave 0 here
-    (r"<think>17 * 23 = \boxed{391}</think>\boxed{391}", 1.0),  # a box in the reasoning is reasoning
-    (r"<think>ok</think>\boxed{3} or \boxed{391}", 0.0),  # two boxes
-    (r"<think>ok</think>\boxed{3}. Then \boxed{391}", 0.0),  # two boxes, the first one intermediate
-    (r"<think>17 * 23 = 391 \boxed{391}", 0.0),  # unclosed think
-    (r"17 * 23 = 391, \boxed{391}", 0.0),  # no think block
-    (r"<think>ok</think>The answer is 391.", 0.0),  # no box
-    (r"<think>ok</think>\boxed{391", 0.0),  # torn box
-    (r"<think>ok</think>\boxed{}", 0.0),  # empty box
-    (r"<think>ok</think>", 0.0),  # empty response
-    ("<think>" + "wait let me check that again " * 40 + r"</think>\boxed{391}", 0.0),  # repetitive
-])
+
+@pytest.mark.parametrize(
+    "completion,expected",
+    [
+        (r"<think>17 * 23 = 391</think>\boxed{391}", 1.0),
+        ("<think>\n17 * 23 = 391\n</think>\n\nThe answer is $\\boxed{391}$.\n", 1.0),
+        ("<think>\r\n17 * 23 = 391\r\n</think>\r\n\r\n\\boxed{391}\r\n", 1.0),
+        ("\n\n<think>17 * 23 = 391</think>\n\n\n\\boxed{ 391 }\n\n", 1.0),  # open-r1's regex gave 0 here
+        (r"<think>17 * 23 = \boxed{391}</think>\boxed{391}", 1.0),  # a box in the reasoning is reasoning
+        (r"<think>ok</think>\boxed{3} or \boxed{391}", 0.0),  # two boxes
+        (r"<think>ok</think>\boxed{3}. Then \boxed{391}", 0.0),  # two boxes, the first one intermediate
+        (r"<think>17 * 23 = 391 \boxed{391}", 0.0),  # unclosed think
+        (r"17 * 23 = 391, \boxed{391}", 0.0),  # no think block
+        (r"<think>ok</think>The answer is 391.", 0.0),  # no box
+        (r"<think>ok</think>\boxed{391", 0.0),  # torn box
+        (r"<think>ok</think>\boxed{}", 0.0),  # empty box
+        (r"<think>ok</think>", 0.0),  # empty response
+        ("<think>" + "wait let me check that again " * 40 + r"</think>\boxed{391}", 0.0),  # repetitive
+    ],
+)
 def test_format_on_literal_strings(fns, completion, expected):
     assert call(fns["format"], [completion]) == [expected]
     assert call(fns["format"], [[{"role": "assistant", "content": completion}]]) == [expected]
@@ -146,13 +153,20 @@ def test_format_with_an_open_prompt_and_truncation(fns):
 
 # -- language --------------------------------------------------------------------------------------
 
+
 def test_language_is_the_filters_ratio_over_the_chain_of_thought(fns):
     lang = fns["language"]
     english = "Let me compute the product first. Then I add the carry."
     mixed = "Let me compute this now. 我们先来仔细计算这两个数的乘积。"  # 5 English words of 15 (language.py)
-    out = call(lang, [f"<think>{english}</think>\\boxed{{391}}", f"<think>{mixed}</think>\\boxed{{391}}",
-                      r"<think>$$17 \cdot 23 = 391$$</think>\boxed{391}",  # no words to judge
-                      f"<think>{english}</think>我们先来仔细计算这两个数的乘积。"])  # the response is not judged
+    out = call(
+        lang,
+        [
+            f"<think>{english}</think>\\boxed{{391}}",
+            f"<think>{mixed}</think>\\boxed{{391}}",
+            r"<think>$$17 \cdot 23 = 391$$</think>\boxed{391}",  # no words to judge
+            f"<think>{english}</think>我们先来仔细计算这两个数的乘积。",
+        ],
+    )  # the response is not judged
     assert out[0] == 1.0 and out[1] == pytest.approx(5 / 15) and out[2] is None and out[3] == 1.0
     # Without a think block the whole completion is the chain of thought, as in the filter.
     assert call(lang, [mixed])[0] == pytest.approx(5 / 15)
@@ -161,6 +175,7 @@ def test_language_is_the_filters_ratio_over_the_chain_of_thought(fns):
 
 
 # -- length and cosine -----------------------------------------------------------------------------
+
 
 def test_soft_overlong_follows_dapo():
     (length,), _ = R.make_rewards({"length": 1.0}, max_completion_length=100, overlong_cache=20)
@@ -190,6 +205,7 @@ def test_cosine_prefers_short_right_and_long_wrong_as_trl_does(fns):
 
 # -- arithmetic ------------------------------------------------------------------------------------
 
+
 def test_arithmetic_on_the_tasks_worked_solution(fns):
     problem = "Find the remainder when 37 * 48 is divided by 1000."
     good = task.solution(problem)
@@ -200,19 +216,22 @@ def test_arithmetic_on_the_tasks_worked_solution(fns):
     assert out == [1.0, 7 / 8, 7 / 8, None]
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("3 * 8 + 7 * 4 + 5 = 24 + 28 + 5 = 52 + 5 = 57", [True, True, True]),
-    ("so 12 + 5 = 18, then", [False]),
-    ("1776 mod 1000 = 776", [True]),
-    (r"$3 \times (4 + 1) = 15$ and \(2 \cdot 3 = 6\)", [True, True]),
-    ("2(3 + 4) = 14, and -3 + 5 = 2", [True, True]),
-    ("1,776 + 1 = 1,777", [True]),
-    ("The sum 3 + 4\n= 7", [True]),
-    ("x^2 + 3 = 7; 2x + 3 = 7; x - 3 = 4; f(3) = 9; 3.5 + 1 = 4.5; 1/2 + 1/2 = 1; 3! = 6", []),
-    ("x = 5, 10 = 10", []),  # no side does arithmetic
-    ("5 mod 0 = 1", []),
-    ("9" * 51 + " + 1 = 1", []),  # operands past MAX_DIGITS are not read
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("3 * 8 + 7 * 4 + 5 = 24 + 28 + 5 = 52 + 5 = 57", [True, True, True]),
+        ("so 12 + 5 = 18, then", [False]),
+        ("1776 mod 1000 = 776", [True]),
+        (r"$3 \times (4 + 1) = 15$ and \(2 \cdot 3 = 6\)", [True, True]),
+        ("2(3 + 4) = 14, and -3 + 5 = 2", [True, True]),
+        ("1,776 + 1 = 1,777", [True]),
+        ("The sum 3 + 4\n= 7", [True]),
+        ("x^2 + 3 = 7; 2x + 3 = 7; x - 3 = 4; f(3) = 9; 3.5 + 1 = 4.5; 1/2 + 1/2 = 1; 3! = 6", []),
+        ("x = 5, 10 = 10", []),  # no side does arithmetic
+        ("5 mod 0 = 1", []),
+        ("9" * 51 + " + 1 = 1", []),  # operands past MAX_DIGITS are not read
+    ],
+)
 def test_arithmetic_claims(text, expected):
     assert [ok for _, _, ok in claims(text)] == expected
 
@@ -235,8 +254,7 @@ def test_each_reward_returns_within_the_timeout_on_hostile_input(fns, name):
     completions = [f"<think>{x}</think>The answer is \\boxed{{{x}}}." for x in HOSTILE.values()]
     completions += [f"<think>{x}" for x in HOSTILE.values()]  # unclosed, a megabyte of reasoning
     start = time.perf_counter()
-    out = call(fns[name], completions, answers=["5"] * len(completions),
-               ids=[[1] * 100 for _ in completions])
+    out = call(fns[name], completions, answers=["5"] * len(completions), ids=[[1] * 100 for _ in completions])
     elapsed = time.perf_counter() - start
     assert len(out) == len(completions)
     assert all(r is None or -1.0 <= r <= 1.0 for r in out)
@@ -262,20 +280,40 @@ def _agreement_rows() -> list[dict]:
         trace("no-gold", answer=None),
         trace("unverifiable", response=r"\boxed{" + "\x01" + "}"),
         trace("two-boxes", response=r"\boxed{3} or \boxed{4}"),
-        trace("unclosed", completion=r"<think>2 + 2 = 4 so \boxed{4}", reasoning=r"2 + 2 = 4 so \boxed{4}",
-              response="", finish_reason="length", tokens=LIMIT),
-        trace("unclosed-stopped", completion=r"<think>2 + 2 = 4 so \boxed{4}", reasoning=r"2 + 2 = 4 so \boxed{4}",
-              response=""),
+        trace(
+            "unclosed",
+            completion=r"<think>2 + 2 = 4 so \boxed{4}",
+            reasoning=r"2 + 2 = 4 so \boxed{4}",
+            response="",
+            finish_reason="length",
+            tokens=LIMIT,
+        ),
+        trace(
+            "unclosed-stopped",
+            completion=r"<think>2 + 2 = 4 so \boxed{4}",
+            reasoning=r"2 + 2 = 4 so \boxed{4}",
+            response="",
+        ),
         trace("truncated-after-box", finish_reason="length", tokens=LIMIT),
         trace("no-think", reasoning=None, response=r"2 + 2 = 4, so \boxed{4}."),
         trace("prefilled", completion=r"2 + 2 = 4</think>\boxed{4}", reasoning="2 + 2 = 4", response=r"\boxed{4}"),
-        trace("prefilled-cut", completion="2 + 2 is", reasoning="2 + 2 is", response="", finish_reason="length",
-              tokens=LIMIT),
+        trace(
+            "prefilled-cut",
+            completion="2 + 2 is",
+            reasoning="2 + 2 is",
+            response="",
+            finish_reason="length",
+            tokens=LIMIT,
+        ),
         trace("mixed-language", reasoning="Let me compute this now. 我们先来仔细计算这两个数的乘积。"),
         trace("french", reasoning="Donc x = 2. Alors y = 3. Puis nous calculons le produit de ces deux nombres."),
         trace("no-words", reasoning=r"$$2 + 2 = 4$$"),
-        trace("newlines", completion="<think>\n2 + 2 = 4\n</think>\n\n\\boxed{4}\n", reasoning="2 + 2 = 4",
-              response="\\boxed{4}"),
+        trace(
+            "newlines",
+            completion="<think>\n2 + 2 = 4\n</think>\n\n\\boxed{4}\n",
+            reasoning="2 + 2 = 4",
+            response="\\boxed{4}",
+        ),
     ]
     return rows + lit
 
@@ -300,8 +338,10 @@ def test_rewards_equal_the_filters_verdicts_row_by_row(fns):
     prompts = [_prompt(r) for r in rows]
     ids = [[7] * r["completion_tokens"] for r in rows]
     answers = [r["answer"] for r in rows]
-    for completions in ([r["completion"] for r in rows],
-                        [[{"role": "assistant", "content": r["completion"]}] for r in rows]):
+    for completions in (
+        [r["completion"] for r in rows],
+        [[{"role": "assistant", "content": r["completion"]}] for r in rows],
+    ):
         acc = fns["accuracy"](prompts, completions, ids, answer=answers)
         fmt = fns["format"](prompts, completions, ids, answer=answers)
         lang = fns["language"](prompts, completions, ids, answer=answers)
@@ -312,17 +352,25 @@ def test_rewards_equal_the_filters_verdicts_row_by_row(fns):
                 expected = 0.0  # truncated: no answer, as evaluation scores it
             assert acc[i] == expected, (row["id"], reason, acc[i])
             keep = formatted.column("keep")[i].as_py()
-            assert fmt[i] == float(keep and row["id"] not in TWO_BOXES), (row["id"], formatted.column("drop_reason")[i])
+            assert fmt[i] == float(keep and row["id"] not in TWO_BOXES), (
+                row["id"],
+                formatted.column("drop_reason")[i],
+            )
             ratio = language.column("lang_ratio")[i].as_py()
-            assert (lang[i] is None) == (ratio is None) and (ratio is None or lang[i] == pytest.approx(ratio, abs=1e-6))
+            assert (lang[i] is None) == (ratio is None) and (
+                ratio is None or lang[i] == pytest.approx(ratio, abs=1e-6)
+            )
     # The table covers every verdict the rewards map.
     assert set(verdicts.column("drop_reason").to_pylist()) == {None, "wrong", "no_answer", "no_gold", "unverifiable"}
-    assert {"truncated", "unclosed_think", "no_think", "no_boxed", None} <= set(formatted.column("drop_reason").to_pylist())
+    assert {"truncated", "unclosed_think", "no_think", "no_boxed", None} <= set(
+        formatted.column("drop_reason").to_pylist()
+    )
     ratios = language.column("lang_ratio").to_pylist()
     assert None in ratios and 0.0 in ratios and any(r is not None and 0.0 < r < 1.0 for r in ratios)
 
 
 # -- make_rewards ----------------------------------------------------------------------------------
+
 
 def test_make_rewards_names_weights_and_pickles():
     funcs, weights = R.make_rewards({"accuracy": 1.0, "format": 0.2, "arithmetic": 0.5}, max_completion_length=64)
@@ -332,20 +380,27 @@ def test_make_rewards_names_weights_and_pickles():
     text = [r"<think>2 * 3 = 6</think>\boxed{6}"]
     for f in funcs:
         copy = pickle.loads(pickle.dumps(f))
-        assert copy.__name__ == f.__name__ and copy(["q"], text, [[1]], answer=["6"]) == f(["q"], text, [[1]], answer=["6"])
+        assert copy.__name__ == f.__name__ and copy(["q"], text, [[1]], answer=["6"]) == f(
+            ["q"], text, [[1]], answer=["6"]
+        )
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"weights": {"accuracy": 1.0, "speed": 1.0}}, "unknown reward 'speed'; expected one of accuracy, format, "
-                                                   "language, length, cosine, arithmetic, code"),
-    ({"weights": {}}, "no reward asked for"),
-    ({"weights": {"format": "high"}}, "reward format: the weight must be a finite number"),
-    ({"weights": {"format": float("nan")}}, "the weight must be a finite number"),
-    ({"max_completion_length": 0}, "max_completion_length must be a positive integer"),
-    ({"verifier": "sympy"}, "unknown verifier 'sympy'"),
-    ({"overlong_cache": 1000}, r"overlong_cache must be within \[1, max_completion_length=64\]"),
-    ({"weights": {"language": 1.0}, "lang": "xx"}, "unknown language code 'xx'"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (
+            {"weights": {"accuracy": 1.0, "speed": 1.0}},
+            "unknown reward 'speed'; expected one of accuracy, format, language, length, cosine, arithmetic, code",
+        ),
+        ({"weights": {}}, "no reward asked for"),
+        ({"weights": {"format": "high"}}, "reward format: the weight must be a finite number"),
+        ({"weights": {"format": float("nan")}}, "the weight must be a finite number"),
+        ({"max_completion_length": 0}, "max_completion_length must be a positive integer"),
+        ({"verifier": "sympy"}, "unknown verifier 'sympy'"),
+        ({"overlong_cache": 1000}, r"overlong_cache must be within \[1, max_completion_length=64\]"),
+        ({"weights": {"language": 1.0}, "lang": "xx"}, "unknown language code 'xx'"),
+    ],
+)
 def test_make_rewards_refuses_bad_input_in_one_line(kwargs, message):
     args = {"weights": {"accuracy": 1.0}, "max_completion_length": 64, **kwargs}
     with pytest.raises(UserError, match=message) as e:
@@ -356,7 +411,9 @@ def test_make_rewards_refuses_bad_input_in_one_line(kwargs, message):
 def test_importing_the_rewards_imports_nothing_heavy():
     heavy = ("numpy", "pyarrow", "lingua", "math_verify", "sympy", "torch", "trl")
     code = f"import sys, reasonkit.filters.rewards; print([m for m in {heavy!r} if m in sys.modules])"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    )
 
 
 def test_cost_of_a_grpo_step_of_the_synthetic_task(fns):

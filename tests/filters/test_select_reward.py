@@ -1,4 +1,4 @@
-"""`distill filter --select reward`: best-of-N by a reward model, the verifier first, PRM aggregates, the funnel's pick."""
+"""`distill filter --select reward`: best-of-N by a reward model, the verifier first, PRM aggregates, the funnel's pick."""  # noqa: E501
 
 import json
 
@@ -7,9 +7,9 @@ from click.testing import CliRunner
 
 from reasonkit.cli import cli
 from reasonkit.filters.base import apply
+from reasonkit.filters.math.verify import VerifyFilter
 from reasonkit.filters.select import SelectFilter, reward_pick, reward_scores, select_by_reward
 from reasonkit.filters.synthetic import trace, traces_table, write_traces
-from reasonkit.filters.math.verify import VerifyFilter
 from reasonkit.store import StageWriter, read_stage
 
 
@@ -71,15 +71,28 @@ def test_reward_pick_counts_the_models_own_choice():
 
 
 def test_filter_select_reward_end_to_end_with_the_funnel_number(tmp_path):
-    rows = [_row("p", 0, "5", 9.0), _row("p", 1, "4", 0.5), _row("p", 2, "4", 0.7),  # RM's pick is wrong
-            _row("q", 0, "4", 2.0), _row("q", 1, "3", 1.0),  # RM's pick is right
-            _row("r", 0, "7", 1.0), _row("r", 1, "4", 3.0), _row("r", 2, "4", 3.5)]  # right
+    rows = [
+        _row("p", 0, "5", 9.0),
+        _row("p", 1, "4", 0.5),
+        _row("p", 2, "4", 0.7),  # RM's pick is wrong
+        _row("q", 0, "4", 2.0),
+        _row("q", 1, "3", 1.0),  # RM's pick is right
+        _row("r", 0, "7", 1.0),
+        _row("r", 1, "4", 3.0),
+        _row("r", 2, "4", 3.5),
+    ]  # right
     src = _scores_dir(tmp_path / "scored", rows)
     result = _filter([src, "--out", str(tmp_path / "out"), "--verifier", "int", "--select", "reward"])
     assert result.exit_code == 0, result.output
     assert _kept(tmp_path / "out") == [("p", 2), ("q", 0), ("r", 2)]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["reward_pick"] == {"prompts": 3, "verified_correct": 2, "wrong": 1, "unverified": 0, "correct_share": 0.6667}
+    assert report["reward_pick"] == {
+        "prompts": 3,
+        "verified_correct": 2,
+        "wrong": 1,
+        "unverified": 0,
+        "correct_share": 0.6667,
+    }
     assert "reward pick" in result.output
     assert any(s["reason"] == "not_selected" and s["dropped"] == 2 for s in report["funnel"])
     # without a verifier it is pure best-of-N by reward: p's wrong answer wins
@@ -92,15 +105,17 @@ def test_filter_step_aggregate_changes_the_pick(tmp_path):
     rows = [_row("p", 0, "4", 0.3, [0.9, 0.9, 0.3]), _row("p", 1, "4", 0.5, [0.5, 0.5, 0.5])]
     src = _scores_dir(tmp_path / "scored", rows)
     for how, sample in (("min", 1), ("prod", 0)):
-        result = _filter([src, "--out", str(tmp_path / how), "--verifier", "int", "--select", "reward", "--step-aggregate", how])
+        result = _filter(
+            [src, "--out", str(tmp_path / how), "--verifier", "int", "--select", "reward", "--step-aggregate", how]
+        )
         assert result.exit_code == 0, result.output
         assert _kept(tmp_path / how) == [("p", sample)]
 
 
 def test_select_reward_on_scores_from_a_real_reward_model(tmp_path):
-    from ..helpers.score import arithmetic_traces, build_reward_model
-
     from reasonkit.judges.score.run import ScoreConfig, run_score
+
+    from ..helpers.score import arithmetic_traces, build_reward_model
 
     traces = write_traces(tmp_path / "t", arithmetic_traces(4, 4))
     run_score(ScoreConfig(input=str(traces), out=str(tmp_path / "s"), model=build_reward_model(tmp_path / "rm")))
@@ -111,7 +126,9 @@ def test_select_reward_on_scores_from_a_real_reward_model(tmp_path):
     for row in kept:  # the best correct sample of its prompt
         rivals = [r for r in scored if r["id"] == row["id"] and f"{{{r['answer']}}}" in r["response"]]
         assert row["reward"] == max(r["reward"] for r in rivals)
-    picks = [max((r for r in scored if r["id"] == pid), key=lambda r: r["reward"]) for pid in {r["id"] for r in scored}]
+    picks = [
+        max((r for r in scored if r["id"] == pid), key=lambda r: r["reward"]) for pid in {r["id"] for r in scored}
+    ]
     right = sum(f"{{{r['answer']}}}" in r["response"] for r in picks)
     assert report["reward_pick"]["verified_correct"] == right and report["reward_pick"]["prompts"] == 4
 

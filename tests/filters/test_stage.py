@@ -30,8 +30,15 @@ def rows():
 
 def config(tmp_path, **kw):
     (tmp_path / "aime24.jsonl").write_text(json.dumps({"problem": AIME}) + "\n")
-    base = dict(traces=str(tmp_path / "traces"), out=str(tmp_path / "out"), verifier="int", workers=1,
-                keep_per_prompt=1, decontam=(str(tmp_path / "aime24.jsonl"),), batch_rows=3)
+    base = dict(
+        traces=str(tmp_path / "traces"),
+        out=str(tmp_path / "out"),
+        verifier="int",
+        workers=1,
+        keep_per_prompt=1,
+        decontam=(str(tmp_path / "aime24.jsonl"),),
+        batch_rows=3,
+    )
     return FilterConfig(**{**base, **kw})
 
 
@@ -39,21 +46,42 @@ def test_end_to_end(tmp_path):
     write_traces(tmp_path / "traces", rows(), shard_rows=4)
     report = run_filter(config(tmp_path))
     out = tmp_path / "out"
-    kept, rejected, sft = read_stage(out, kind="verdicts"), read_stage(out / "rejected", kind="verdicts"), read_stage(out / "sft", kind="sft")
+    kept, rejected, sft = (
+        read_stage(out, kind="verdicts"),
+        read_stage(out / "rejected", kind="verdicts"),
+        read_stage(out / "sft", kind="sft"),
+    )
     assert list(zip(kept.column("id").to_pylist(), kept.column("sample").to_pylist())) == [("p1", 1)]
     assert kept.column("correct").to_pylist() == [True] and kept.column("lang_ratio").to_pylist() == [1.0]
     why = {(i, s): r for i, s, r in zip(*(rejected.column(c).to_pylist() for c in ("id", "sample", "drop_reason")))}
-    assert why == {("p1", 0): "not_selected", ("p1", 2): "duplicate", ("p2", 0): "wrong", ("p2", 1): "truncated",
-                   ("p3", 0): "no_answer", ("p4", 0): "language", ("p5", 0): "contaminated:aime24"}
+    assert why == {
+        ("p1", 0): "not_selected",
+        ("p1", 2): "duplicate",
+        ("p2", 0): "wrong",
+        ("p2", 1): "truncated",
+        ("p3", 0): "no_answer",
+        ("p4", 0): "language",
+        ("p5", 0): "contaminated:aime24",
+    }
     assert not any(rejected.column("keep").to_pylist())
-    assert sft.column("messages").to_pylist() == [[
-        {"role": "user", "content": "What is 2 + 2?"},
-        {"role": "assistant", "content": "<think>\ntwo plus two is four.\n</think>\n\nThe answer is \\boxed{4}."}]]
+    assert sft.column("messages").to_pylist() == [
+        [
+            {"role": "user", "content": "What is 2 + 2?"},
+            {"role": "assistant", "content": "<think>\ntwo plus two is four.\n</think>\n\nThe answer is \\boxed{4}."},
+        ]
+    ]
     # The funnel adds up, in filter order, with every reason of every enabled filter.
     assert report["rows_in"] == 8 and report["rows_out"] == 1 == report["sft_rows"]
     dropped = [(s["reason"], s["dropped"]) for s in report["funnel"] if s["dropped"]]
-    assert dropped == [("truncated", 1), ("contaminated:aime24", 1), ("no_answer", 1), ("wrong", 1),
-                       ("language", 1), ("duplicate", 1), ("not_selected", 1)]
+    assert dropped == [
+        ("truncated", 1),
+        ("contaminated:aime24", 1),
+        ("no_answer", 1),
+        ("wrong", 1),
+        ("language", 1),
+        ("duplicate", 1),
+        ("not_selected", 1),
+    ]
     assert report["funnel"][-1]["remaining"] == 1
     assert report["per_source"] == {"other": {"in": 2, "out": 0}, "test": {"in": 6, "out": 1}}
     assert report["contamination"] == {"aime24": 1} and report["unverifiable"] == {}
@@ -67,14 +95,29 @@ def test_end_to_end(tmp_path):
 def _outputs(out):
     def keyed(path):
         t = read_stage(path)
-        return sorted(zip(t.column("id").to_pylist(), t.column("sample").to_pylist(),
-                          t.column("drop_reason").to_pylist() if "drop_reason" in t.column_names else [None] * t.num_rows))
-    return keyed(out), keyed(out / "rejected"), keyed(out / "sft"), json.loads((out / "report.json").read_text())["funnel"]
+        return sorted(
+            zip(
+                t.column("id").to_pylist(),
+                t.column("sample").to_pylist(),
+                t.column("drop_reason").to_pylist() if "drop_reason" in t.column_names else [None] * t.num_rows,
+            )
+        )
+
+    return (
+        keyed(out),
+        keyed(out / "rejected"),
+        keyed(out / "sft"),
+        json.loads((out / "report.json").read_text())["funnel"],
+    )
 
 
 @pytest.mark.parametrize("where", ["pass1", "pass3"])
 def test_resume_after_a_crash_writes_what_a_clean_run_writes(tmp_path, monkeypatch, where):
-    many = [trace(f"q{i}", s, response=rf"\boxed{{{4 + (i + s) % 3}}}", reasoning=f"step {i} {s}") for i in range(12) for s in range(3)]
+    many = [
+        trace(f"q{i}", s, response=rf"\boxed{{{4 + (i + s) % 3}}}", reasoning=f"step {i} {s}")
+        for i in range(12)
+        for s in range(3)
+    ]
     write_traces(tmp_path / "traces", many, shard_rows=10)
     clean = config(tmp_path, out=str(tmp_path / "clean"))
     run_filter(clean)
@@ -82,7 +125,9 @@ def test_resume_after_a_crash_writes_what_a_clean_run_writes(tmp_path, monkeypat
     real_commit = StageWriter.commit
 
     def crashing_commit(self, table):
-        is_target = (where == "pass1" and self.stage == "filter-work") or (where == "pass3" and self.dir.name == "rejected")
+        is_target = (where == "pass1" and self.stage == "filter-work") or (
+            where == "pass3" and self.dir.name == "rejected"
+        )
         if is_target:
             commits["n"] += 1
             if commits["n"] == 3:
@@ -145,7 +190,9 @@ def test_latex_answers_through_math_verify_and_minhash(tmp_path):
         trace("h", 0, response=r"\boxed{9^{9^{9}}}", answer="5"),
     ]
     write_traces(tmp_path / "traces", traces)
-    report = run_filter(config(tmp_path, verifier="math", verify_timeout=1.0, dedup="minhash", keep_per_prompt=None, decontam=()))
+    report = run_filter(
+        config(tmp_path, verifier="math", verify_timeout=1.0, dedup="minhash", keep_per_prompt=None, decontam=())
+    )
     assert report["rows_out"] == 2
     assert report["verified"] == {"correct": 2, "unverifiable": 1, "wrong": 1}
     assert report["unverifiable"] == {"timeout": 1}

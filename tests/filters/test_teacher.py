@@ -25,11 +25,22 @@ def test_worked_solutions_with_slips(tmp_path):
             if rng.random() < 0.3:  # a slip in the final answer
                 text = text.replace(f"\\boxed{{{p['answer']}}}", f"\\boxed{{{(int(p['answer']) + 7) % 1000}}}")
             reasoning, response = text.split("</think>")
-            rows.append(trace(p["id"], s, problem=p["problem"], completion=text, reasoning=reasoning.removeprefix("<think>").strip(),
-                              response=response.strip(), answer=p["answer"], source=p["source"]))
+            rows.append(
+                trace(
+                    p["id"],
+                    s,
+                    problem=p["problem"],
+                    completion=text,
+                    reasoning=reasoning.removeprefix("<think>").strip(),
+                    response=response.strip(),
+                    answer=p["answer"],
+                    source=p["source"],
+                )
+            )
     write_traces(tmp_path / "traces", rows, shard_rows=16)
-    report = run_filter(FilterConfig(traces=str(tmp_path / "traces"), out=str(tmp_path / "out"), workers=1,
-                                     keep_per_prompt=1))
+    report = run_filter(
+        FilterConfig(traces=str(tmp_path / "traces"), out=str(tmp_path / "out"), workers=1, keep_per_prompt=1)
+    )
     funnel = {s["reason"]: s["dropped"] for s in report["funnel"]}
     assert funnel["wrong"] == report["verified"]["wrong"] > 0
     assert report["rows_out"] == 20  # every prompt has a correct sample; identical ones are duplicates
@@ -44,18 +55,39 @@ def model(tiny_model_dir):
 
 
 def test_traces_generated_by_the_teacher(tmp_path, model):
-    from reasonkit.gen.command import generate
     from reasonkit.filters.command import filter as filter_command
+    from reasonkit.gen.command import generate
 
     prompts = task.write_prompts(tmp_path / "p.parquet", 8, seed=0, variant="aime")
-    args = ["--prompts", prompts, "--teacher", model, "--out", str(tmp_path / "traces"), "--backend", "hf",
-            "--n", "2", "--max-tokens", "192", "--batch-size", "4", "--dtype", "float32"]
+    args = [
+        "--prompts",
+        prompts,
+        "--teacher",
+        model,
+        "--out",
+        str(tmp_path / "traces"),
+        "--backend",
+        "hf",
+        "--n",
+        "2",
+        "--max-tokens",
+        "192",
+        "--batch-size",
+        "4",
+        "--dtype",
+        "float32",
+    ]
     generated = CliRunner().invoke(generate, args)
     assert generated.exit_code == 0, generated.output
-    result = CliRunner().invoke(filter_command, [str(tmp_path / "traces"), "--out", str(tmp_path / "out"),
-                                                 "--workers", "1", "--keep-per-prompt", "1", "-q"])
+    result = CliRunner().invoke(
+        filter_command,
+        [str(tmp_path / "traces"), "--out", str(tmp_path / "out"), "--workers", "1", "--keep-per-prompt", "1", "-q"],
+    )
     assert result.exit_code == 0, result.output
-    kept, rejected = read_stage(tmp_path / "out", kind="verdicts"), read_stage(tmp_path / "out" / "rejected", kind="verdicts")
+    kept, rejected = (
+        read_stage(tmp_path / "out", kind="verdicts"),
+        read_stage(tmp_path / "out" / "rejected", kind="verdicts"),
+    )
     assert kept.num_rows + rejected.num_rows == 16
     assert all(r is not None for r in rejected.column("drop_reason").to_pylist())
     if model == str(TEACHER):  # a trained teacher gets some right

@@ -9,8 +9,14 @@ from reasonkit.filters.text import repetition_scores
 
 def test_repetition_scores_equal_the_one_by_one_scores():
     texts = [r["completion"] for r in synthetic_rows(20, "int", seed=1)]
-    texts += ["", "one", "la la la la la la la la la la la la", "Wait, wait. " * 40, "数学 数学 数学 数学 数学 数学 数学 数学 数学",
-              "a b c d e f g h i j k l"]
+    texts += [
+        "",
+        "one",
+        "la la la la la la la la la la la la",
+        "Wait, wait. " * 40,
+        "数学 数学 数学 数学 数学 数学 数学 数学 数学",
+        "a b c d e f g h i j k l",
+    ]
     for n in (2, 8):
         assert repetition_scores(texts, n).tolist() == pytest.approx([repetition_score(t, n) for t in texts])
     assert repetition_scores(["Wait, wait. " * 40], 8)[0] > 0.9

@@ -6,8 +6,8 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
-from reasonkit.filters.command import filter as filter_command
 from reasonkit.errors import UserError
+from reasonkit.filters.command import filter as filter_command
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
 from reasonkit.filters.synthetic import trace, write_traces
@@ -16,9 +16,16 @@ from reasonkit.schema import validate
 from reasonkit.store import StageWriter, read_stage
 
 QUESTION = "What year did the author of The Glass Orchard win the Orrin Prize?"
-SCHEMAS = [{"type": "function", "function": {"name": "search", "description": "Search the corpus.",
-                                             "parameters": {"type": "object", "properties": {"query": {"type": "string"}},
-                                                            "required": ["query"]}}}]
+SCHEMAS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "description": "Search the corpus.",
+            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+        },
+    }
+]
 
 
 def user(text=QUESTION):
@@ -26,8 +33,12 @@ def user(text=QUESTION):
 
 
 def call(query, name="search"):
-    return {"role": "assistant", "content": "", "tool_calls": [{"name": name, "arguments": json.dumps({"query": query})}],
-            "name": None}
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"name": name, "arguments": json.dumps({"query": query})}],
+        "name": None,
+    }
 
 
 def result(text, name="search"):
@@ -38,8 +49,12 @@ def answer(text):
     return {"role": "assistant", "content": text, "tool_calls": None, "name": None}
 
 
-FOUND = [call("The Glass Orchard author"), result("The Glass Orchard is a novel by Ada Vell."),
-         call("Ada Vell Orrin Prize"), result("Ada Vell won the Orrin Prize in 1987.")]
+FOUND = [
+    call("The Glass Orchard author"),
+    result("The Glass Orchard is a novel by Ada Vell."),
+    call("Ada Vell Orrin Prize"),
+    result("Ada Vell won the Orrin Prize in 1987."),
+]
 
 
 def trajectory(id, sample=0, *, turns, response="1987", finish_reason="stop", gold="1987"):
@@ -47,10 +62,23 @@ def trajectory(id, sample=0, *, turns, response="1987", finish_reason="stop", go
     messages = [user(), *turns] + ([answer(response)] if finish_reason == "stop" else [])
     calls = sum(len(m["tool_calls"] or []) for m in turns if m["role"] == "assistant")
     errors = sum(m["role"] == "tool" and m["content"].startswith("error:") for m in turns)
-    return {"id": id, "sample": sample, "messages": messages, "response": response if finish_reason == "stop" else "",
-            "turns": sum(m["role"] == "assistant" for m in messages), "tool_calls": calls, "tool_errors": errors,
-            "finish_reason": finish_reason, "prompt_tokens": 40, "completion_tokens": 12, "teacher": "tiny-agent",
-            "gen_config": "3f9a0c", "answer": gold, "source": "agent", "tools": json.dumps(SCHEMAS)}
+    return {
+        "id": id,
+        "sample": sample,
+        "messages": messages,
+        "response": response if finish_reason == "stop" else "",
+        "turns": sum(m["role"] == "assistant" for m in messages),
+        "tool_calls": calls,
+        "tool_errors": errors,
+        "finish_reason": finish_reason,
+        "prompt_tokens": 40,
+        "completion_tokens": 12,
+        "teacher": "tiny-agent",
+        "gen_config": "3f9a0c",
+        "answer": gold,
+        "source": "agent",
+        "tools": json.dumps(SCHEMAS),
+    }
 
 
 def rows():
@@ -64,12 +92,17 @@ def rows():
         trajectory("recovered", turns=[call("The Glass Orchard author"), timeout] + FOUND),
         trajectory("no_tool", turns=[]),
         trajectory("prose", turns=FOUND, response="I searched twice.\nI am not sure."),
-        trajectory("foreign", turns=[{**FOUND[0], "content": "让我们先搜索这本书的作者，然后再搜索他获奖的年份。"}] + FOUND[1:]),
+        trajectory(
+            "foreign",
+            turns=[{**FOUND[0], "content": "让我们先搜索这本书的作者，然后再搜索他获奖的年份。"}] + FOUND[1:],
+        ),
     ]
 
 
 def write(path, rows_):
-    with StageWriter(path, stage="generate", kind="trajectories", config={"tools": "search"}, keys=("id", "sample")) as w:
+    with StageWriter(
+        path, stage="generate", kind="trajectories", config={"tools": "search"}, keys=("id", "sample")
+    ) as w:
         w.commit(validate(pa.Table.from_pylist(rows_), "trajectories"))
         w.finish()
 
@@ -90,8 +123,14 @@ def test_trajectories_are_verified_and_checked(tmp_path, require_tool):
     write(tmp_path / "traj", rows())
     report = run_filter(config(tmp_path, require_tool=require_tool))
     kept, why = outcome(tmp_path / "out")
-    assert why == {"wrong": "wrong", "limit": "max_turns", "unrecovered": "tool_error_unrecovered", "prose": "no_answer",
-                   "foreign": "language", **({"no_tool": "no_tool_call"} if require_tool else {})}
+    assert why == {
+        "wrong": "wrong",
+        "limit": "max_turns",
+        "unrecovered": "tool_error_unrecovered",
+        "prose": "no_answer",
+        "foreign": "language",
+        **({"no_tool": "no_tool_call"} if require_tool else {}),
+    }
     assert kept == sorted(["right", "boxed", "recovered"] + ([] if require_tool else ["no_tool"]))
     funnel = {(s["filter"], s["reason"]): s["dropped"] for s in report["funnel"]}
     assert funnel[("trajectory", "max_turns")] == 1 and funnel[("trajectory", "tool_error_unrecovered")] == 1
@@ -115,15 +154,19 @@ def test_sft_output_holds_the_whole_conversation_and_its_tools(tmp_path):
     sft = read_stage(tmp_path / "out" / "sft", kind="sft_tools")
     row = dict(zip(sft.column("id").to_pylist(), sft.to_pylist()))["recovered"]
     assert [m["role"] for m in row["messages"]] == ["user"] + ["assistant", "tool"] * 3 + ["assistant"]
-    assert row["messages"][1]["tool_calls"] == [{"name": "search", "arguments": '{"query": "The Glass Orchard author"}'}]
+    assert row["messages"][1]["tool_calls"] == [
+        {"name": "search", "arguments": '{"query": "The Glass Orchard author"}'}
+    ]
     assert row["messages"][2] == result("error: search timed out after 5 s")
     assert json.loads(row["tools"]) == SCHEMAS
 
 
 def test_exact_verifier_on_names(tmp_path):
-    name = [trajectory("ok", turns=FOUND, response="Ada Vell.", gold="ada vell"),
-            trajectory("other", turns=FOUND, response="Ada Bell", gold="Ada Vell"),
-            trajectory("number", turns=FOUND, response="1987", gold="1987.0")]  # text, not value: 1987 != 1987.0
+    name = [
+        trajectory("ok", turns=FOUND, response="Ada Vell.", gold="ada vell"),
+        trajectory("other", turns=FOUND, response="Ada Bell", gold="Ada Vell"),
+        trajectory("number", turns=FOUND, response="1987", gold="1987.0"),
+    ]  # text, not value: 1987 != 1987.0
     write(tmp_path / "traj", name)
     run_filter(config(tmp_path, verifier="exact"))
     assert outcome(tmp_path / "out") == (["ok"], {"other": "wrong", "number": "wrong"})
@@ -131,8 +174,10 @@ def test_exact_verifier_on_names(tmp_path):
 
 def test_cli_require_tool(tmp_path):
     write(tmp_path / "traj", rows())
-    result_ = CliRunner().invoke(filter_command, [str(tmp_path / "traj"), "--out", str(tmp_path / "out"), "--require-tool",
-                                        "--workers", "1", "-q"])
+    result_ = CliRunner().invoke(
+        filter_command,
+        [str(tmp_path / "traj"), "--out", str(tmp_path / "out"), "--require-tool", "--workers", "1", "-q"],
+    )
     assert result_.exit_code == 0, result_.output
     assert "no_tool_call" in result_.output and outcome(tmp_path / "out")[1]["no_tool"] == "no_tool_call"
     assert "trajectories kept: 3, 2.3333 tool calls each, tool-error rate 0.1429" in result_.output
@@ -145,14 +190,23 @@ def test_require_tool_on_traces_is_one_line(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("tools, expected", [
-    ([("search", "error: timed out"), ("search", "Ada Vell")], None),  # retried, succeeded
-    ([("search", "error: timed out"), ("python", "4")], "search"),  # another tool's success is no recovery
-    ([("python", "error: python failed: ZeroDivisionError"), ("search", "x"), ("python", "error: timed out")], "python"),
-    ([("", "error: bad tool call: not valid JSON"), ("search", "Ada Vell")], None),  # an unreadable call, then a good one
-    ([("serch", "error: unknown tool 'serch' (tools: search)"), ("search", "Ada Vell")], None),
-    ([("search", "Ada Vell"), ("search", "error: timed out")], "search"),  # the last result was the error
-])
+@pytest.mark.parametrize(
+    "tools, expected",
+    [
+        ([("search", "error: timed out"), ("search", "Ada Vell")], None),  # retried, succeeded
+        ([("search", "error: timed out"), ("python", "4")], "search"),  # another tool's success is no recovery
+        (
+            [("python", "error: python failed: ZeroDivisionError"), ("search", "x"), ("python", "error: timed out")],
+            "python",
+        ),
+        (
+            [("", "error: bad tool call: not valid JSON"), ("search", "Ada Vell")],
+            None,
+        ),  # an unreadable call, then a good one
+        ([("serch", "error: unknown tool 'serch' (tools: search)"), ("search", "Ada Vell")], None),
+        ([("search", "Ada Vell"), ("search", "error: timed out")], "search"),  # the last result was the error
+    ],
+)
 def test_unrecovered_error(tools, expected):
     assert unrecovered_error([result(text, name) for name, text in tools]) == expected
 
@@ -161,16 +215,35 @@ def test_generated_trajectories_filter_into_sft_rows_with_their_tools(tmp_path, 
     """distill generate --tools (a scripted backend, a real tool) -> distill filter: the sft rows carry the schemas
     the model was shown, and the final answers are verified."""
     import pyarrow.parquet as pq
-    from ..helpers.gen_tools import ScriptedBackend, lookup_script
 
     from reasonkit.gen.stage import GenerateConfig, generate
     from reasonkit.gen.tools import base
 
+    from ..helpers.gen_tools import ScriptedBackend, lookup_script
+
     monkeypatch.setitem(base._FACTORIES, "echo", f"{ScriptedBackend.__module__}:make_echo")
-    pq.write_table(pa.table({"id": [f"p{i}" for i in range(4)], "problem": [f"word{i}" for i in range(4)],
-                             "answer": ["WORD0", "WORD1", "WORD2", "other"]}), tmp_path / "q.parquet")
-    generate(GenerateConfig(prompts=str(tmp_path / "q.parquet"), teacher="fake-teacher", out=str(tmp_path / "traj"), n=1,
-                            tools="echo", max_turns=4, instruction=""), backend=ScriptedBackend(lookup_script))
+    pq.write_table(
+        pa.table(
+            {
+                "id": [f"p{i}" for i in range(4)],
+                "problem": [f"word{i}" for i in range(4)],
+                "answer": ["WORD0", "WORD1", "WORD2", "other"],
+            }
+        ),
+        tmp_path / "q.parquet",
+    )
+    generate(
+        GenerateConfig(
+            prompts=str(tmp_path / "q.parquet"),
+            teacher="fake-teacher",
+            out=str(tmp_path / "traj"),
+            n=1,
+            tools="echo",
+            max_turns=4,
+            instruction="",
+        ),
+        backend=ScriptedBackend(lookup_script),
+    )
     report = run_filter(config(tmp_path, verifier="exact", require_tool=True, lang=None))
     assert outcome(tmp_path / "out") == (["p0", "p1", "p2"], {"p3": "wrong"}) and report["rows_out"] == 3
     sft = read_stage(tmp_path / "out" / "sft", kind="sft_tools").to_pylist()
@@ -180,9 +253,11 @@ def test_generated_trajectories_filter_into_sft_rows_with_their_tools(tmp_path, 
 
 def test_math_verifier_matches_word_answers_as_text(tmp_path):
     """math-verify reads a name as a product of symbols ("Vell Ada" == "Ada Vell"); a gold that is words is text."""
-    name = [trajectory("ok", turns=FOUND, response="ada vell.", gold="Ada Vell"),
-            trajectory("swapped", turns=FOUND, response="Vell Ada", gold="Ada Vell"),
-            trajectory("number", turns=FOUND, response=r"\boxed{1987}", gold="1987.0")]  # numbers stay math
+    name = [
+        trajectory("ok", turns=FOUND, response="ada vell.", gold="Ada Vell"),
+        trajectory("swapped", turns=FOUND, response="Vell Ada", gold="Ada Vell"),
+        trajectory("number", turns=FOUND, response=r"\boxed{1987}", gold="1987.0"),
+    ]  # numbers stay math
     write(tmp_path / "traj", name)
     run_filter(config(tmp_path))
     assert outcome(tmp_path / "out") == (["number", "ok"], {"swapped": "wrong"})

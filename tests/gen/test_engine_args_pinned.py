@@ -33,8 +33,10 @@ def test_validate_refuses_a_field_the_pinned_vllm_lacks_naming_key_and_version(k
     assert installed and key in installed[1], "this machine's vLLM has the field: the check reads the pin, not it"
     result = CliRunner().invoke(cli, ["validate", str(R1), "--set", f"traces.engine_args.{key}=true"])
     assert result.exit_code == 2, result.output
-    assert (f"traces.engine_args.{key}: not an engine argument of vLLM {VLLM_VERSION}, the version GPU runs install "
-            f"(constraints-gpu.txt); the vLLM {installed[0]} installed here has it") in result.output
+    assert (
+        f"traces.engine_args.{key}: not an engine argument of vLLM {VLLM_VERSION}, the version GPU runs install "
+        f"(constraints-gpu.txt); the vLLM {installed[0]} installed here has it"
+    ) in result.output
     assert "Traceback" not in result.output
 
 
@@ -43,8 +45,11 @@ def test_a_pinned_field_the_installed_vllm_lacks_is_refused_too(monkeypatch):
     monkeypatch.setattr(engine_args, "_installed", lambda: ("0.40.0", NAMES - {"max_num_seqs"}))
     engine_args.engine_arg_names.cache_clear()
     try:
-        with pytest.raises(UserError, match=r"max_num_seqs: not an engine argument of the vLLM 0\.40\.0 installed here "
-                                            r"\(vLLM 0\.31\.0, the version GPU runs install, has it\)"):
+        with pytest.raises(
+            UserError,
+            match=r"max_num_seqs: not an engine argument of the vLLM 0\.40\.0 installed here "
+            r"\(vLLM 0\.31\.0, the version GPU runs install, has it\)",
+        ):
             engine_args.check_engine_args({"max_num_seqs": 64}, "traces.engine_args")
     finally:
         engine_args.engine_arg_names.cache_clear()
@@ -53,9 +58,12 @@ def test_a_pinned_field_the_installed_vllm_lacks_is_refused_too(monkeypatch):
 def test_the_generator_reads_a_wheels_engineargs_fields(tmp_path, monkeypatch):
     wheel = tmp_path / "vllm-9.9.9-cp38-abi3-manylinux_2_28_x86_64.whl"
     with zipfile.ZipFile(wheel, "w") as z:
-        z.writestr("vllm/engine/arg_utils.py", "from dataclasses import dataclass\nfrom typing import ClassVar\n"
-                   "@dataclass\nclass EngineArgs:\n    model: str = 'm'\n    max_num_seqs: int | None = None\n"
-                   "    registry: ClassVar[dict] = {}\n    def method(self): pass\n")
+        z.writestr(
+            "vllm/engine/arg_utils.py",
+            "from dataclasses import dataclass\nfrom typing import ClassVar\n"
+            "@dataclass\nclass EngineArgs:\n    model: str = 'm'\n    max_num_seqs: int | None = None\n"
+            "    registry: ClassVar[dict] = {}\n    def method(self): pass\n",
+        )
         z.writestr("vllm/_version.py", "__version__ = version = '9.9.9'\n")
     spec = importlib.util.spec_from_file_location("engine_arg_names_script", ROOT / "scripts" / "engine-arg-names.py")
     script = importlib.util.module_from_spec(spec)

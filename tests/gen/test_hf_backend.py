@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-
 from reasonkit.gen.command import generate
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest, read_stage
@@ -22,8 +21,26 @@ def model(tiny_model_dir):
 
 def test_hf_backend_writes_traces_and_resumes(tmp_path, model):
     prompts = write_prompts(tmp_path / "p.parquet", 6, seed=0, variant="aime")
-    args = ["--prompts", prompts, "--teacher", model, "--out", str(tmp_path / "out"), "--backend", "hf",
-            "--n", "2", "--max-tokens", "192", "--shard-size", "4", "--batch-size", "2", "--dtype", "float32"]
+    args = [
+        "--prompts",
+        prompts,
+        "--teacher",
+        model,
+        "--out",
+        str(tmp_path / "out"),
+        "--backend",
+        "hf",
+        "--n",
+        "2",
+        "--max-tokens",
+        "192",
+        "--shard-size",
+        "4",
+        "--batch-size",
+        "2",
+        "--dtype",
+        "float32",
+    ]
     first = CliRunner().invoke(generate, args)
     assert first.exit_code == 0, first.output
     assert "generate: 12 rows (6 prompts)" in first.output  # the summary line
@@ -55,8 +72,26 @@ def test_a_template_that_opens_think_makes_a_cut_off_sample_reasoning(tmp_path, 
     --prefill-think still splits a truncated sample as reasoning (it was a response before)."""
     template = think_opening_template(model, tmp_path / "opens.jinja")
     prompts = write_prompts(tmp_path / "p.parquet", 3, seed=0, variant="aime")
-    result = CliRunner().invoke(generate, ["--prompts", prompts, "--teacher", model, "--out", str(tmp_path / "out"),
-                                           "--backend", "hf", "--n", "2", "--max-tokens", "12", "--dtype", "float32",
-                                           "--chat-template", template])
+    result = CliRunner().invoke(
+        generate,
+        [
+            "--prompts",
+            prompts,
+            "--teacher",
+            model,
+            "--out",
+            str(tmp_path / "out"),
+            "--backend",
+            "hf",
+            "--n",
+            "2",
+            "--max-tokens",
+            "12",
+            "--dtype",
+            "float32",
+            "--chat-template",
+            template,
+        ],
+    )
     assert result.exit_code == 0, result.output
     check_cut_off_reasoning(tmp_path / "out")

@@ -12,16 +12,30 @@ from reasonkit.gen.stage import GenerateConfig, generate
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest, read_stage
 
+from ..helpers.gen import (
+    FaultProxy,
+    check_resumed_equals_whole,
+    distill_generate,
+    kill_after_first_shard,
+    rows,
+)
+
 pytestmark = pytest.mark.slow
 TEACHER = Path(__file__).resolve().parents[2] / "recipes" / "assets" / "teacher"
-from ..helpers.gen import (
-    FaultProxy, check_resumed_equals_whole, distill_generate, kill_after_first_shard, rows, serve_vllm,
-)
 
 
 def openai_config(prompts, url, model, out, **kw):
-    base = dict(prompts=str(prompts), teacher=model, out=str(out), backend="openai", base_url=url, n=2,
-                max_tokens=24, shard_size=3, concurrency=4)
+    base = dict(
+        prompts=str(prompts),
+        teacher=model,
+        out=str(out),
+        backend="openai",
+        base_url=url,
+        n=2,
+        max_tokens=24,
+        shard_size=3,
+        concurrency=4,
+    )
     return GenerateConfig(**{**base, **kw})
 
 
@@ -49,7 +63,9 @@ def test_faults_are_retried_and_every_row_lands_once(tmp_path, vllm_server):
         proxy.close()
     for fault in ("429", "500", "drop", "slow", "truncate", "stall"):
         assert proxy.counts.get(fault, 0) >= 1, proxy.counts
-    assert faulty["backend_info"]["retries"] >= sum(proxy.counts.get(f, 0) for f in ("429", "500", "drop", "truncate", "stall"))
+    assert faulty["backend_info"]["retries"] >= sum(
+        proxy.counts.get(f, 0) for f in ("429", "500", "drop", "truncate", "stall")
+    )
     check_resumed_equals_whole(tmp_path / "clean", tmp_path / "faulty", 8, 2)
     assert clean["gen_config"] == faulty["gen_config"]  # the URL is not part of what a row says
 
@@ -86,8 +102,23 @@ def test_401_stops_at_once_with_the_variable_named_and_the_key_unlogged(tmp_path
     try:
         prompts = write_prompts(tmp_path / "p.parquet", 2, seed=0)
         start = time.monotonic()
-        result = CliRunner().invoke(command, ["--prompts", prompts, "--teacher", model, "--out", str(tmp_path / "o"),
-                                              "--backend", "openai", "--base-url", proxy.url, "--api-key-env", "RK_TEST_KEY"])
+        result = CliRunner().invoke(
+            command,
+            [
+                "--prompts",
+                prompts,
+                "--teacher",
+                model,
+                "--out",
+                str(tmp_path / "o"),
+                "--backend",
+                "openai",
+                "--base-url",
+                proxy.url,
+                "--api-key-env",
+                "RK_TEST_KEY",
+            ],
+        )
     finally:
         proxy.close()
     assert result.exit_code == 2 and "401 unauthorized; set $RK_TEST_KEY" in result.output
@@ -97,10 +128,32 @@ def test_401_stops_at_once_with_the_variable_named_and_the_key_unlogged(tmp_path
 def test_sigkill_then_rerun_equals_an_uninterrupted_run(tmp_path, vllm_server):
     url, model = vllm_server
     prompts = write_prompts(tmp_path / "p.parquet", 16, seed=6, variant="aime")
-    whole = generate(openai_config(prompts, url, model, tmp_path / "whole", max_tokens=64, shard_size=2, concurrency=2))
+    whole = generate(
+        openai_config(prompts, url, model, tmp_path / "whole", max_tokens=64, shard_size=2, concurrency=2)
+    )
     out = tmp_path / "killed"
-    cmd = distill_generate(["--prompts", str(prompts), "--teacher", model, "--out", str(out), "--backend", "openai",
-                            "--base-url", url, "--n", "2", "--max-tokens", "64", "--shard-size", "2", "--concurrency", "2"])
+    cmd = distill_generate(
+        [
+            "--prompts",
+            str(prompts),
+            "--teacher",
+            model,
+            "--out",
+            str(out),
+            "--backend",
+            "openai",
+            "--base-url",
+            url,
+            "--n",
+            "2",
+            "--max-tokens",
+            "64",
+            "--shard-size",
+            "2",
+            "--concurrency",
+            "2",
+        ]
+    )
     killed = kill_after_first_shard(cmd, out, tmp_path / "killed.log")
     assert not killed["complete"] and 0 < killed["rows"] < 32, killed
     rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

@@ -4,11 +4,12 @@ the rate, samples and tokens/s, time left (issue 36, item 4); on a terminal the 
 import io
 
 import pytest
-from .test_units import FakeBackend, config
 
 from reasonkit.gen.progress import Progress
 from reasonkit.gen.stage import generate
 from reasonkit.ticker import EVERY_ENV
+
+from .test_units import FakeBackend, config
 
 
 def test_generate_prints_plain_progress_lines_when_stderr_is_a_file(tmp_path, monkeypatch, capsys):

@@ -22,14 +22,20 @@ def closed_port() -> int:
         return s.getsockname()[1]  # closed again on return: nobody listens there
 
 
-@pytest.mark.parametrize("settings, message", [
-    ({"engine": "ray", "replicas": 0}, "--replicas 0: expected at least 1"),
-    ({"replicas": 2}, "--replicas 2 needs --engine ray"),
-    ({"ray_address": "auto"}, "--ray-address auto needs --engine ray"),
-    ({"engine": "spark"}, "expected one of local, ray"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"engine": "ray", "replicas": 0}, "--replicas 0: expected at least 1"),
+        ({"replicas": 2}, "--replicas 2 needs --engine ray"),
+        ({"ray_address": "auto"}, "--ray-address auto needs --engine ray"),
+        ({"engine": "spark"}, "expected one of local, ray"),
+    ],
+)
 def test_bad_engine_settings_are_refused(settings, message):
-    for cls, base in ((GenerateConfig, {"prompts": "p", "teacher": "t", "out": "o"}), (FilterConfig, {"traces": "t", "out": "o"})):
+    for cls, base in (
+        (GenerateConfig, {"prompts": "p", "teacher": "t", "out": "o"}),
+        (FilterConfig, {"traces": "t", "out": "o"}),
+    ):
         with pytest.raises(UserError, match=message.replace("(", r"\(")):
             from_dict(cls, {**base, **settings}, "stage")
 
@@ -42,18 +48,18 @@ def test_data_parallel_is_the_local_engines():
 def test_recipe_with_engine_keys_validates(tmp_path):
     recipe = tmp_path / "r.yaml"
     recipe.write_text(f"""
-out: {tmp_path / 'run'}
+out: {tmp_path / "run"}
 steps:
   - name: traces
     stage: generate
-    with: {{prompts: {tmp_path / 'p.parquet'}, teacher: some/model, engine: ray, replicas: 16,
+    with: {{prompts: {tmp_path / "p.parquet"}, teacher: some/model, engine: ray, replicas: 16,
             tensor_parallel: 2, ray_address: auto}}
   - name: verified
     stage: filter
     with: {{traces: "${{traces}}", engine: ray, replicas: 4}}
   - name: scores
     stage: eval
-    with: {{model: some/model, data: {tmp_path / 'p.parquet'}, engine: ray, replicas: 8}}
+    with: {{model: some/model, data: {tmp_path / "p.parquet"}, engine: ray, replicas: 8}}
 """)
     (tmp_path / "p.parquet").write_text("")
     ok = subprocess.run(distill("validate", [str(recipe)]), capture_output=True, text=True)
@@ -98,17 +104,33 @@ def test_unreachable_ray_address_is_one_clear_error(traces, tmp_path, tiny_model
     assert not (tmp_path / "out").exists()
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"id": "a", "problem": "What is 2 * 3?"}\n')
-    generate = ["generate", "--prompts", str(prompts), "--teacher", tiny_model_dir, "--out", str(tmp_path / "g"),
-                "--backend", "hf", "--max-tokens", "16", "--engine", "ray", "--ray-address"]
+    generate = [
+        "generate",
+        "--prompts",
+        str(prompts),
+        "--teacher",
+        tiny_model_dir,
+        "--out",
+        str(tmp_path / "g"),
+        "--backend",
+        "hf",
+        "--max-tokens",
+        "16",
+        "--engine",
+        "ray",
+        "--ray-address",
+    ]
     assert_one_line_error(run_cli(generate + [address]), f"--ray-address {address}", "no Ray cluster reachable")
     assert_one_line_error(run_cli(generate + ["nowhere"]), "--ray-address nowhere: expected host:port")
     assert not (tmp_path / "g").exists()
 
 
 def test_commands_import_ray_only_when_it_runs_them(traces, tmp_path):
-    code = ("import sys; from click.testing import CliRunner; from reasonkit.cli import cli; "
-            "[CliRunner().invoke(cli, [c, '--help']) for c in ('generate', 'filter', 'eval')]; "
-            f"r = CliRunner().invoke(cli, ['filter', {traces!r}, '--out', {str(tmp_path / 'out')!r}, '--workers', '1', "
-            "'--lang', 'none', '-q']); print(r.exit_code, 'ray' in sys.modules)")
+    code = (
+        "import sys; from click.testing import CliRunner; from reasonkit.cli import cli; "
+        "[CliRunner().invoke(cli, [c, '--help']) for c in ('generate', 'filter', 'eval')]; "
+        f"r = CliRunner().invoke(cli, ['filter', {traces!r}, '--out', {str(tmp_path / 'out')!r}, '--workers', '1', "
+        "'--lang', 'none', '-q']); print(r.exit_code, 'ray' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "0 False", out.stdout[-2000:] + out.stderr[-2000:]

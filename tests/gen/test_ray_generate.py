@@ -47,8 +47,9 @@ def test_hf_backend_on_two_replicas_writes_the_local_rows(tmp_path, ray_cluster,
 
 def test_vllm_backend_on_two_replicas_writes_the_local_rows(tmp_path, ray_cluster, tiny_model_dir):
     prompts = write_prompts(tmp_path / "p.parquet", 8, seed=6, variant="aime")
-    settings = dict(backend="vllm", n=2, max_tokens=32, shard_size=2, dtype="float32", max_model_len=512,
-                    temperature=1.0)
+    settings = dict(
+        backend="vllm", n=2, max_tokens=32, shard_size=2, dtype="float32", max_model_len=512, temperature=1.0
+    )
     local = config(prompts, tiny_model_dir, tmp_path / "local", **settings)
     with vllm_engine_for(tiny_model_dir, 512) as llm:  # shut down before the replicas start theirs
         generate(local, backend=make_backend(local, llm=llm))
@@ -61,11 +62,37 @@ def test_driver_killed_mid_run_resumes_from_committed_shards(tmp_path, ray_clust
     prompts, local = hf_local
     out = tmp_path / "ray"
     # one replica: shards finish one after another, so the kill lands with some still owed
-    cmd = distill("generate", [
-        "--prompts", str(prompts), "--teacher", tiny_model_dir, "--out", str(out), "--backend", "hf",
-        "--n", "2", "--max-tokens", "24", "--shard-size", "3", "--batch-size", "3", "--dtype", "float32",
-        "--temperature", "1.0", "--engine", "ray", "--replicas", "1", "--ray-address", ray_cluster,
-    ])
+    cmd = distill(
+        "generate",
+        [
+            "--prompts",
+            str(prompts),
+            "--teacher",
+            tiny_model_dir,
+            "--out",
+            str(out),
+            "--backend",
+            "hf",
+            "--n",
+            "2",
+            "--max-tokens",
+            "24",
+            "--shard-size",
+            "3",
+            "--batch-size",
+            "3",
+            "--dtype",
+            "float32",
+            "--temperature",
+            "1.0",
+            "--engine",
+            "ray",
+            "--replicas",
+            "1",
+            "--ray-address",
+            ray_cluster,
+        ],
+    )
     killed = kill_after_first_shard(cmd, out, tmp_path / "killed.log")
     committed = shard_stamps(out)
     assert 1 <= len(committed) < 4 and not killed["complete"]

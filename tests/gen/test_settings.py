@@ -18,10 +18,29 @@ from reasonkit.judges.config import CritiqueConfig, JudgeConfig
 
 GROUPS = (SamplingSettings, PromptSettings, BackendSettings, ToolSettings, EngineSettings)
 #: a value other than the default for each group field that a local vllm run accepts
-CHANGED = dict(temperature=0.3, top_p=0.5, max_tokens=77, seed=5, system="be brief", instruction="", prefill_think=True,
-               chat_template="t.jinja", api_key_env="KEY", concurrency=3, request_timeout=5.0, max_retries=1,
-               tensor_parallel=2, gpu_memory_utilization=0.5, max_model_len=99, dtype="float32", batch_size=2,
-               max_turns=2, search_k=1, tool_timeout=2.0, tool_workers=3)
+CHANGED = dict(
+    temperature=0.3,
+    top_p=0.5,
+    max_tokens=77,
+    seed=5,
+    system="be brief",
+    instruction="",
+    prefill_think=True,
+    chat_template="t.jinja",
+    api_key_env="KEY",
+    concurrency=3,
+    request_timeout=5.0,
+    max_retries=1,
+    tensor_parallel=2,
+    gpu_memory_utilization=0.5,
+    max_model_len=99,
+    dtype="float32",
+    batch_size=2,
+    max_turns=2,
+    search_k=1,
+    tool_timeout=2.0,
+    tool_workers=3,
+)
 
 
 def names(group) -> list[str]:
@@ -60,8 +79,13 @@ def test_a_judge_runs_its_model_with_its_whole_sampling_and_backend_groups(cls):
 
 
 def test_a_judge_keeps_its_own_defaults_and_the_groups_help():
-    assert (JudgeConfig.__dataclass_fields__["temperature"].default, CritiqueConfig.__dataclass_fields__["max_tokens"].default) == (0.0, 2048)
-    assert JudgeConfig.__dataclass_fields__["top_p"].metadata == SamplingSettings.__dataclass_fields__["top_p"].metadata
+    assert (
+        JudgeConfig.__dataclass_fields__["temperature"].default,
+        CritiqueConfig.__dataclass_fields__["max_tokens"].default,
+    ) == (0.0, 2048)
+    assert (
+        JudgeConfig.__dataclass_fields__["top_p"].metadata == SamplingSettings.__dataclass_fields__["top_p"].metadata
+    )
 
 
 @pytest.mark.parametrize("command", [["generate"], ["eval"], ["judge"], ["critique"]])
@@ -73,7 +97,9 @@ def test_every_sampling_field_is_a_flag_of_every_command_that_samples(command):
 
 def test_a_flag_not_given_leaves_the_yaml_value(tmp_path):
     """generate: the dataclass default of a flag must not override --config's value (options.given)."""
-    (tmp_path / "c.yaml").write_text("generate:\n  temperature: -1\n  prompts: nowhere.jsonl\n  teacher: t\n  out: o\n")
+    (tmp_path / "c.yaml").write_text(
+        "generate:\n  temperature: -1\n  prompts: nowhere.jsonl\n  teacher: t\n  out: o\n"
+    )
     result = CliRunner().invoke(cli, ["generate", "--config", str(tmp_path / "c.yaml"), "--top-p", "0.5"])
     assert result.exit_code == 2 and "--temperature -1.0: expected >= 0" in result.output  # the YAML's, not 0.6
 

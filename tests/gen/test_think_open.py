@@ -9,8 +9,10 @@ from reasonkit.gen.render import THINK_PREFILL, prompt_text
 from reasonkit.gen.think import opens_think, split
 
 # R1's template since 2025-01 ends its generation prompt with "<｜Assistant｜><think>\n" (shortened here).
-R1_LIKE = ("{%- for m in messages -%}<|{{ m['role'] }}|>{{ m['content'] }}{%- endfor -%}"
-           "{%- if add_generation_prompt -%}<|Assistant|><think>\n{%- endif -%}")
+R1_LIKE = (
+    "{%- for m in messages -%}<|{{ m['role'] }}|>{{ m['content'] }}{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<|Assistant|><think>\n{%- endif -%}"
+)
 TRUNCATED = "Let me try x = 3: 9 + 3 = 12, so \\boxed{12} would fit. But x must be even, so"
 FINISHED = "9 + 3 = 12 fits.\n</think>\n\nThe answer is \\boxed{12}."
 
@@ -40,12 +42,15 @@ def test_a_truncated_sample_after_an_opened_block_is_all_reasoning_when_the_prom
     assert split(FINISHED) == split(FINISHED, prefilled=True) == ("9 + 3 = 12 fits.", "The answer is \\boxed{12}.")
 
 
-@pytest.mark.parametrize("prompt, expected", [
-    ("<|User|>hi<|Assistant|><think>\n", True),
-    ("<|im_start|>assistant\n<think>\n\n</think>\n\n", False),  # Qwen3, thinking off: block closed
-    ("<|im_start|>assistant\n", False),
-    ("<think>\nold</think>\n<|Assistant|><think>\n", True),  # the last tag decides
-    ("", False),
-])
+@pytest.mark.parametrize(
+    "prompt, expected",
+    [
+        ("<|User|>hi<|Assistant|><think>\n", True),
+        ("<|im_start|>assistant\n<think>\n\n</think>\n\n", False),  # Qwen3, thinking off: block closed
+        ("<|im_start|>assistant\n", False),
+        ("<think>\nold</think>\n<|Assistant|><think>\n", True),  # the last tag decides
+        ("", False),
+    ],
+)
 def test_opens_think(prompt, expected):
     assert opens_think(prompt) is expected

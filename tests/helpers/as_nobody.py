@@ -74,11 +74,15 @@ def reach_plan(paths: list[str]) -> tuple[list[str], list[str]]:
 def reach_script(paths: list[str]) -> str:
     """Shell lines that make ``paths`` reachable inside a private mount namespace (run as root)."""
     covers, binds = reach_plan(paths)
-    lines = [f'set -e; s{i}=$(mktemp -d /var/tmp/rk-reach-XXXXXX); mount --rbind {shlex.quote(b)} "$s{i}"'
-             for i, b in enumerate(binds)]  # every tree held before any cover hides it
+    lines = [
+        f'set -e; s{i}=$(mktemp -d /var/tmp/rk-reach-XXXXXX); mount --rbind {shlex.quote(b)} "$s{i}"'
+        for i, b in enumerate(binds)
+    ]  # every tree held before any cover hides it
     steps = [(_depth(c), 0, f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(c)}") for c in covers]
-    steps += [(_depth(b), 1, f'mkdir -p {shlex.quote(b)}; mount --move "$s{i}" {shlex.quote(b)}; rmdir "$s{i}"')
-              for i, b in enumerate(binds)]
+    steps += [
+        (_depth(b), 1, f'mkdir -p {shlex.quote(b)}; mount --move "$s{i}" {shlex.quote(b)}; rmdir "$s{i}"')
+        for i, b in enumerate(binds)
+    ]
     return "; ".join(lines + [line for _, _, line in sorted(steps)])
 
 
@@ -87,21 +91,34 @@ def skip_unless_others_can_read(args: list[str]) -> None:
     under ``umask 077``: no other user can run that install, whatever its directories allow."""
     import reasonkit
 
-    files = [reasonkit.__file__, os.path.join(sys.prefix, "pyvenv.cfg"), os.path.realpath(sys.executable),
-             *(a for a in args if os.path.isabs(a) and os.path.isfile(a))]
+    files = [
+        reasonkit.__file__,
+        os.path.join(sys.prefix, "pyvenv.cfg"),
+        os.path.realpath(sys.executable),
+        *(a for a in args if os.path.isabs(a) and os.path.isfile(a)),
+    ]
     unreadable = [f for f in files if os.path.exists(f) and not os.stat(f).st_mode & 0o004]
     if unreadable:
-        pytest.skip(f"{unreadable[0]} is readable by its owner only (a checkout made under umask 077?): "
-                    f"uid {NOBODY} cannot run this install")
+        pytest.skip(
+            f"{unreadable[0]} is readable by its owner only (a checkout made under umask 077?): "
+            f"uid {NOBODY} cannot run this install"
+        )
 
 
 def run_as_nobody(args: list[str], **env: str) -> subprocess.CompletedProcess:
     """``args`` as uid/gid 65534, in a mount namespace where everything it needs is reachable."""
     skip_unless_others_can_read(args)
     reach = reach_script(needed_paths(args))
-    command = ((f"{reach}; " if reach else "")
-               + f"exec setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups --inh-caps=-all "
-               + " ".join(shlex.quote(a) for a in args))
+    command = (
+        (f"{reach}; " if reach else "")
+        + f"exec setpriv --reuid {NOBODY} --regid {NOBODY} --clear-groups --inh-caps=-all "
+        + " ".join(shlex.quote(a) for a in args)
+    )
     env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "TMPDIR": "/tmp", "HF_HUB_OFFLINE": "1", **env}
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", command],
-                          capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )

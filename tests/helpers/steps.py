@@ -35,10 +35,23 @@ def traces_stage(path, problems: list[dict], texts: list[str], *, answers: list 
     rows = []
     for i, (p, text) in enumerate(zip(problems, texts)):
         reasoning, response = split(text)
-        rows.append({"id": p["id"], "sample": sum(r["id"] == p["id"] for r in rows), "messages": [{"role": "user", "content": user_content(p["problem"])}],
-                     "completion": text, "reasoning": reasoning, "response": response, "finish_reason": "stop",
-                     "prompt_tokens": 0, "completion_tokens": 0, "teacher": "t", "gen_config": "g",
-                     "answer": p["answer"] if answers is None else answers[i], "source": p["source"]})
+        rows.append(
+            {
+                "id": p["id"],
+                "sample": sum(r["id"] == p["id"] for r in rows),
+                "messages": [{"role": "user", "content": user_content(p["problem"])}],
+                "completion": text,
+                "reasoning": reasoning,
+                "response": response,
+                "finish_reason": "stop",
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+                "teacher": "t",
+                "gen_config": "g",
+                "answer": p["answer"] if answers is None else answers[i],
+                "source": p["source"],
+            }
+        )
     writer = StageWriter(path, stage="generate", kind="traces", config={}, keys=("id", "sample"))
     writer.commit(validate(pa.Table.from_pylist(rows), "traces"))
     writer.finish()

@@ -19,20 +19,40 @@ from reasonkit.errors import UserError
 from reasonkit.readers import ColumnMap, read_prompts, read_table
 
 AIME = [
-    (60, "Every morning Aya goes for a 9-kilometer-long walk and stops at a coffee shop afterwards. How many minutes does the walk take her?", "204"),
+    (
+        60,
+        "Every morning Aya goes for a 9-kilometer-long walk and stops at a coffee shop afterwards. How many minutes "
+        "does the walk take her?",
+        "204",
+    ),
     (61, "Let ABC be a triangle inscribed in circle omega. Find the length AP written as m/n, and give m + n.", "113"),
-    (62, "Each vertex of a regular octagon is independently colored either red or blue with equal probability.", "371"),
+    (
+        62,
+        "Each vertex of a regular octagon is independently colored either red or blue with equal probability.",
+        "371",
+    ),
 ]
 MATH500 = [
-    ("Convert the point (0,3) in rectangular coordinates to polar coordinates in the form (r, theta).", "\\left( 3, \\frac{\\pi}{2} \\right)"),
-    ("Define p as the sum over k of 1/k^2 and q as the sum over k of 1/k^3; write the double sum in terms of p and q.", "p - q"),
+    (
+        "Convert the point (0,3) in rectangular coordinates to polar coordinates in the form (r, theta).",
+        "\\left( 3, \\frac{\\pi}{2} \\right)",
+    ),
+    (
+        "Define p as the sum over k of 1/k^2 and q as the sum over k of 1/k^3; write the double sum in terms of p and "
+        "q.",
+        "p - q",
+    ),
 ]
 OPENR1 = {
-    "default": ["A train leaves the station at noon travelling at sixty miles per hour towards the coast; when does it arrive?",
-                "Find all real x such that x squared minus five x plus six equals zero, and give their sum."],
+    "default": [
+        "A train leaves the station at noon travelling at sixty miles per hour towards the coast; when does it arrive?",  # noqa: E501
+        "Find all real x such that x squared minus five x plus six equals zero, and give their sum.",
+    ],
     "extended": ["Prove that the sum of the first n odd numbers is n squared, then compute it for n equal to twelve."],
-    "all": ["A train leaves the station at noon travelling at sixty miles per hour towards the coast; when does it arrive?",
-            "Prove that the sum of the first n odd numbers is n squared, then compute it for n equal to twelve."],
+    "all": [
+        "A train leaves the station at noon travelling at sixty miles per hour towards the coast; when does it arrive?",  # noqa: E501
+        "Prove that the sum of the first n odd numbers is n squared, then compute it for n equal to twelve.",
+    ],
 }
 OPENR1_README = """---
 license: apache-2.0
@@ -72,12 +92,19 @@ def _write(path, table):
 @pytest.fixture(scope="module")
 def aime(tmp_path_factory):
     root = tmp_path_factory.mktemp("aime_2024")
-    _write(root / "data" / "train-00000-of-00001.parquet", pa.table({
-        "id": pa.array([a for a, _, _ in AIME], pa.int64()),
-        "problem": [p for _, p, _ in AIME], "solution": ["(worked solution)"] * len(AIME),
-        "answer": [a for _, _, a in AIME], "url": ["https://artofproblemsolving.com/wiki"] * len(AIME),
-        "year": ["2024"] * len(AIME),
-    }))
+    _write(
+        root / "data" / "train-00000-of-00001.parquet",
+        pa.table(
+            {
+                "id": pa.array([a for a, _, _ in AIME], pa.int64()),
+                "problem": [p for _, p, _ in AIME],
+                "solution": ["(worked solution)"] * len(AIME),
+                "answer": [a for _, _, a in AIME],
+                "url": ["https://artofproblemsolving.com/wiki"] * len(AIME),
+                "year": ["2024"] * len(AIME),
+            }
+        ),
+    )
     (root / "README.md").write_text("# AIME 2024 (shape only; no configs block, as the Hub's)\n")
     return root
 
@@ -85,31 +112,52 @@ def aime(tmp_path_factory):
 @pytest.fixture(scope="module")
 def math500(tmp_path_factory):
     root = tmp_path_factory.mktemp("MATH-500")
-    _write(root / "data" / "test-00000-of-00001.parquet", pa.table({
-        "problem": [p for p, _ in MATH500], "solution": ["(worked solution)"] * len(MATH500),
-        "answer": [a for _, a in MATH500], "subject": ["Precalculus", "Intermediate Algebra"],
-        "level": pa.array([2, 5], pa.int64()), "unique_id": ["test/precalculus/807.json", "test/intermediate_algebra/1994.json"],
-    }))
+    _write(
+        root / "data" / "test-00000-of-00001.parquet",
+        pa.table(
+            {
+                "problem": [p for p, _ in MATH500],
+                "solution": ["(worked solution)"] * len(MATH500),
+                "answer": [a for _, a in MATH500],
+                "subject": ["Precalculus", "Intermediate Algebra"],
+                "level": pa.array([2, 5], pa.int64()),
+                "unique_id": ["test/precalculus/807.json", "test/intermediate_algebra/1994.json"],
+            }
+        ),
+    )
     return root
 
 
 def _openr1_table(problems):
     n = len(problems)
-    generations = [[f"<think>\nreasoning {i}\n</think>\nThe answer is \\boxed{{{i}}}.", "<think>\nother\n</think>"] for i in range(n)]
-    return pa.table({
-        "problem": problems, "solution": ["(reference solution)"] * n, "answer": [str(i) for i in range(n)],
-        "problem_type": ["Algebra"] * n, "question_type": ["math-word-problem"] * n, "source": ["olympiads"] * n,
-        "uuid": [f"uuid-{i}" for i in range(n)],
-        "is_reasoning_complete": pa.array([[True, False]] * n, pa.list_(pa.bool_())),
-        "generations": pa.array(generations, pa.list_(pa.string())),
-        "correctness_math_verify": pa.array([[True, False]] * n, pa.list_(pa.bool_())),
-        "correctness_llama": pa.array([None] * n, pa.list_(pa.bool_())),
-        "finish_reasons": pa.array([None] * n, pa.list_(pa.string())),
-        "correctness_count": pa.array([1] * n, pa.int64()),
-        "messages": pa.array([[{"content": p, "role": "user"}, {"content": g[0], "role": "assistant"}]
-                              for p, g in zip(problems, generations)],
-                             pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))),
-    })
+    generations = [
+        [f"<think>\nreasoning {i}\n</think>\nThe answer is \\boxed{{{i}}}.", "<think>\nother\n</think>"]
+        for i in range(n)
+    ]
+    return pa.table(
+        {
+            "problem": problems,
+            "solution": ["(reference solution)"] * n,
+            "answer": [str(i) for i in range(n)],
+            "problem_type": ["Algebra"] * n,
+            "question_type": ["math-word-problem"] * n,
+            "source": ["olympiads"] * n,
+            "uuid": [f"uuid-{i}" for i in range(n)],
+            "is_reasoning_complete": pa.array([[True, False]] * n, pa.list_(pa.bool_())),
+            "generations": pa.array(generations, pa.list_(pa.string())),
+            "correctness_math_verify": pa.array([[True, False]] * n, pa.list_(pa.bool_())),
+            "correctness_llama": pa.array([None] * n, pa.list_(pa.bool_())),
+            "finish_reasons": pa.array([None] * n, pa.list_(pa.string())),
+            "correctness_count": pa.array([1] * n, pa.int64()),
+            "messages": pa.array(
+                [
+                    [{"content": p, "role": "user"}, {"content": g[0], "role": "assistant"}]
+                    for p, g in zip(problems, generations)
+                ],
+                pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())])),
+            ),
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +173,10 @@ def openr1(tmp_path_factory):
 def two_splits(tmp_path_factory):
     root = tmp_path_factory.mktemp("two_splits")
     for split in ("train", "test"):
-        _write(root / "data" / f"{split}-00000-of-00001.parquet", pa.table({"problem": [f"a {split} problem"], "answer": ["1"]}))
+        _write(
+            root / "data" / f"{split}-00000-of-00001.parquet",
+            pa.table({"problem": [f"a {split} problem"], "answer": ["1"]}),
+        )
     return root
 
 
@@ -150,7 +201,9 @@ def test_math500_shaped_folder_is_its_only_split_test(math500):
 
 def test_a_folder_laid_out_as_math500_on_the_hub_reads_too(tmp_path):
     """MATH-500's own repository holds one top-level test.jsonl: named for its split."""
-    (tmp_path / "test.jsonl").write_text("".join(json.dumps({"problem": p, "answer": a, "level": 2}) + "\n" for p, a in MATH500))
+    (tmp_path / "test.jsonl").write_text(
+        "".join(json.dumps({"problem": p, "answer": a, "level": 2}) + "\n" for p, a in MATH500)
+    )
     assert read_table(str(tmp_path))[0].column("answer").to_pylist() == [a for _, a in MATH500]
     with pytest.raises(UserError, match="no split 'train'; it has: test"):
         read_table(f"{tmp_path}:train")
@@ -173,8 +226,23 @@ def test_distill_filter_decontaminates_against_hub_shaped_folders(aime, math500,
     leaked = trace("leak", 0, problem=AIME[0][1], response=r"\boxed{204}", answer="204")
     traces = write_traces(tmp_path / "traces", [leaked, trace("clean", 0)])
     out = tmp_path / "out"
-    result = CliRunner().invoke(filter_command, [str(traces), "--out", str(out), "--verifier", "int", "--workers", "1",
-                                                 "--decontam", f"aime24={aime}", "--decontam", f"math500={math500}:test", "-q"])
+    result = CliRunner().invoke(
+        filter_command,
+        [
+            str(traces),
+            "--out",
+            str(out),
+            "--verifier",
+            "int",
+            "--workers",
+            "1",
+            "--decontam",
+            f"aime24={aime}",
+            "--decontam",
+            f"math500={math500}:test",
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text())
     assert "contaminated:aime24" in json.dumps(report) and report["rows_out"] == 1
@@ -199,7 +267,9 @@ def test_generate_stage_reads_the_openr1_folder_and_fingerprints_its_split(openr
     cfg = GenerateConfig(prompts=f"{openr1}:default:train", teacher="unused", out=str(tmp_path / "o"), backend="hf")
     assert read_prompts(cfg.prompts, cfg.columns, split=cfg.split).num_rows == 2
     default, extended = fingerprint_path(f"{openr1}:default:train"), fingerprint_path(f"{openr1}:extended:train")
-    assert default != extended and default == fingerprint_path(str(openr1)) == fingerprint_path(f"{openr1}:default", "train")
+    assert default != extended and default == fingerprint_path(str(openr1)) == fingerprint_path(
+        f"{openr1}:default", "train"
+    )
 
 
 def test_two_splits_and_no_split_named_is_one_line_listing_them(two_splits):
@@ -215,7 +285,9 @@ def test_two_splits_and_no_split_named_is_one_line_listing_them(two_splits):
 def test_an_unknown_config_lists_the_configs(openr1):
     with pytest.raises(UserError) as e:
         read_prompts(f"{openr1}:defualt:train")
-    assert "no config 'defualt'" in str(e.value) and "all, default, extended" in str(e.value) and "\n" not in str(e.value)
+    assert (
+        "no config 'defualt'" in str(e.value) and "all, default, extended" in str(e.value) and "\n" not in str(e.value)
+    )
     with pytest.raises(UserError, match="no split 'test'; it has: train"):
         read_prompts(f"{openr1}:default:test")
 
@@ -231,6 +303,17 @@ def test_hub_ids_offline_name_the_download_that_works(monkeypatch):
 def test_eval_on_the_aime_shaped_folder_with_no_split(teacher_dir, aime, tmp_path):
     from reasonkit.distill.eval.run import EvalConfig, run_eval
 
-    summary = run_eval(EvalConfig(model=teacher_dir, data=str(aime), out=str(tmp_path / "eval"), backend="hf", k=1,
-                                  limit=2, max_tokens=16, dtype="float32", verifier="int"))
+    summary = run_eval(
+        EvalConfig(
+            model=teacher_dir,
+            data=str(aime),
+            out=str(tmp_path / "eval"),
+            backend="hf",
+            k=1,
+            limit=2,
+            max_tokens=16,
+            dtype="float32",
+            verifier="int",
+        )
+    )
     assert summary["n_problems"] == 2 and summary["protocol"]["dataset_fingerprint"]

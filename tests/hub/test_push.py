@@ -22,7 +22,16 @@ from reasonkit.hub.push import push
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path
 
 from ..helpers.hub import (
-    FILTER_CONFIG, GEN_CONFIG, GEN_FP, PRIVATE_URL, RECIPE, REPORT, TEACHER, TOKEN, _files, _traces, _verdicts, stages,  # noqa: F401
+    GEN_CONFIG,
+    GEN_FP,
+    PRIVATE_URL,
+    RECIPE,
+    REPORT,
+    TEACHER,
+    TOKEN,
+    _files,
+    _traces,
+    _verdicts,
 )
 
 
@@ -49,10 +58,18 @@ def test_dry_run_folder_loads_every_config_with_datasets(stages, tmp_path, monke
     assert result["url"] is None and result["commit"] is None
 
     files = _files(folder)
-    assert sorted(files) == [
-        "README.md", "data/train-00000-of-00002.parquet", "data/train-00001-of-00002.parquet",
-        "provenance.json", "rejected/train-00000-of-00001.parquet", "sft/train-00000-of-00001.parquet",
-    ] == sorted(result["files"])
+    assert (
+        sorted(files)
+        == [
+            "README.md",
+            "data/train-00000-of-00002.parquet",
+            "data/train-00001-of-00002.parquet",
+            "provenance.json",
+            "rejected/train-00000-of-00001.parquet",
+            "sft/train-00000-of-00001.parquet",
+        ]
+        == sorted(result["files"])
+    )
     # The shards travel byte for byte.
     assert files["data/train-00000-of-00002.parquet"] == (stages / "part-00000.parquet").read_bytes()
     assert files["data/train-00001-of-00002.parquet"] == (stages / "part-00001.parquet").read_bytes()
@@ -87,7 +104,11 @@ def test_card_metadata_and_provenance(stages, tmp_path, monkeypatch):
     assert meta["size_categories"] == ["n<1K"]
     assert meta["language"] == ["en"]
     assert meta["configs"] == [
-        {"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*.parquet"}], "default": True},
+        {
+            "config_name": "default",
+            "data_files": [{"split": "train", "path": "data/train-*.parquet"}],
+            "default": True,
+        },
         {"config_name": "rejected", "data_files": [{"split": "train", "path": "rejected/train-*.parquet"}]},
         {"config_name": "sft", "data_files": [{"split": "train", "path": "sft/train-*.parquet"}]},
     ]
@@ -98,7 +119,11 @@ def test_card_metadata_and_provenance(stages, tmp_path, monkeypatch):
     assert "| temperature | `0.6` |" in body and "| top_p | `0.95` |" in body and "| n | `2` |" in body
     assert "| backend_info.openai | `1.99.0` |" in body
     # the funnel, in order, with what remains
-    assert "| rows in | | | 8 |" in body and "| `verify` | `wrong_answer` | 2 | 6 |" in body and "| rows out | | | 5 |" in body
+    assert (
+        "| rows in | | | 8 |" in body
+        and "| `verify` | `wrong_answer` | 2 | 6 |" in body
+        and "| rows out | | | 5 |" in body
+    )
     # decontamination: what was checked and what it found
     assert "Checked against: `evals/aime24.parquet`\n" in body and "| `aime24` | `1` |" in body  # not its column
     assert "| math_verify | `0.8.0` |" in body and "| lingua | `2.1.0` |" in body
@@ -109,7 +134,11 @@ def test_card_metadata_and_provenance(stages, tmp_path, monkeypatch):
     assert f"reasonkit {__version__}" in body
     assert RECIPE.strip() in body
     prov = json.loads((folder / "provenance.json").read_text())
-    assert [l["manifest"]["stage"] if l["manifest"] else "source" for l in prov["lineage"]] == ["filter", "generate", "source"]
+    assert [ln["manifest"]["stage"] if ln["manifest"] else "source" for ln in prov["lineage"]] == [
+        "filter",
+        "generate",
+        "source",
+    ]
     assert prov["configs"]["rejected"]["files"] == ["rejected/train-00000-of-00001.parquet"]
 
 
@@ -145,32 +174,48 @@ def test_changed_input_is_not_trusted(stages, tmp_path, monkeypatch):
     from reasonkit.store import load_manifest
 
     monkeypatch.chdir(tmp_path)
-    with StageWriter(tmp_path / "runs" / "traces", stage="generate", kind="traces", config=GEN_CONFIG,
-                     keys=("id", "sample"), input_fingerprint=fingerprint_path(tmp_path / "prompts.jsonl")) as w:
+    with StageWriter(
+        tmp_path / "runs" / "traces",
+        stage="generate",
+        kind="traces",
+        config=GEN_CONFIG,
+        keys=("id", "sample"),
+        input_fingerprint=fingerprint_path(tmp_path / "prompts.jsonl"),
+    ) as w:
         w.commit(_traces(["p9"]))  # the traces grew after the filter read them
         w.finish()
     chain = lineage(stages, load_manifest(stages))
     assert len(chain) == 1
-    assert chain[0].notes == ["input `runs/traces` has changed since this stage read it; provenance stops at this stage"]
+    assert chain[0].notes == [
+        "input `runs/traces` has changed since this stage read it; provenance stops at this stage"
+    ]
 
 
 def test_hub_dataset_source(tmp_path):
     from reasonkit.hub.provenance import lineage
     from reasonkit.store import load_manifest
 
-    with StageWriter(tmp_path / "gen", stage="generate", kind="traces", config=GEN_CONFIG, keys=("id", "sample"),
-                     input_fingerprint=fingerprint_path("AI-MO/aimo-validation-aime")) as w:
+    with StageWriter(
+        tmp_path / "gen",
+        stage="generate",
+        kind="traces",
+        config=GEN_CONFIG,
+        keys=("id", "sample"),
+        input_fingerprint=fingerprint_path("AI-MO/aimo-validation-aime"),
+    ) as w:
         w.commit(_traces(["p0"]))
         w.finish(run_config={"prompts": "AI-MO/aimo-validation-aime"})
     chain = lineage(tmp_path / "gen", load_manifest(tmp_path / "gen"))
-    assert [l.source for l in chain] == [None, "AI-MO/aimo-validation-aime"] and chain[0].notes == []
+    assert [ln.source for ln in chain] == [None, "AI-MO/aimo-validation-aime"] and chain[0].notes == []
 
 
 def test_empty_and_untyped_substages_are_listed_not_published(stages, tmp_path):
     with StageWriter(stages / "extra", stage="filter", kind="sft", config={}, keys=("id",)) as w:
         w.finish()
     # a judge-style work log: no table kind, rows of its own shape, never finished
-    StageWriter(stages / "record", stage="judge-record", kind=None, config={}, keys=("id",)).commit(pa.table({"id": ["a"]}))
+    StageWriter(stages / "record", stage="judge-record", kind=None, config={}, keys=("id",)).commit(
+        pa.table({"id": ["a"]})
+    )
     result = push(stages, "org/x", dry_run=tmp_path / "preview")
     assert list(result["configs"]) == ["default", "rejected", "sft"]
     card = (tmp_path / "preview" / "README.md").read_text()
@@ -204,8 +249,10 @@ def test_token_in_generated_card_is_refused(stages, tmp_path, monkeypatch):
 def test_help_and_light_import(distill):
     result = distill("--help")
     assert result.exit_code == 0 and "Usage:" in result.output and "--dry-run FOLDER" in result.output
-    probe = ("import sys, reasonkit.hub.push; print([m for m in ('huggingface_hub', 'datasets', 'pyarrow', 'yaml') "
-             "if m in sys.modules])")
+    probe = (
+        "import sys, reasonkit.hub.push; print([m for m in ('huggingface_hub', 'datasets', 'pyarrow', 'yaml') "
+        "if m in sys.modules])"
+    )
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "[]"
 
 
@@ -274,13 +321,26 @@ def _recipe_run(root: Path, teacher: str, identity: str) -> Path:
     gen, out = root / "run" / "traces", root / "run" / "verified"
     root.mkdir(parents=True, exist_ok=True)
     (root / "p.jsonl").write_text('{"id": "p0", "problem": "1+1"}\n')
-    with StageWriter(gen, stage="generate", kind="traces", config=config, keys=("id", "sample"),
-                     input_fingerprint=fingerprint_path(root / "p.jsonl"), input_path=str(root / "p.jsonl")) as w:
+    with StageWriter(
+        gen,
+        stage="generate",
+        kind="traces",
+        config=config,
+        keys=("id", "sample"),
+        input_fingerprint=fingerprint_path(root / "p.jsonl"),
+        input_path=str(root / "p.jsonl"),
+    ) as w:
         w.commit(_traces(["p0"]).set_column(9, "teacher", pa.array([teacher])))
         w.finish()
-    with StageWriter(out, stage="filter", kind="verdicts", config={"decontam": [str(root / "evals.jsonl")]},
-                     keys=("id", "sample"), input_fingerprint=fingerprint([fingerprint_path(gen)]),
-                     input_path=[str(gen)]) as w:
+    with StageWriter(
+        out,
+        stage="filter",
+        kind="verdicts",
+        config={"decontam": [str(root / "evals.jsonl")]},
+        keys=("id", "sample"),
+        input_fingerprint=fingerprint([fingerprint_path(gen)]),
+        input_path=[str(gen)],
+    ) as w:
         w.commit(_verdicts(["p0"], keep=True).set_column(9, "teacher", pa.array([teacher])))
         w.finish()
     (out / "report.json").write_text(json.dumps({**REPORT, "input": str(gen)}))
@@ -312,13 +372,16 @@ def test_a_moved_run_is_found_beside_the_stage_and_a_lookalike_is_not_trusted(tm
     (tmp_path / "alone").mkdir()
     (tmp_path / "run" / "verified").rename(tmp_path / "alone" / "verified")
     shutil.rmtree(tmp_path / "run")  # the traces it read are gone
-    with StageWriter(tmp_path / "alone" / "traces", stage="generate", kind="traces", config=GEN_CONFIG,
-                     keys=("id", "sample")) as w:
+    with StageWriter(
+        tmp_path / "alone" / "traces", stage="generate", kind="traces", config=GEN_CONFIG, keys=("id", "sample")
+    ) as w:
         w.commit(_traces(["other"]))
         w.finish()
     result = push(tmp_path / "alone" / "verified", "org/x", dry_run=tmp_path / "alone-card")
     card = (tmp_path / "alone-card" / "README.md").read_text()
-    note = ("input `.../run/traces` is not reachable from here (moved or deleted since this stage read it); "
-            "provenance stops at this stage")
+    note = (
+        "input `.../run/traces` is not reachable from here (moved or deleted since this stage read it); "
+        "provenance stops at this stage"
+    )
     assert result["notes"] == [note] and f"- {note}" in card
     assert "No `generate` manifest is reachable" in card

@@ -33,8 +33,12 @@ def quickstart_run(quickstart) -> Path:
 
 
 def push(stage: Path, folder: Path) -> subprocess.CompletedProcess:
-    done = subprocess.run([DISTILL, "push", str(stage), "--repo", "me/x", "--dry-run", str(folder)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [DISTILL, "push", str(stage), "--repo", "me/x", "--dry-run", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "Traceback" not in done.stderr, done.stderr
     return done
 
@@ -43,8 +47,8 @@ def table_under(card: str, heading: str) -> list[dict[str, str]]:
     """The first markdown table after ``heading``, as dicts by column name (backticks stripped)."""
     assert heading in card, f"no {heading!r} in the card"
     lines = card.split(heading, 1)[1].splitlines()
-    rows = [line for line in lines[lines.index(next(l for l in lines if l.startswith("|"))):]]
-    rows = rows[: next((i for i, l in enumerate(rows) if not l.startswith("|")), len(rows))]
+    rows = [line for line in lines[lines.index(next(ln for ln in lines if ln.startswith("|"))) :]]
+    rows = rows[: next((i for i, ln in enumerate(rows) if not ln.startswith("|")), len(rows))]
     split = [[c.strip().strip("`") for c in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows]
     return [dict(zip(split[0], r)) for r in split[2:]]
 
@@ -72,7 +76,7 @@ def assert_sampling(card: str, generate_dir: Path) -> None:
         assert rows[key] == (config[key] if isinstance(config[key], str) else json.dumps(config[key])), key
     # The shipped teacher by its directory's name, pinned by its content where the stage recorded it.
     identity = config.get("teacher_identity") or ""
-    pin = f"@{identity[:len('sha256:') + 16]}" if identity.startswith("sha256:") else ""
+    pin = f"@{identity[: len('sha256:') + 16]}" if identity.startswith("sha256:") else ""
     assert rows["teacher"] == Path(config["teacher"]).name + pin
 
 
@@ -102,9 +106,15 @@ def test_card_of_the_verified_traces(quickstart_run, tmp_path):
     # Decontamination: the eval set the recipe checked, and the rows it dropped (zeros too), as the funnel counts them.
     report = json.loads((quickstart_run / "verified" / "report.json").read_text())
     assert "Checked against: `.../qs/eval_problems`\n" in card
-    assert {r["benchmark / reason"]: number(r["rows dropped"]) for r in table_under(card, "### Decontamination")} == {
-        s["reason"].split(":", 1)[1]: s["dropped"] for s in report["funnel"] if s["reason"].startswith("contaminated:")
-    } == {"eval_problems": 0}
+    assert (
+        {r["benchmark / reason"]: number(r["rows dropped"]) for r in table_under(card, "### Decontamination")}
+        == {
+            s["reason"].split(":", 1)[1]: s["dropped"]
+            for s in report["funnel"]
+            if s["reason"].startswith("contaminated:")
+        }
+        == {"eval_problems": 0}
+    )
     lineage = json.loads((tmp_path / "card" / "provenance.json").read_text())["lineage"]
     assert [link["manifest"]["stage"] for link in lineage] == ["filter", "generate", "synth"]
 
@@ -151,8 +161,10 @@ def test_a_stage_moved_alone_gets_a_card_that_says_where_provenance_stops(quicks
     card = (tmp_path / "card" / "README.md").read_text()
     assert_funnel(card, tmp_path / "lonely" / "verified")  # its own report still travels with it
     notes = [line for line in card.splitlines() if "provenance stops at this stage" in line]
-    assert notes == ["- inputs `.../qs/traces`, `.../qs/eval_problems` are not reachable from here (moved or "
-                     "deleted since this stage read them); provenance stops at this stage"]
+    assert notes == [
+        "- inputs `.../qs/traces`, `.../qs/eval_problems` are not reachable from here (moved or "
+        "deleted since this stage read them); provenance stops at this stage"
+    ]
     assert "No `generate` manifest is reachable" in card
     assert_nothing_local(tmp_path / "card", quickstart_run)
     assert f"note: the card says: {notes[0][2:]}" in done.stderr  # said before anything is uploaded

@@ -17,31 +17,47 @@ AWS = "AKIA" + "".join(secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"
 
 
-@pytest.mark.parametrize("text,kind", [
-    (f"The tool printed {HF}\n", "Hugging Face token"),
-    ("key = sk-ant-api03-" + "A" * 40, "OpenAI/Anthropic-style key"),
-    ("OPENAI_API_KEY=sk-proj-" + "x1" * 24, "OpenAI/Anthropic-style key"),
-    (f"aws_access_key_id = {AWS}", "AWS Access Key"),
-    (PEM, "Private Key"),
-    ("ghp_" + "a" * 36, "GitHub Token"),
-])
+@pytest.mark.parametrize(
+    "text,kind",
+    [
+        (f"The tool printed {HF}\n", "Hugging Face token"),
+        ("key = sk-ant-api03-" + "A" * 40, "OpenAI/Anthropic-style key"),
+        ("OPENAI_API_KEY=sk-proj-" + "x1" * 24, "OpenAI/Anthropic-style key"),
+        (f"aws_access_key_id = {AWS}", "AWS Access Key"),
+        (PEM, "Private Key"),
+        ("ghp_" + "a" * 36, "GitHub Token"),
+    ],
+)
 def test_each_kind_is_found(text, kind):
     found = find_secrets({"default": pa.table({"id": ["p1"], "response": [text]})})
     assert [(f.table, f.column, f.ids) for f in found] == [("default", "response", ["p1"])]
     assert kind in found[0].kinds
 
 
-@pytest.mark.parametrize("text", [
-    "from huggingface_hub import hf_hub_download", "import sklearn as sk-learn", "the answer is \\boxed{42}",
-    "hf_" + "a" * 20, "sk-" + "a" * 10, "AKIA is a prefix", "BEGIN PUBLIC KEY",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "from huggingface_hub import hf_hub_download",
+        "import sklearn as sk-learn",
+        "the answer is \\boxed{42}",
+        "hf_" + "a" * 20,
+        "sk-" + "a" * 10,
+        "AKIA is a prefix",
+        "BEGIN PUBLIC KEY",
+    ],
+)
 def test_ordinary_text_is_not_a_secret(text):
     assert find_secrets({"default": pa.table({"id": ["p1"], "response": [text]})}) == []
 
 
 def test_nested_message_contents_are_scanned_and_rows_named():
-    messages = pa.array([[{"role": "user", "content": "hi"}], [{"role": "tool", "content": f"token: {HF}"}],
-                         [{"role": "assistant", "content": HF}]])
+    messages = pa.array(
+        [
+            [{"role": "user", "content": "hi"}],
+            [{"role": "tool", "content": f"token: {HF}"}],
+            [{"role": "assistant", "content": HF}],
+        ]
+    )
     table = pa.table({"id": ["a", "b", "c"], "sample": pa.array([0, 1, 2], pa.int32()), "messages": messages})
     (finding,) = find_secrets({"sft": table})
     assert (finding.table, finding.column, finding.ids, finding.rows) == ("sft", "messages.content", ["b#1", "c#2"], 2)
@@ -52,8 +68,10 @@ def push(*args):
 
 
 def test_push_of_a_table_with_a_planted_token_is_refused_row_named(tmp_path):
-    rows = [trace("p1", 0, problem="2+2?", reasoning="4", response="\\boxed{4}", answer="4"),
-            trace("p2", 3, problem="Run it.", reasoning="ok", response=f"The program printed {HF}.", answer="1")]
+    rows = [
+        trace("p1", 0, problem="2+2?", reasoning="4", response="\\boxed{4}", answer="4"),
+        trace("p2", 3, problem="Run it.", reasoning="ok", response=f"The program printed {HF}.", answer="1"),
+    ]
     write_traces(tmp_path / "traces", rows)
     preview = tmp_path / "preview"
     result = push(tmp_path / "traces", "--repo", "org/leak", "--dry-run", preview)
@@ -67,7 +85,9 @@ def test_push_of_a_table_with_a_planted_token_is_refused_row_named(tmp_path):
 
 
 def test_the_card_says_how_model_programs_ran(tmp_path):
-    write_traces(tmp_path / "traces", [trace("p1", 0, problem="2+2?", reasoning="4", response="\\boxed{4}", answer="4")])
+    write_traces(
+        tmp_path / "traces", [trace("p1", 0, problem="2+2?", reasoning="4", response="\\boxed{4}", answer="4")]
+    )
     manifest_path = tmp_path / "traces" / "_manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest_path.write_text(json.dumps({**manifest, "sandbox": "none"}))

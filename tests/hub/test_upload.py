@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
-from ..helpers.hub import TOKEN, _files, stages  # noqa: F401
+from ..helpers.hub import TOKEN, _files
 
 
 class _Hub(BaseHTTPRequestHandler):
@@ -34,13 +34,18 @@ class _Hub(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _record(self, body: bytes) -> None:
-        self.server.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body})
+        self.server.requests.append(
+            {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
+        )
 
     def do_GET(self):
         self._record(b"")
         path = urlparse(self.path).path
         if path == f"/api/datasets/{self.server.repo}/tree/main":
-            self._reply(200, [{"type": "file", "path": p, "size": len(d), "oid": "0" * 40} for p, d in self.server.files.items()])
+            self._reply(
+                200,
+                [{"type": "file", "path": p, "size": len(d), "oid": "0" * 40} for p, d in self.server.files.items()],
+            )
         else:
             self._reply(404, {"error": f"not here: {path}"})
 
@@ -57,7 +62,14 @@ class _Hub(BaseHTTPRequestHandler):
             self._reply(200, {"errors": [], "warnings": []})
         elif path == f"/api/datasets/{repo}/preupload/main":
             files = json.loads(body)["files"]
-            self._reply(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None} for f in files]})
+            self._reply(
+                200,
+                {
+                    "files": [
+                        {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None} for f in files
+                    ]
+                },
+            )
         elif path == f"/api/datasets/{repo}/commit/main":
             for line in body.splitlines():
                 op = json.loads(line)
@@ -67,7 +79,13 @@ class _Hub(BaseHTTPRequestHandler):
                     self.server.files.pop(op["value"]["path"])
                 elif op["key"] != "header":
                     raise AssertionError(f"unexpected commit operation {op['key']}")
-            self._reply(200, {"commitUrl": f"http://{self.headers['Host']}/datasets/{repo}/commit/{'c' * 40}", "commitOid": "c" * 40})
+            self._reply(
+                200,
+                {
+                    "commitUrl": f"http://{self.headers['Host']}/datasets/{repo}/commit/{'c' * 40}",
+                    "commitOid": "c" * 40,
+                },
+            )
         else:
             self._reply(404, {"error": f"not here: {path}"})
 
@@ -87,8 +105,13 @@ def hub():
 def _distill_subprocess(args: list, hub, tmp_path: Path, token: str | None = TOKEN) -> subprocess.CompletedProcess:
     """`distill push` in a fresh interpreter: huggingface_hub reads HF_ENDPOINT and offline mode at import."""
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN")}
-    env.update(HF_ENDPOINT=f"http://127.0.0.1:{hub.server_address[1]}", HF_HOME=str(tmp_path / "hf-home"),
-               NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost", HF_HUB_DISABLE_TELEMETRY="1")
+    env.update(
+        HF_ENDPOINT=f"http://127.0.0.1:{hub.server_address[1]}",
+        HF_HOME=str(tmp_path / "hf-home"),
+        NO_PROXY="127.0.0.1,localhost",
+        no_proxy="127.0.0.1,localhost",
+        HF_HUB_DISABLE_TELEMETRY="1",
+    )
     if token:
         env["HF_TOKEN"] = token
     runner = textwrap.dedent("""
@@ -96,13 +119,21 @@ def _distill_subprocess(args: list, hub, tmp_path: Path, token: str | None = TOK
         cli.COMMANDS["push"] = ("reasonkit.hub.push:push_command", "Publish a stage directory.")
         cli.main()
     """)
-    return subprocess.run([sys.executable, "-c", runner, "push", *map(str, args)], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", runner, "push", *map(str, args)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_upload_reaches_the_hub_intact(stages, tmp_path, hub):
     preview = tmp_path / "preview"
-    out = _distill_subprocess([stages, "--repo", "org/r1-distill-tiny", "--private", "--dry-run", preview], hub, tmp_path)
+    out = _distill_subprocess(
+        [stages, "--repo", "org/r1-distill-tiny", "--private", "--dry-run", preview], hub, tmp_path
+    )
     assert out.returncode == 0, out.stderr
     assert hub.requests == []  # a dry run makes no request at all
 
@@ -119,8 +150,12 @@ def test_upload_reaches_the_hub_intact(stages, tmp_path, hub):
         ("POST", "/api/datasets/org/r1-distill-tiny/preupload/main"),
         ("POST", "/api/datasets/org/r1-distill-tiny/commit/main"),
     ]
-    assert json.loads(hub.requests[0]["body"]) == {"name": "r1-distill-tiny", "organization": "org",
-                                                   "visibility": "private", "type": "dataset"}
+    assert json.loads(hub.requests[0]["body"]) == {
+        "name": "r1-distill-tiny",
+        "organization": "org",
+        "visibility": "private",
+        "type": "dataset",
+    }
     assert all(r["headers"].get("authorization") == f"Bearer {TOKEN}" for r in hub.requests)
     # Exactly the dry-run repository arrived (card, provenance, shards byte for byte), the stale
     # shard from an earlier push is gone and files that are not shards are left alone.
@@ -133,8 +168,10 @@ def test_hub_refusal_is_one_line_without_token(stages, tmp_path, hub):
     hub.fail_with = 401
     out = _distill_subprocess([stages, "--repo", "org/r1-distill-tiny"], hub, tmp_path)
     assert out.returncode == 2, out.stderr
-    assert out.stderr == ("error: push to org/r1-distill-tiny failed: HTTP 401 Unauthorized: Invalid credentials in "
-                          "Authorization header; check that the token may write to this namespace\n")
+    assert out.stderr == (
+        "error: push to org/r1-distill-tiny failed: HTTP 401 Unauthorized: Invalid credentials in "
+        "Authorization header; check that the token may write to this namespace\n"
+    )
     assert TOKEN not in out.stdout + out.stderr
     paths = [urlparse(r["path"]).path for r in hub.requests]
     assert paths[0] == "/api/repos/create" and not any("/preupload/" in p or "/commit/" in p for p in paths)

@@ -40,10 +40,23 @@ class FakeModel:
 
 
 def traces(path, n=12):
-    rows = [{"id": f"p{i}", "sample": 0, "messages": [{"role": "user", "content": f"What is {i} * 3?"}],
-             "completion": f"<think>{i} * 3 = {3 * i}</think>{3 * i}", "reasoning": f"{i} * 3 = {3 * i}",
-             "response": str(3 * i), "finish_reason": "stop", "prompt_tokens": 3, "completion_tokens": 9,
-             "teacher": "t", "gen_config": "g", "source": "demo"} for i in range(n)]
+    rows = [
+        {
+            "id": f"p{i}",
+            "sample": 0,
+            "messages": [{"role": "user", "content": f"What is {i} * 3?"}],
+            "completion": f"<think>{i} * 3 = {3 * i}</think>{3 * i}",
+            "reasoning": f"{i} * 3 = {3 * i}",
+            "response": str(3 * i),
+            "finish_reason": "stop",
+            "prompt_tokens": 3,
+            "completion_tokens": 9,
+            "teacher": "t",
+            "gen_config": "g",
+            "source": "demo",
+        }
+        for i in range(n)
+    ]
     rows.append({**rows[0], "id": "cut", "finish_reason": "length"})
     w = StageWriter(path, stage="generate", kind="traces", config={}, keys=("id", "sample"))
     w.commit(pa.Table.from_pylist(rows))
@@ -95,7 +108,9 @@ def test_failed_revisions_are_recorded_not_trained_on(tmp_path):
     report = run_critique(cfg(tmp_path, src), backend=model)
     assert report["prefs"] == report["sft"] == 0 and report["rows_recorded"] == 3
     assert report["failed"] == {"round N revision: judge request failed (finish_reason=error)": 3}
-    assert run_critique(cfg(tmp_path, src), backend=model)["rows_recorded"] == 3 and model.calls == 6  # resumed: no calls
+    assert (
+        run_critique(cfg(tmp_path, src), backend=model)["rows_recorded"] == 3 and model.calls == 6
+    )  # resumed: no calls
 
 
 BAD = {
@@ -107,13 +122,19 @@ BAD = {
 }
 
 
-@pytest.mark.parametrize("name, message", [
-    ("missing.yaml", r"missing.yaml: no such file"),
-    ("no_revision.yaml", r"no_revision.yaml: principles\[0\] \(short\): missing revision_request"),
-    ("typo.yaml", r"typo.yaml: principles\[0\] \(short\): revison_request: unknown key; did you mean revision_request\?"),
-    ("broken.yaml", r"broken.yaml: line \d+ invalid YAML"),
-    ("empty.yaml", r"empty.yaml: principles: expected a non-empty list"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("missing.yaml", r"missing.yaml: no such file"),
+        ("no_revision.yaml", r"no_revision.yaml: principles\[0\] \(short\): missing revision_request"),
+        (
+            "typo.yaml",
+            r"typo.yaml: principles\[0\] \(short\): revison_request: unknown key; did you mean revision_request\?",
+        ),
+        ("broken.yaml", r"broken.yaml: line \d+ invalid YAML"),
+        ("empty.yaml", r"empty.yaml: principles: expected a non-empty list"),
+    ],
+)
 def test_bad_constitution_names_file_and_key(tmp_path, name, message):
     if BAD[name] is not None:
         (tmp_path / name).write_text(BAD[name])

@@ -38,10 +38,23 @@ class FakeJudge:
 
 def traces(path, answers: dict[str, list[str]]):
     rows = [
-        {"id": pid, "sample": i, "messages": [{"role": "user", "content": f"What is {pid}?"}], "completion": text,
-         "reasoning": None, "response": text, "finish_reason": "stop", "prompt_tokens": 3, "completion_tokens": len(text),
-         "teacher": "t", "gen_config": "g", "answer": "6", "source": "demo"}
-        for pid, texts in answers.items() for i, text in enumerate(texts)
+        {
+            "id": pid,
+            "sample": i,
+            "messages": [{"role": "user", "content": f"What is {pid}?"}],
+            "completion": text,
+            "reasoning": None,
+            "response": text,
+            "finish_reason": "stop",
+            "prompt_tokens": 3,
+            "completion_tokens": len(text),
+            "teacher": "t",
+            "gen_config": "g",
+            "answer": "6",
+            "source": "demo",
+        }
+        for pid, texts in answers.items()
+        for i, text in enumerate(texts)
     ]
     w = StageWriter(path, stage="generate", kind="traces", config={}, keys=("id", "sample"))
     w.commit(pa.Table.from_pylist(rows))
@@ -53,8 +66,15 @@ def answer_in(prompt, tag="answer"):
     return re.search(rf"<{tag}>\n(.*?)\n</{tag}>", prompt, re.S).group(1)
 
 
-SCORES = {"great": "Clear and right.\nScore: 9", "fine": '{"rationale": "ok", "score": 6}', "poor": "Rating: [[2]]",
-          "junk": "12 * 34 = 408", "broken": '{"score": "high", ', "eleven": "Score: 11", "twice": "Score: 3\nScore: 8"}
+SCORES = {
+    "great": "Clear and right.\nScore: 9",
+    "fine": '{"rationale": "ok", "score": 6}',
+    "poor": "Rating: [[2]]",
+    "junk": "12 * 34 = 408",
+    "broken": '{"score": "high", ',
+    "eleven": "Score: 11",
+    "twice": "Score: 3\nScore: 8",
+}
 
 
 def cfg(tmp_path, src, **kw):
@@ -62,13 +82,22 @@ def cfg(tmp_path, src, **kw):
 
 
 def test_pointwise_scores_margins_and_reasons(tmp_path):
-    src = traces(tmp_path / "t", {"p1": ["great", "fine", "poor"], "p2": ["fine", "junk", "broken"],
-                                  "p3": ["eleven", "twice"], "p4": ["fine", "great"]})
+    src = traces(
+        tmp_path / "t",
+        {
+            "p1": ["great", "fine", "poor"],
+            "p2": ["fine", "junk", "broken"],
+            "p3": ["eleven", "twice"],
+            "p4": ["fine", "great"],
+        },
+    )
     fake = FakeJudge(lambda p: SCORES[answer_in(p)])
     report = run_judge(cfg(tmp_path, src, min_margin=3.5), backend=fake)
     prefs = read_stage(tmp_path / "o", kind="prefs").to_pylist()
-    assert [(p["id"], p["chosen"][0]["content"], p["rejected"][0]["content"], p["chosen_score"], p["rejected_score"])
-            for p in prefs] == [("p1", "great", "poor", 9.0, 2.0)]
+    assert [
+        (p["id"], p["chosen"][0]["content"], p["rejected"][0]["content"], p["chosen_score"], p["rejected_score"])
+        for p in prefs
+    ] == [("p1", "great", "poor", 9.0, 2.0)]
     assert report["no_pair"] == {"fewer_than_two_scored": 2, "margin_below_min": 1}
     record = {(r["id"], r["sample"]): r for r in read_stage(tmp_path / "o" / "record").to_pylist()}
     assert record[("p1", 0)]["rationale"] == "Clear and right." and record[("p2", 0)]["rationale"] == "ok"
@@ -92,7 +121,9 @@ def test_pairwise_position_swap_disagreement_is_a_tie_and_dropped(tmp_path):
     report = run_judge(cfg(tmp_path, src, mode="pairwise"), backend=FakeJudge(fair))
     prefs = read_stage(tmp_path / "o", kind="prefs").to_pylist()
     assert sorted((p["chosen"][0]["content"], p["rejected"][0]["content"]) for p in prefs) == [
-        ("good one", "bad one"), ("good two", "bad two")]
+        ("good one", "bad one"),
+        ("good two", "bad two"),
+    ]
     assert {p["strategy"] for p in prefs} == {"judge-pairwise"} and report["pairs"] == 2
 
     biased = FakeJudge(lambda p: "Verdict: A")  # always the first position: the two orders disagree
@@ -110,12 +141,16 @@ def test_pairwise_position_swap_disagreement_is_a_tie_and_dropped(tmp_path):
 
 def test_pairwise_rejudges_a_prefs_input(tmp_path):
     src = traces(tmp_path / "t", {"p1": ["good", "bad"]})
-    run_judge(cfg(tmp_path, src, mode="pairwise", out="first"),
-              backend=FakeJudge(lambda p: "Verdict: A" if answer_in(p, "answer_a") == "bad" else "Verdict: B"))
+    run_judge(
+        cfg(tmp_path, src, mode="pairwise", out="first"),
+        backend=FakeJudge(lambda p: "Verdict: A" if answer_in(p, "answer_a") == "bad" else "Verdict: B"),
+    )
     first = read_stage(tmp_path / "first").to_pylist()
     assert first[0]["chosen"][0]["content"] == "bad"
-    report = run_judge(cfg(tmp_path, str(tmp_path / "first"), mode="pairwise", out="second"),
-                       backend=FakeJudge(lambda p: "Verdict: A" if answer_in(p, "answer_a") == "good" else "Verdict: B"))
+    report = run_judge(
+        cfg(tmp_path, str(tmp_path / "first"), mode="pairwise", out="second"),
+        backend=FakeJudge(lambda p: "Verdict: A" if answer_in(p, "answer_a") == "good" else "Verdict: B"),
+    )
     second = read_stage(tmp_path / "second").to_pylist()
     assert report["pairs"] == 1 and second[0]["chosen"][0]["content"] == "good"
 
@@ -159,8 +194,9 @@ def test_cli_help_and_errors(tmp_path):
     for command in (judge, critique):
         assert CliRunner().invoke(command, ["--help"]).exit_code == 0
     src = traces(tmp_path / "t", {"p1": ["a", "b"]})
-    result = CliRunner().invoke(judge, [src, "--out", str(tmp_path / "o"), "--judge", str(tmp_path / "no-model"),
-                                        "--backend", "hf"])
+    result = CliRunner().invoke(
+        judge, [src, "--out", str(tmp_path / "o"), "--judge", str(tmp_path / "no-model"), "--backend", "hf"]
+    )
     assert result.exit_code == 2 and "--judge" in result.output and "no such model directory" in result.output
     result = CliRunner().invoke(judge, [src, "--out", str(tmp_path / "o"), "--judge", "m", "--min-margin", "-1"])
     assert result.exit_code == 2 and "min_margin" in result.output

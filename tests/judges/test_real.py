@@ -35,17 +35,35 @@ def write_traces(path, n=3, verdicts=False):
         bad = good.replace(p["answer"], str(int(p["answer"]) + 1))
         for sample, text in enumerate((good, bad)):
             reasoning, response = split(text)
-            row = {"id": p["id"], "sample": sample, "messages": [{"role": "user", "content": p["problem"]}],
-                   "completion": text, "reasoning": reasoning, "response": response, "finish_reason": "stop",
-                   "prompt_tokens": 10, "completion_tokens": 20 + 9 * sample, "teacher": "t", "gen_config": "g",
-                   "answer": p["answer"], "source": "tiny"}
+            row = {
+                "id": p["id"],
+                "sample": sample,
+                "messages": [{"role": "user", "content": p["problem"]}],
+                "completion": text,
+                "reasoning": reasoning,
+                "response": response,
+                "finish_reason": "stop",
+                "prompt_tokens": 10,
+                "completion_tokens": 20 + 9 * sample,
+                "teacher": "t",
+                "gen_config": "g",
+                "answer": p["answer"],
+                "source": "tiny",
+            }
             if verdicts:
-                row.update(pred=None, correct=sample == 0, lang_ratio=1.0, keep=sample == 0,
-                           drop_reason=None if sample == 0 else "wrong")
+                row.update(
+                    pred=None,
+                    correct=sample == 0,
+                    lang_ratio=1.0,
+                    keep=sample == 0,
+                    drop_reason=None if sample == 0 else "wrong",
+                )
             rows.append(row)
     kind = "verdicts" if verdicts else "traces"
-    for where, part in ((path, [r for r in rows if not verdicts or r["keep"]]),
-                        (path / "rejected", [r for r in rows if verdicts and not r["keep"]])):
+    for where, part in (
+        (path, [r for r in rows if not verdicts or r["keep"]]),
+        (path / "rejected", [r for r in rows if verdicts and not r["keep"]]),
+    ):
         if part or where == path:
             w = StageWriter(where, stage=kind, kind=kind, config={}, keys=("id", "sample"))
             w.commit(pa.Table.from_pylist(part))
@@ -59,12 +77,27 @@ def test_judge_and_critique_through_the_hf_backend(tmp_path, model):
     from reasonkit.judges.judge import run_judge
 
     src = write_traces(tmp_path / "traces")
-    args = [src, "--out", str(tmp_path / "pointwise"), "--judge", model, "--backend", "hf", "--dtype", "float32",
-            "--max-tokens", "24"]
+    args = [
+        src,
+        "--out",
+        str(tmp_path / "pointwise"),
+        "--judge",
+        model,
+        "--backend",
+        "hf",
+        "--dtype",
+        "float32",
+        "--max-tokens",
+        "24",
+    ]
     result = CliRunner().invoke(judge, args)
     assert result.exit_code == 0, result.output
     manifest = load_manifest(tmp_path / "pointwise")
-    assert manifest["complete"] and manifest["kind"] == "prefs" and load_manifest(tmp_path / "pointwise" / "record")["complete"]
+    assert (
+        manifest["complete"]
+        and manifest["kind"] == "prefs"
+        and load_manifest(tmp_path / "pointwise" / "record")["complete"]
+    )
     record = read_stage(tmp_path / "pointwise" / "record").to_pylist()
     assert len(record) == 6 and all(r["judge_output"] is not None for r in record)
     assert all((r["score"] is None) != (r["reason"] is None) for r in record)  # a value, or None with a reason
@@ -105,7 +138,9 @@ def test_judge_and_critique_against_the_loopback_vllm_server(tmp_path, vllm_serv
     report = run_critique(CritiqueConfig(**base, out=str(tmp_path / "critique"), seed=1))
     record = read_stage(tmp_path / "critique" / "record").to_pylist()
     assert len(record) == 4 and report["rows_recorded"] == 4
-    assert load_manifest(tmp_path / "critique")["complete"] and load_manifest(tmp_path / "critique" / "sft")["complete"]
+    assert (
+        load_manifest(tmp_path / "critique")["complete"] and load_manifest(tmp_path / "critique" / "sft")["complete"]
+    )
 
 
 @pytest.mark.slow
@@ -113,8 +148,18 @@ def test_judge_through_the_vllm_backend(tmp_path, model):
     from reasonkit.judges.judge import run_judge
 
     src = write_traces(tmp_path / "traces", n=2)
-    report = run_judge(JudgeConfig(judge=model, backend="vllm", dtype="float32", max_model_len=1024, max_tokens=24,
-                                   input=src, out=str(tmp_path / "o"), mode="pairwise"))
+    report = run_judge(
+        JudgeConfig(
+            judge=model,
+            backend="vllm",
+            dtype="float32",
+            max_model_len=1024,
+            max_tokens=24,
+            input=src,
+            out=str(tmp_path / "o"),
+            mode="pairwise",
+        )
+    )
     assert report["items_judged"] == 2 and load_manifest(tmp_path / "o")["complete"]
 
 
@@ -126,11 +171,24 @@ def dpo_step(model_dir, prefs_dir, out):
 
     data = Dataset(read_stage(prefs_dir, kind="prefs"))  # the stage's own table, no conversion
     assert data.num_rows > 0
-    args = DPOConfig(output_dir=str(out), max_steps=1, per_device_train_batch_size=2, report_to=[], use_cpu=True,
-                     save_strategy="no", logging_steps=1, max_length=512, dataset_num_proc=None)
-    trainer = DPOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir), args=args, train_dataset=data,
-                         processing_class=AutoTokenizer.from_pretrained(model_dir),
-                         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    args = DPOConfig(
+        output_dir=str(out),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+        max_length=512,
+        dataset_num_proc=None,
+    )
+    trainer = DPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(model_dir),
+        args=args,
+        train_dataset=data,
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
+    )
     return trainer.train().training_loss
 
 
@@ -163,7 +221,9 @@ def grade(messages):
 
 def revise(messages):
     last = messages[-1]["content"]
-    return messages[-4]["content"].replace("The answer is", "So the answer is") if last.startswith("Rewrite") else "Fine."
+    return (
+        messages[-4]["content"].replace("The answer is", "So the answer is") if last.startswith("Rewrite") else "Fine."
+    )
 
 
 def test_one_dpo_step_with_lora_on_each_prefs_output(tmp_path, tiny_model_dir):

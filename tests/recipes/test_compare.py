@@ -7,23 +7,34 @@ import pytest
 from reasonkit.errors import UserError
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.report import write_report
+
 from ..distill.eval.test_compare import BASE, problems, write_eval
 
 
 def _recipe(tmp_path, compare):
-    data = {"out": str(tmp_path / "run"), "compare": compare, "steps": [
-        {"name": "probs", "stage": "synth", "with": {"n": 4}},
-        {"name": "eval_sft", "stage": "eval", "with": {"model": "m", "data": "${probs}"}},
-        {"name": "eval_grpo", "stage": "eval", "with": {"model": "m", "data": "${probs}"}},
-    ]}
+    data = {
+        "out": str(tmp_path / "run"),
+        "compare": compare,
+        "steps": [
+            {"name": "probs", "stage": "synth", "with": {"n": 4}},
+            {"name": "eval_sft", "stage": "eval", "with": {"model": "m", "data": "${probs}"}},
+            {"name": "eval_grpo", "stage": "eval", "with": {"model": "m", "data": "${probs}"}},
+        ],
+    }
     return parse_recipe(data, "r.yaml")
 
 
-@pytest.mark.parametrize("compare, message", [
-    ("eval_sft", "r.yaml: compare: expected a list of [eval step A, eval step B] pairs"),
-    ([["eval_sft"]], "r.yaml: compare[0]: expected [eval step A, eval step B], found ['eval_sft']"),
-    ([["probs", "eval_grpo"]], "r.yaml: compare[0]: probs is not an eval step of this recipe (eval steps: eval_sft, eval_grpo)"),
-])
+@pytest.mark.parametrize(
+    "compare, message",
+    [
+        ("eval_sft", "r.yaml: compare: expected a list of [eval step A, eval step B] pairs"),
+        ([["eval_sft"]], "r.yaml: compare[0]: expected [eval step A, eval step B], found ['eval_sft']"),
+        (
+            [["probs", "eval_grpo"]],
+            "r.yaml: compare[0]: probs is not an eval step of this recipe (eval steps: eval_sft, eval_grpo)",
+        ),
+    ],
+)
 def test_bad_compare_pairs_are_refused_in_one_line(tmp_path, compare, message):
     with pytest.raises(UserError) as e:
         _recipe(tmp_path, compare)

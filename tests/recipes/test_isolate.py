@@ -25,7 +25,9 @@ from reasonkit.recipes.runner import load_state, run
 from reasonkit.recipes.stages import STAGES, StageSpec
 
 # the probe stage by the name a step's child process imports too (the editable install maps reasonkit.tests)
-PROBE = StageSpec("reasonkit.tests.helpers.isolate_stages:ProbeConfig", "reasonkit.tests.helpers.isolate_stages:run_probe")
+PROBE = StageSpec(
+    "reasonkit.tests.helpers.isolate_stages:ProbeConfig", "reasonkit.tests.helpers.isolate_stages:run_probe"
+)
 # the recipe in a fresh interpreter: what the parent holds afterwards (gc-tracked torch modules, the
 # transformers modules a model load imports) is that run's alone
 FRESH = """
@@ -48,22 +50,30 @@ VOLATILE = {"created", "updated", "finished", "seconds", "pid", "timing", "last_
 
 def model_recipe(model: str) -> dict:
     sampling = {"backend": "hf", "max_tokens": 12, "dtype": "float32"}
-    return {"out": "run", "report": False, "steps": [
-        {"name": "problems", "stage": "synth", "with": {"n": 4, "split": "test"}},
-        {"name": "traces", "stage": "generate",
-         "with": {"prompts": "${problems}", "teacher": model, "n": 1, **sampling}},
-        {"name": "evaluate", "stage": "eval", "with": {"data": "${problems}", "model": model, "k": 1, **sampling}},
-    ]}
+    return {
+        "out": "run",
+        "report": False,
+        "steps": [
+            {"name": "problems", "stage": "synth", "with": {"n": 4, "split": "test"}},
+            {
+                "name": "traces",
+                "stage": "generate",
+                "with": {"prompts": "${problems}", "teacher": model, "n": 1, **sampling},
+            },
+            {"name": "evaluate", "stage": "eval", "with": {"data": "${problems}", "model": model, "k": 1, **sampling}},
+        ],
+    }
 
 
 def fresh_run(where: Path, recipe: dict, isolate_steps: str) -> dict:
     where.mkdir()
     (where / "r.yaml").write_text(yaml.safe_dump(recipe))
     env = {**os.environ, isolate.ENV: isolate_steps}
-    out = subprocess.run([sys.executable, "-c", FRESH], cwd=where, env=env, capture_output=True, text=True,
-                         check=False, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", FRESH], cwd=where, env=env, capture_output=True, text=True, check=False, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(next(line for line in out.stdout.splitlines() if line.startswith("FRESH "))[len("FRESH "):])
+    return json.loads(next(line for line in out.stdout.splitlines() if line.startswith("FRESH "))[len("FRESH ") :])
 
 
 def steady(value):
@@ -90,8 +100,10 @@ def test_model_steps_run_in_children_return_the_same_and_leave_nothing_behind(tm
 
 
 def probe_recipe(tmp_path, mode: str, sandbox: str = "auto"):
-    steps = [{"name": "warm", "stage": "synth", "with": {"n": 2}},
-             {"name": "critic", "stage": "judge", "with": {"mode": mode}}]
+    steps = [
+        {"name": "warm", "stage": "synth", "with": {"n": 2}},
+        {"name": "critic", "stage": "judge", "with": {"mode": mode}},
+    ]
     return parse_recipe({"out": str(tmp_path / "run"), "report": False, "sandbox": sandbox, "steps": steps}, "r.yaml")
 
 
@@ -110,11 +122,14 @@ def test_a_childs_result_and_the_recipes_sandbox_reach_the_run_state(tmp_path, p
     assert "PROBE-LIBRARY-LINE" in (tmp_path / "run" / "critic" / "run.log").read_text()
 
 
-@pytest.mark.parametrize("mode, how", [
-    ("fail", "failed: probe: FAILED-ON-PURPOSE; see "),
-    ("crash", "failed with RuntimeError: PROBE-CRASH (exit status 1); see "),
-    ("kill", "failed: its process was killed by SIGKILL (the kernel's out-of-memory killer sends SIGKILL); see "),
-])
+@pytest.mark.parametrize(
+    "mode, how",
+    [
+        ("fail", "failed: probe: FAILED-ON-PURPOSE; see "),
+        ("crash", "failed with RuntimeError: PROBE-CRASH (exit status 1); see "),
+        ("kill", "failed: its process was killed by SIGKILL (the kernel's out-of-memory killer sends SIGKILL); see "),
+    ],
+)
 def test_a_failing_child_is_one_error_naming_the_step_and_its_log(tmp_path, probe, capfd, mode, how):
     lines = []
     with pytest.raises(UserError) as failed:
@@ -178,8 +193,14 @@ def test_stopping_distill_run_stops_its_step_process(tmp_path, end, group):
     """Ctrl-C at the terminal (the whole process group) stops the child; a SIGINT to the parent alone
     terminates it after its grace; a killed parent takes it along (PR_SET_PDEATHSIG)."""
     env = {**os.environ, isolate.ENV: "always"}
-    parent = subprocess.Popen([sys.executable, "-c", HANGING, str(tmp_path / "run")], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", HANGING, str(tmp_path / "run")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     pid_file = tmp_path / "run" / "critic" / "pid"
     try:
         assert wait_for(pid_file.is_file), parent.communicate(timeout=5)

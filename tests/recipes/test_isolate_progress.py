@@ -7,11 +7,12 @@ import subprocess
 import sys
 
 import yaml
-from .test_isolate import model_recipe
 
 from reasonkit.recipes import isolate
 from reasonkit.recipes.runner import load_state
 from reasonkit.ticker import EVERY_ENV
+
+from .test_isolate import model_recipe
 
 
 def test_a_model_step_in_a_child_prints_progress_into_the_runs_log(tmp_path, gen_model):
@@ -20,8 +21,13 @@ def test_a_model_step_in_a_child_prints_progress_into_the_runs_log(tmp_path, gen
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
     env = {**os.environ, isolate.ENV: "always", EVERY_ENV: "0"}
     with open(tmp_path / "job.err", "w") as err:  # what sbatch --error or `2> job.err` hands the run
-        run = subprocess.Popen([sys.executable, "-c", "from reasonkit.cli import main; main()", "run", "r.yaml"],
-                               cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        run = subprocess.Popen(
+            [sys.executable, "-c", "from reasonkit.cli import main; main()", "run", "r.yaml"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
         code = run.wait(timeout=300)
     log = (tmp_path / "job.err").read_text()
     assert code == 0, log[-3000:]

@@ -22,12 +22,20 @@ main()
 
 def distill_run(tmp_path, *flags, fail=False):
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(yaml.safe_dump({"out": str(tmp_path / "run"), "report": False,
-                                      "steps": [{"name": "loud", "stage": "noisy", "with": {"fail": fail}}]}))
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "out": str(tmp_path / "run"),
+                "report": False,
+                "steps": [{"name": "loud", "stage": "noisy", "with": {"fail": fail}}],
+            }
+        )
+    )
     # A user's shell, not this test process's: importing TRL (the train tests do) sets VLLM_LOGGING_LEVEL=ERROR.
     env = {k: v for k, v in os.environ.items() if k != "VLLM_LOGGING_LEVEL"}
-    return subprocess.run([sys.executable, "-c", PROBE, str(recipe), *flags], capture_output=True, text=True, timeout=300,
-                          env=env)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, str(recipe), *flags], capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 @pytest.fixture(scope="module")

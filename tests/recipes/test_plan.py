@@ -6,13 +6,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from ..helpers.recipes import overrides_for
 
 from reasonkit.config import load_yaml
 from reasonkit.recipes.plan import PUBLISHED, PUBLISHED_SHAPES, model_size, plan, refusals, render
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import STATE, load_state, validate
+
+from ..helpers.recipes import overrides_for
 
 RECIPES = sorted((Path(__file__).resolve().parents[2] / "recipes").glob("*.yaml"))
 
@@ -45,8 +45,9 @@ def test_the_r1_teacher_spans_two_nodes_and_fits(tmp_path):
     assert "weights 42.8 GB/GPU (685.00B params x 1 B / 16)" in traces.memory, traces.memory
     single = planned(recipe, tmp_path, ["traces.engine_args.pipeline_parallel_size=1"])["traces"]
     assert single.gpus == 8 and "weights 85.6 GB/GPU" in single.memory
-    assert single.refusal.startswith("weights 85.6 GB/GPU do not fit the 77.0 GB vLLM may take of a 85.5 GB GPU"), \
+    assert single.refusal.startswith("weights 85.6 GB/GPU do not fit the 77.0 GB vLLM may take of a 85.5 GB GPU"), (
         single.refusal
+    )
     h200 = planned(recipe, tmp_path, ["traces.engine_args.pipeline_parallel_size=1"], gpu_gb=141)["traces"]
     assert h200.refusal is None
 
@@ -71,7 +72,9 @@ def test_training_memory_is_the_lints_estimate(tmp_path):
     from reasonkit.distill.lint.memory import train_estimate
 
     recipe = Path(__file__).resolve().parents[2] / "recipes" / "r1-distill-qwen-1.5b.yaml"
-    step = [p for p in validate(parse_recipe(load_yaml(recipe), str(recipe), out=str(tmp_path))) if p.step.name == "sft"][0]
+    step = [
+        p for p in validate(parse_recipe(load_yaml(recipe), str(recipe), out=str(tmp_path))) if p.step.name == "sft"
+    ][0]
     shape = PUBLISHED_SHAPES["Qwen/Qwen2.5-Math-1.5B"]  # the prepared student keeps the base's shape
     e, tokens = train_estimate(step.config, shape, sequence=step.config.max_length, gpu=80e9)
     assert tokens == 2 * 32768
@@ -90,13 +93,19 @@ def test_actions_follow_the_run_state(tmp_path, teacher_dir):
     recipe = parse_recipe(load_yaml(recipe_path), str(recipe_path), out=str(tmp_path))
     fps = {p.step.name: p.fingerprint for p in validate(recipe)}
     (tmp_path / "train_problems").mkdir()
-    state = {"train_problems": {"fingerprint": fps["train_problems"], "done": True},
-             "eval_problems": {"fingerprint": fps["eval_problems"], "done": False},
-             "traces": {"fingerprint": "an older config", "done": True}}
+    state = {
+        "train_problems": {"fingerprint": fps["train_problems"], "done": True},
+        "eval_problems": {"fingerprint": fps["eval_problems"], "done": False},
+        "traces": {"fingerprint": "an older config", "done": True},
+    }
     (tmp_path / STATE).write_text(json.dumps(state))
     steps = planned(recipe_path, tmp_path)
     assert [steps[n].action for n in ("train_problems", "eval_problems", "traces", "verified")] == [
-        "skip (finished)", "resume", "rerun (config changed)", "run"]
+        "skip (finished)",
+        "resume",
+        "rerun (config changed)",
+        "run",
+    ]
 
 
 def test_cli_plan_loads_no_model_code_and_writes_nothing(tmp_path):
@@ -116,28 +125,40 @@ def test_gpu_recipes_use_the_published_settings(tmp_path):
     """The R1 recipe's student is prepared for 32k traces and trained with open-r1's OpenR1-Distill-7B
     values; no recipe asks a model for more tokens than its context holds."""
     root = Path(__file__).resolve().parents[2] / "recipes"
-    r1 = {p.step.name: p.config for p in validate(parse_recipe(load_yaml(root / "r1-distill-qwen-1.5b.yaml"),
-                                                                "r1", out=str(tmp_path)))}
+    r1 = {
+        p.step.name: p.config
+        for p in validate(parse_recipe(load_yaml(root / "r1-distill-qwen-1.5b.yaml"), "r1", out=str(tmp_path)))
+    }
     assert r1["student"].max_positions >= 32768 + 1024 and r1["student"].rope_theta == 300000
     sft = r1["sft"]
     assert (sft.lr, sft.epochs, sft.max_grad_norm, sft.lr_scheduler, sft.lr_scheduler_kwargs, sft.max_length) == (
-        4e-5, 5, 0.2, "cosine_with_min_lr", {"min_lr_rate": 0.1}, 32768)
+        4e-5,
+        5,
+        0.2,
+        "cosine_with_min_lr",
+        {"min_lr_rate": 0.1},
+        32768,
+    )
     assert sft.full and sft.launcher == "accelerate" and sft.batch_size * sft.num_processes * sft.grad_accum == 128
-    # open-r1's config_distill.yaml: 128 traces a step, unpacked, on FlashAttention 2 (auto: where flash-attn built); no
+    # open-r1's config_distill.yaml: 128 traces a step, unpacked, on FlashAttention 2 (auto: where flash-attn built); no  # noqa: E501
     # Liger (TRL 1.16's SFT already scores through a fused LM head). Before: 128 packed 32k rows (~4.2M tokens) a step.
     assert not sft.packing and sft.attn_implementation == "auto" and not sft.use_liger_kernel
     assert not any(p.use_liger_kernel for p in r1.values() if hasattr(p, "use_liger_kernel"))
     assert r1["eval_aime24"].max_tokens == 32768 and r1["eval_aime24"].k == 64
-    pairs = {p.step.name: p.config for p in validate(parse_recipe(load_yaml(root / "dpo-verifier-pairs.yaml"),
-                                                                   "dpo", out=str(tmp_path)))}
+    pairs = {
+        p.step.name: p.config
+        for p in validate(parse_recipe(load_yaml(root / "dpo-verifier-pairs.yaml"), "dpo", out=str(tmp_path)))
+    }
     assert pairs["samples"].max_tokens < 4096 and pairs["dpo"].max_length <= 4096  # a 4,096-position model
 
 
 def test_plan_prints_rows_tokens_and_optimizer_steps_a_step(tmp_path):
     recipe = Path(__file__).resolve().parents[2] / "recipes" / "r1-distill-qwen-1.5b.yaml"
     (note,) = planned(recipe, tmp_path)["sft"].notes
-    assert note.startswith("128 rows a step (2 x 8 processes x 8 accumulation), one trace a row (no packing): "
-                           "at most 4,194,304 tokens a step (128 x 32,768); optimizer steps: 5 x rows / 128"), note
+    assert note.startswith(
+        "128 rows a step (2 x 8 processes x 8 accumulation), one trace a row (no packing): "
+        "at most 4,194,304 tokens a step (128 x 32,768); optimizer steps: 5 x rows / 128"
+    ), note
     packed = planned(recipe, tmp_path, ["sft.packing=true", "sft.attn_implementation=sdpa"])["sft"].notes[0]
     assert "each packed to 32,768 tokens (several traces a row): 4,194,304 tokens a step" in packed
     # rows on disk: a finished stage directory's manifest gives the optimizer steps

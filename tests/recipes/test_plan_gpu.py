@@ -25,7 +25,7 @@ def planned(name, tmp_path, overrides=(), gpu_gb=None):
 
 
 def terms(text: str) -> dict[str, float]:
-    inner = text[text.index("(") + 1:text.index(")")]
+    inner = text[text.index("(") + 1 : text.index(")")]
     return {k: float(v) for k, v in (part.rsplit(" ", 1) for part in inner.split(", "))}
 
 
@@ -39,8 +39,10 @@ def an_h200_here(tmp_path, monkeypatch):
     """A machine whose nvidia-smi shows one H200 (143,771 MiB), as the real one answers both queries."""
     smi = tmp_path / "bin" / "nvidia-smi"
     smi.parent.mkdir()
-    smi.write_text('#!/bin/sh\nif [ "$1" = "-L" ]; then echo "GPU 0: NVIDIA H200 (UUID: GPU-0)"; '
-                   'else echo "NVIDIA H200, 143771"; fi\n')
+    smi.write_text(
+        '#!/bin/sh\nif [ "$1" = "-L" ]; then echo "GPU 0: NVIDIA H200 (UUID: GPU-0)"; '
+        'else echo "NVIDIA H200, 143771"; fi\n'
+    )
     smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -49,8 +51,10 @@ def an_h200_here(tmp_path, monkeypatch):
 def test_the_plan_names_the_gpu_it_fits(tmp_path, no_gpu_here):
     steps = planned("r1-zero-qwen-7b.yaml", tmp_path)
     assert {(s.gpu_name, s.gpu) for s in steps} == {("H100 80GB", H100)}
-    assert ("memory per GPU fitted to: H100 80GB, 79.6 GiB = 85.5 GB (no GPU visible here; --gpu-gb for another)"
-            in render(steps).splitlines())
+    assert (
+        "memory per GPU fitted to: H100 80GB, 79.6 GiB = 85.5 GB (no GPU visible here; --gpu-gb for another)"
+        in render(steps).splitlines()
+    )
     given = render(planned("r1-zero-qwen-7b.yaml", tmp_path, gpu_gb=141))
     assert "memory per GPU fitted to: 141 GB (--gpu-gb), 131.3 GiB = 141.0 GB" in given.splitlines()
 
@@ -63,16 +67,20 @@ def test_colocated_vllm_takes_its_fraction_of_the_gpu_this_machine_has(tmp_path,
 
 @pytest.mark.parametrize("overrides, per_parameter", [((), 2), (["grpo.bf16=false"], 4)])
 def test_the_reward_model_term_is_what_the_scorer_loads(tmp_path, no_gpu_here, overrides, per_parameter):
-    """The reward model loads in the policy's dtype (filters/reward_model.py, tests/filters/test_reward_model_dtype.py):
+    """The reward model loads in the policy's dtype (filters/reward_model.py,
+    tests/filters/test_reward_model_dtype.py):
     bf16 on a GPU, fp32 when the policy trains in fp32; the plan counts those bytes for every process."""
     (grpo,) = [s for s in planned("rlaif-constitutional.yaml", tmp_path, overrides) if s.name == "grpo"]
     assert terms(grpo.memory)["reward model"] == round(P15 * per_parameter / 1e9, 1)
 
 
-@pytest.mark.parametrize("overrides, mask", [
-    ((), True),                                                   # sdpa, padded completions: the mask
-    (["grpo.attn_implementation=flash_attention_2"], False),     # FlashAttention 2 takes no mask
-])
+@pytest.mark.parametrize(
+    "overrides, mask",
+    [
+        ((), True),  # sdpa, padded completions: the mask
+        (["grpo.attn_implementation=flash_attention_2"], False),  # FlashAttention 2 takes no mask
+    ],
+)
 def test_the_attention_mask_is_counted_only_under_sdpa(tmp_path, no_gpu_here, overrides, mask):
     (grpo,) = [s for s in planned("r1-zero-qwen-7b.yaml", tmp_path, overrides) if s.name == "grpo"]
     assert ("attention mask" in terms(grpo.memory)) == mask, grpo.memory
@@ -88,9 +96,13 @@ def test_auto_attention_is_counted_as_the_one_it_resolves_to(tmp_path, no_gpu_he
         return sft.memory
 
     find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "flash_attn" else find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "flash_attn" else find_spec(name, *a)
+    )
     without = planned_sft()
     assert "sdpa attention" in without and terms(without)["attention mask"] == round(2 * 32768**2 * 3 / 1e9, 1) == 6.4
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "flash_attn" else find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: object() if name == "flash_attn" else find_spec(name, *a)
+    )
     with_flash = planned_sft()
     assert "flash_attention_2 attention" in with_flash and "attention mask" not in terms(with_flash)

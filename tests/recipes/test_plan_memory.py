@@ -1,5 +1,5 @@
 """`--plan`'s memory per GPU on the shipped GPU recipes, term by term, against hand arithmetic: what DeepSpeed,
-FSDP, TRL and vLLM allocate (distill/lint/memory.py, recipes/plan.py), and a step that does not fit refused (exit 2)."""
+FSDP, TRL and vLLM allocate (distill/lint/memory.py, recipes/plan.py), and a step that does not fit refused (exit 2)."""  # noqa: E501
 
 from pathlib import Path
 
@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from reasonkit.cli import cli
 from reasonkit.config import load_yaml
-from reasonkit.recipes.plan import kv_per_token, plan, PUBLISHED_SHAPES
+from reasonkit.recipes.plan import PUBLISHED_SHAPES, kv_per_token, plan
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import load_state, validate
 
@@ -34,7 +34,7 @@ def steps(name, tmp_path, overrides=(), gpu_gb=None):
 
 def terms(text: str) -> dict[str, float]:
     """'62.5 GB (weights 1.9, gradients 1.9, ...)' -> {'weights': 1.9, ...} (GB)."""
-    inner = text[text.index("(") + 1:text.index(")")]
+    inner = text[text.index("(") + 1 : text.index(")")]
     return {k: float(v) for k, v in (part.rsplit(" ", 1) for part in inner.split(", "))}
 
 
@@ -56,14 +56,21 @@ def test_r1_zero_grpo_is_zero3_with_a_reference_and_colocated_vllm(tmp_path):
     grpo = steps("r1-zero-qwen-7b.yaml", tmp_path)["grpo"]
     t = terms(grpo.memory)
     tokens = 4 * (1024 + 8192)
-    exact = {"weights": 2 * P7 / 8, "gradients": 2 * P7 / 8, "optimizer": 12 * P7 / 8, "reference": 2 * P7 / 8,
-             "activations": activations(tokens, 3584, 28, 18944, 512), "logits": head(tokens, 3584, 152064),
-             "vllm": 0.35 * 81559 * 2**20,  # torch.cuda's total_memory for an H100 80GB: 81,559 MiB
-             # a boolean 4 x 9,216 x 9,216 mask, and the bf16 one torch's SDPA makes of it for the layer recomputed
-             "attention mask": 4 * 9216**2 * (1 + 2),
-             # DeepSpeed's default reduce (5e8) and prefetch (5e7) buckets and the LM head gathered whole, bf16
-             "zero3 buffers": (500_000_000 + 50_000_000 + 152064 * 3584) * 2,
-             "cuda context": 0.5e9, "nccl": 1.0e9}
+    exact = {
+        "weights": 2 * P7 / 8,
+        "gradients": 2 * P7 / 8,
+        "optimizer": 12 * P7 / 8,
+        "reference": 2 * P7 / 8,
+        "activations": activations(tokens, 3584, 28, 18944, 512),
+        "logits": head(tokens, 3584, 152064),
+        "vllm": 0.35 * 81559 * 2**20,  # torch.cuda's total_memory for an H100 80GB: 81,559 MiB
+        # a boolean 4 x 9,216 x 9,216 mask, and the bf16 one torch's SDPA makes of it for the layer recomputed
+        "attention mask": 4 * 9216**2 * (1 + 2),
+        # DeepSpeed's default reduce (5e8) and prefetch (5e7) buckets and the LM head gathered whole, bf16
+        "zero3 buffers": (500_000_000 + 50_000_000 + 152064 * 3584) * 2,
+        "cuda context": 0.5e9,
+        "nccl": 1.0e9,
+    }
     assert t == {k: gb(v) for k, v in exact.items()}, t
     assert (gb(exact["vllm"]), gb(exact["attention mask"]), gb(exact["zero3 buffers"])) == (29.9, 1.0, 2.2)
     assert grpo.memory.startswith(f"{gb(sum(exact.values()))} GB") and gb(sum(exact.values())) == 69.4
@@ -71,7 +78,7 @@ def test_r1_zero_grpo_is_zero3_with_a_reference_and_colocated_vllm(tmp_path):
 
 
 def test_rlaif_grpo_holds_the_reward_model_in_every_process(tmp_path):
-    """The rm reward's model (the rm step's Qwen2.5-1.5B-Instruct, merged) in bf16, whole, in each of the 8 processes."""
+    """The rm reward's model (the rm step's Qwen2.5-1.5B-Instruct, merged) in bf16, whole, in each of the 8 processes."""  # noqa: E501
     t = terms(steps("rlaif-constitutional.yaml", tmp_path)["grpo"].memory)
     assert t["reward model"] == gb(2 * P15) == 3.1 and t["reference"] == gb(2 * P7 / 8)
     assert t["activations"] == gb(activations(8 * (1024 + 4096), 3584, 28, 18944, 512))
@@ -95,7 +102,11 @@ def test_sft_and_dpo_have_no_whole_logits_and_a_pair_is_two_rows(tmp_path, monke
     assert plans["sft"].memory.startswith("45.9 GB") and plans["dpo"].memory.startswith("74.5 GB")
     # the frozen 7B in bf16 and the r=32 adapters on every linear layer in fp32, with fp32 grads and two moments
     adapters = 28 * 32 * ((3584 + 3584) * 2 + (3584 + 512) * 2 + (3584 + 18944) * 3)
-    assert (sft["weights"], sft["gradients"], sft["optimizer"]) == (gb(2 * P7 + 4 * adapters), gb(4 * adapters), gb(8 * adapters))
+    assert (sft["weights"], sft["gradients"], sft["optimizer"]) == (
+        gb(2 * P7 + 4 * adapters),
+        gb(4 * adapters),
+        gb(8 * adapters),
+    )
     raw = terms(steps("constitutional.yaml", tmp_path, ["sft.gradient_checkpointing=false"])["sft"].memory)
     assert raw["activations"] == gb(activations(8 * 8192, 3584, 28, 18944, 512, checkpointing=False)) == 360.8
     pairs = terms(steps("dpo-verifier-pairs.yaml", tmp_path)["dpo"].memory)
@@ -127,10 +138,13 @@ def test_a_sequence_longer_than_the_kv_cache_is_refused(tmp_path):
     assert "fewer than one 32,768-token sequence" in eval_step.refusal
 
 
-@pytest.mark.parametrize("overrides, term", [
-    (["traces.engine_args.pipeline_parallel_size=1"], "step traces (generate): weights 85.6 GB/GPU do not fit"),
-    (["sft.batch_size=16", "sft.grad_accum=1"], "step sft (train): the estimate "),
-])
+@pytest.mark.parametrize(
+    "overrides, term",
+    [
+        (["traces.engine_args.pipeline_parallel_size=1"], "step traces (generate): weights 85.6 GB/GPU do not fit"),
+        (["sft.batch_size=16", "sft.grad_accum=1"], "step sft (train): the estimate "),
+    ],
+)
 def test_cli_plan_refuses_a_step_that_does_not_fit_exit_2(tmp_path, overrides, term):
     args = ["run", str(ROOT / "r1-distill-qwen-1.5b.yaml"), "--plan", "--out", str(tmp_path / "run")]
     result = CliRunner().invoke(cli, [*args, *(x for o in overrides for x in ("--set", o))])
@@ -155,8 +169,14 @@ def test_distill_run_on_a_gpu_refuses_a_step_that_does_not_fit_before_the_first_
     monkeypatch.setattr(preflight, "gpu_memory_gb", lambda: 80.0)
     monkeypatch.setattr(preflight, "installed", lambda name: True)
     monkeypatch.setattr(preflight, "gpu_here", lambda: False)  # the vLLM check is test_preflight's
-    recipe = parse_recipe(load_yaml(ROOT / "r1-distill-qwen-1.5b.yaml"), "r1.yaml",
-                          ["traces.engine_args.pipeline_parallel_size=1"], out=str(tmp_path / "run"))
-    with pytest.raises(UserError, match=r"1 step\(s\) would not fit this 80 GB GPU: step traces \(generate\): weights 85.6 GB/GPU"):
+    recipe = parse_recipe(
+        load_yaml(ROOT / "r1-distill-qwen-1.5b.yaml"),
+        "r1.yaml",
+        ["traces.engine_args.pipeline_parallel_size=1"],
+        out=str(tmp_path / "run"),
+    )
+    with pytest.raises(
+        UserError, match=r"1 step\(s\) would not fit this 80 GB GPU: step traces \(generate\): weights 85.6 GB/GPU"
+    ):
         run(recipe)
     assert not (tmp_path / "run").exists()

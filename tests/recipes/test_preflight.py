@@ -19,8 +19,10 @@ from reasonkit.recipes.runner import run, validate
 
 ROOT = Path(__file__).resolve().parents[2] / "recipes"
 # Qwen2.5-7B-Instruct's chat template, as its tokenizer_config.json ships it (abridged to the part a prompt renders)
-QWEN_INSTRUCT = ("{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' "
-                 "+ '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}")
+QWEN_INSTRUCT = (
+    "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' "
+    "+ '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
 
 
 def recipe(name, tmp_path, overrides=()):
@@ -35,8 +37,14 @@ def test_r1_distill_needs_are_listed_with_the_pip_line_before_the_teacher_runs(t
     with pytest.raises(UserError) as e:
         run(r)
     message = str(e.value)
-    assert "sft: deepspeed (accelerate_config zero3)" in message and "sft: flash_attn (attn_implementation flash_attention_2)" in message
-    assert "pip install -c constraints-gpu.txt 'reasonkit[deepspeed]'" in message and "flash-attn --no-build-isolation" in message
+    assert (
+        "sft: deepspeed (accelerate_config zero3)" in message
+        and "sft: flash_attn (attn_implementation flash_attention_2)" in message
+    )
+    assert (
+        "pip install -c constraints-gpu.txt 'reasonkit[deepspeed]'" in message
+        and "flash-attn --no-build-isolation" in message
+    )
     assert "\n" not in message and not (tmp_path / "run").exists(), "nothing written, the teacher never started"
 
 
@@ -49,9 +57,13 @@ def test_a_gpu_grpo_run_without_a_vllm_trl_drives_stops_before_the_first_step(tm
         pytest.skip("this vLLM is one TRL supports")
     planned = validate(recipe("r1-zero-qwen-7b.yaml", tmp_path))
     lines = preflight.missing(planned, cuda=lambda: True)
-    assert any(line.startswith("grpo: vllm (use_vllm auto on a GPU: TRL's GRPOTrainer generates with vLLM 0.22.0 to 0.31.0")
-               for line in lines), lines
-    assert not any("vllm (" in line for line in preflight.missing(planned, cuda=lambda: False)), "a CPU run needs no vLLM"
+    assert any(
+        line.startswith("grpo: vllm (use_vllm auto on a GPU: TRL's GRPOTrainer generates with vLLM 0.22.0 to 0.31.0")
+        for line in lines
+    ), lines
+    assert not any("vllm (" in line for line in preflight.missing(planned, cuda=lambda: False)), (
+        "a CPU run needs no vLLM"
+    )
     off = validate(recipe("r1-zero-qwen-7b.yaml", tmp_path, ["grpo.use_vllm=false"]))
     assert not any("grpo: vllm" in line for line in preflight.missing(off, cuda=lambda: True))
 
@@ -80,11 +92,14 @@ def test_the_vllm_extra_and_the_gpu_pins_lie_in_trls_range():
     from reasonkit.distill.rl.vllm_support import TRL_VLLM, in_range
 
     extras = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    vllm = SpecifierSet(next(r for r in extras["vllm"] if r.startswith("vllm"))[len("vllm"):])
+    vllm = SpecifierSet(next(r for r in extras["vllm"] if r.startswith("vllm"))[len("vllm") :])
     assert {"0.22.0", "0.31.0"} <= set(vllm.filter(["0.21.0", "0.22.0", "0.31.0", "0.32.0"])) and "0.32.0" not in vllm
     assert any(r.startswith("deepspeed") for r in extras["gpu"]) and any(r.startswith("vllm") for r in extras["gpu"])
-    pins = dict(line.split("==") for line in (ROOT.parent / "constraints-gpu.txt").read_text().splitlines()
-                if "==" in line and not line.startswith("#"))
+    pins = dict(
+        line.split("==")
+        for line in (ROOT.parent / "constraints-gpu.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
     assert in_range(pins["vllm"], TRL_VLLM) and pins["trl"].startswith("1.16.")
     assert {"torch", "deepspeed", "flash-attn", "transformers"} <= set(pins)
     assert "constraints-gpu.txt" in (ROOT.parent / "scripts" / "setup-gpu.sh").read_text()
@@ -99,13 +114,19 @@ def test_a_format_reward_the_policys_template_never_asks_for_is_refused(tmp_path
     (model / "tokenizer_config.json").write_text(json.dumps({"chat_template": QWEN_INSTRUCT}))
     unasked = validate(recipe("rlaif-constitutional.yaml", tmp_path, [f"grpo.student={model}", "grpo.system=null"]))
     (line,) = unmet_format_rewards(unasked)
-    assert line.startswith("grpo: rewards.format: the format reward needs a <think> block, but the chat template does not open one")
-    asked = validate(recipe("rlaif-constitutional.yaml", tmp_path, [f"grpo.student={model}"]))  # the shipped system prompt
+    assert line.startswith(
+        "grpo: rewards.format: the format reward needs a <think> block, but the chat template does not open one"
+    )
+    asked = validate(
+        recipe("rlaif-constitutional.yaml", tmp_path, [f"grpo.student={model}"])
+    )  # the shipped system prompt
     assert unmet_format_rewards(asked) == []
     # r1-zero's template file asks for <think> itself; the quickstart's GRPO student learnt it in SFT
     assert unmet_format_rewards(validate(recipe("r1-zero-qwen-7b.yaml", tmp_path))) == []
     # the embedded teacher's template never names <think>, but it was trained to write it: a token of its vocabulary
-    trained = validate(recipe("rlaif-constitutional.yaml", tmp_path, [f"grpo.student={teacher_dir}", "grpo.system=null"]))
+    trained = validate(
+        recipe("rlaif-constitutional.yaml", tmp_path, [f"grpo.student={teacher_dir}", "grpo.system=null"])
+    )
     assert unmet_format_rewards(trained) == []
 
 
@@ -121,26 +142,47 @@ def test_the_train_lint_refuses_the_same_reward(tmp_path):
 
 
 def test_a_path_into_another_recipes_output_names_a_folder_its_step_writes(tmp_path):
-    """dpo-verifier-pairs' header pointed at runs/r1-distill-qwen-1.5b/sft/merged; that SFT is full and writes sft/model."""
-    wrong = validate(recipe("dpo-verifier-pairs.yaml", tmp_path, ["samples.teacher=runs/r1-distill-qwen-1.5b/sft/merged"]))
+    """dpo-verifier-pairs' header pointed at runs/r1-distill-qwen-1.5b/sft/merged; that SFT is full and writes sft/model."""  # noqa: E501
+    wrong = validate(
+        recipe("dpo-verifier-pairs.yaml", tmp_path, ["samples.teacher=runs/r1-distill-qwen-1.5b/sft/merged"])
+    )
     found = problems(wrong)
-    assert ("samples.teacher: runs/r1-distill-qwen-1.5b/sft/merged: the recipe writing runs/r1-distill-qwen-1.5b has step sft "
-            "write sft/model (full: true), not sft/merged") in found
+    assert (
+        "samples.teacher: runs/r1-distill-qwen-1.5b/sft/merged: the recipe writing runs/r1-distill-qwen-1.5b has step "
+        "sft "
+        "write sft/model (full: true), not sft/merged"
+    ) in found
     inside = validate(recipe("constitutional.yaml", tmp_path, ["sft.merge=false"]))
-    assert problems(inside) == ["dpo.student: ${sft}/merged: step sft writes sft/adapter (LoRA, merge: false), not sft/merged"]
+    assert problems(inside) == [
+        "dpo.student: ${sft}/merged: step sft writes sft/adapter (LoRA, merge: false), not sft/merged"
+    ]
 
 
 def test_pairs_from_one_model_train_that_model(tmp_path, teacher_dir):
     model = teacher_dir  # any model on this machine: the sampler the recipe is pointed at
     off = validate(recipe("dpo-verifier-pairs.yaml", tmp_path, [f"samples.teacher={model}"]))
-    assert any(p.startswith(f"dpo.student: Qwen/Qwen2.5-Math-1.5B-Instruct is not the model that sampled its pairs "
-                            f"(samples.teacher: {model}): the pairs are off-policy") for p in problems(off)), problems(off)
-    on = validate(recipe("dpo-verifier-pairs.yaml", tmp_path, [f"samples.teacher={model}", f"dpo.student={model}",
-                                                               f"eval_aime24.model={model}"]))
+    assert any(
+        p.startswith(
+            f"dpo.student: Qwen/Qwen2.5-Math-1.5B-Instruct is not the model that sampled its pairs "
+            f"(samples.teacher: {model}): the pairs are off-policy"
+        )
+        for p in problems(off)
+    ), problems(off)
+    on = validate(
+        recipe(
+            "dpo-verifier-pairs.yaml",
+            tmp_path,
+            [f"samples.teacher={model}", f"dpo.student={model}", f"eval_aime24.model={model}"],
+        )
+    )
     assert problems(on) == []
-    adapter = validate(recipe("dpo-verifier-pairs.yaml", tmp_path, [f"samples.teacher={model}", f"dpo.student={model}"]))
-    assert problems(adapter) == [f"eval_aime24.model: Qwen/Qwen2.5-Math-1.5B-Instruct is not the base dpo's adapter was "
-                                 f"trained on (dpo.student: {model}); expected {model}"]
+    adapter = validate(
+        recipe("dpo-verifier-pairs.yaml", tmp_path, [f"samples.teacher={model}", f"dpo.student={model}"])
+    )
+    assert problems(adapter) == [
+        f"eval_aime24.model: Qwen/Qwen2.5-Math-1.5B-Instruct is not the base dpo's adapter was "
+        f"trained on (dpo.student: {model}); expected {model}"
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in ROOT.glob("*.yaml")))
@@ -152,19 +194,32 @@ def test_every_shipped_recipe_is_consistent_across_its_steps(name, tmp_path, tea
 
 
 def test_cli_plan_refuses_off_policy_pairs_exit_2(tmp_path):
-    result = CliRunner().invoke(cli, ["run", str(ROOT / "dpo-verifier-pairs.yaml"), "--plan", "--out", str(tmp_path / "r"),
-                                      "--set", "samples.teacher=runs/r1-distill-qwen-1.5b/sft/model"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            str(ROOT / "dpo-verifier-pairs.yaml"),
+            "--plan",
+            "--out",
+            str(tmp_path / "r"),
+            "--set",
+            "samples.teacher=runs/r1-distill-qwen-1.5b/sft/model",
+        ],
+    )
     assert result.exit_code == 2 and "the pairs are off-policy" in result.stderr and "Traceback" not in result.output
 
 
 def test_cli_validate_refuses_off_policy_pairs_exit_2(teacher_dir):
-    result = CliRunner().invoke(cli, ["validate", str(ROOT / "dpo-verifier-pairs.yaml"), "--set", f"samples.teacher={teacher_dir}"])
+    result = CliRunner().invoke(
+        cli, ["validate", str(ROOT / "dpo-verifier-pairs.yaml"), "--set", f"samples.teacher={teacher_dir}"]
+    )
     assert result.exit_code == 2 and "the pairs are off-policy" in result.stderr and "Traceback" not in result.output
     assert CliRunner().invoke(cli, ["validate", str(ROOT / "dpo-verifier-pairs.yaml")]).exit_code == 0
 
 
 def test_the_gpu_memory_is_asked_of_nvidia_smi_so_distill_run_holds_no_cuda_context(tmp_path, monkeypatch):
-    """Before, gpu_memory_gb() asked torch.cuda.get_device_properties, which starts CUDA in `distill run`'s own process:
+    """Before, gpu_memory_gb() asked torch.cuda.get_device_properties, which starts CUDA in `distill run`'s own
+    process:
     a context on GPU 0 held for the whole recipe while each model step runs in a child that wants the GPU empty."""
     import torch
 

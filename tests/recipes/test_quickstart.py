@@ -42,8 +42,16 @@ def test_the_student_learns_as_the_readme_says(quickstart):
     assert figures["eval_student_dpo"] >= 0.68, figures
     assert figures["eval_student_grpo"] >= 0.65, figures
     report = (out / "report.md").read_text()
-    for heading in ("## Steps", "filter funnel", "SFT training", "DPO training", "GRPO training", "## Evaluation",
-                    "## Paired comparisons", "eval_student_grpo - eval_student_sft: "):
+    for heading in (
+        "## Steps",
+        "filter funnel",
+        "SFT training",
+        "DPO training",
+        "GRPO training",
+        "## Evaluation",
+        "## Paired comparisons",
+        "eval_student_grpo - eval_student_sft: ",
+    ):
         assert heading in report, heading
     for step in EVALS:
         assert f"| {step} |" in report

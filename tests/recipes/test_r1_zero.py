@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reasonkit.hub import datasets as hub_data
 from reasonkit.config import load_yaml
+from reasonkit.hub import datasets as hub_data
 from reasonkit.recipes.plan import plan
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import load_state, validate
@@ -21,7 +21,9 @@ TEMPLATE = ROOT / "assets" / "templates" / "r1-zero.jinja"
 def steps(tmp_path_factory):
     recipe = parse_recipe(load_yaml(RECIPE), str(RECIPE), out=str(tmp_path_factory.mktemp("r1zero")))
     planned = validate(recipe)
-    return {p.step.name: p.config for p in planned}, {s.name: s for s in plan(recipe, planned, load_state(Path(recipe.out)))}
+    return {p.step.name: p.config for p in planned}, {
+        s.name: s for s in plan(recipe, planned, load_state(Path(recipe.out)))
+    }
 
 
 def test_grpo_uses_r1_zeros_published_settings(steps):
@@ -34,7 +36,9 @@ def test_grpo_uses_r1_zeros_published_settings(steps):
     assert g.loss_type == "grpo" and g.scale_rewards == "group" and g.num_iterations == 1
     per_step = g.batch_size * g.num_processes * g.grad_accum
     assert per_step == 512 and per_step // g.num_generations == 32
-    assert g.generation_batch_size(g.num_processes) == 8192 and g.generation_batch_size(g.num_processes) // per_step == 16
+    assert (
+        g.generation_batch_size(g.num_processes) == 8192 and g.generation_batch_size(g.num_processes) // per_step == 16
+    )
     # open-r1's 7B values where R1's 671B ones do not carry over
     assert (g.max_completion_length, g.max_grad_norm, g.mask_truncated_completions) == (8192, 0.2, True)
     assert g.rewards == {"accuracy": 1.0, "format": 0.25}, "a well-formed wrong answer must score below a right one"
@@ -42,7 +46,9 @@ def test_grpo_uses_r1_zeros_published_settings(steps):
     assert g.use_vllm is None and g.vllm_mode == "colocate" and g.vllm_gpu_memory_utilization == 0.35
     assert g.launcher == "accelerate" and g.accelerate_config == "zero3" and g.bf16 and g.gradient_checkpointing
     ref = hub_data.parse(g.data)
-    assert ref.source == "open-r1/OpenR1-Math-220k" and re.fullmatch(r"[0-9a-f]{40}", ref.revision or ""), "pinned to a commit"
+    assert ref.source == "open-r1/OpenR1-Math-220k" and re.fullmatch(r"[0-9a-f]{40}", ref.revision or ""), (
+        "pinned to a commit"
+    )
 
 
 def test_the_base_and_the_trained_model_are_evaluated_alike(steps):
@@ -75,18 +81,22 @@ def test_the_template_ends_turns_with_the_base_eos_and_earns_both_rewards(tmp_pa
     from transformers import AutoTokenizer
 
     from reasonkit.distill.prepare.run import PrepareConfig, prepare_student
-    from reasonkit.filters.rewards import make_rewards
     from reasonkit.distill.prepare.templates import turn_end_token
+    from reasonkit.filters.rewards import make_rewards
 
     eos = AutoTokenizer.from_pretrained(teacher_dir).eos_token
-    prepare_student(PrepareConfig(model=str(teacher_dir), out=str(tmp_path / "student"), template=str(TEMPLATE), eos=eos))
+    prepare_student(
+        PrepareConfig(model=str(teacher_dir), out=str(tmp_path / "student"), template=str(TEMPLATE), eos=eos)
+    )
     tok = AutoTokenizer.from_pretrained(str(tmp_path / "student"))
     assert turn_end_token(tok) == eos
     user = [{"role": "user", "content": "Compute 17 x 23"}]
     prompt = tok.apply_chat_template(user, tokenize=False, add_generation_prompt=True)
     assert prompt.startswith("A conversation between User and Assistant.") and "<think> </think>" in prompt
     assert prompt.endswith("\nUser: Compute 17 x 23\nAssistant: ") and "\\boxed{}" in prompt
-    system = tok.apply_chat_template([{"role": "system", "content": "Be brief."}, *user], tokenize=False, add_generation_prompt=True)
+    system = tok.apply_chat_template(
+        [{"role": "system", "content": "Be brief."}, *user], tokenize=False, add_generation_prompt=True
+    )
     assert system.startswith("Be brief.\nUser:"), "a system message replaces the default instruction"
     funcs, _ = make_rewards({"accuracy": 1.0, "format": 0.25}, max_completion_length=64, prefilled=False)
     right = r"<think> 17 x 23 = 17 x 20 + 17 x 3 = 340 + 51 = 391 </think> The product is \boxed{391}."

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from ..helpers.recipes import overrides_for
 
 from reasonkit.cli import cli
 from reasonkit.config import load_yaml
@@ -16,6 +15,8 @@ from reasonkit.errors import UserError
 from reasonkit.recipes import stages
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import run, validate
+
+from ..helpers.recipes import overrides_for
 
 RECIPES = sorted((Path(__file__).resolve().parents[2] / "recipes").glob("*.yaml"))
 
@@ -76,7 +77,7 @@ def test_run_chains_steps_and_skips_finished_ones(tmp_path, count_stage):
     lines = []
     run(recipe, echo=lines.append)
     assert count_stage == [("double", False), ("triple", False)], "nothing reruns"
-    assert all(l.startswith("[skip]") for l in lines) and "same config" in lines[0]
+    assert all(ln.startswith("[skip]") for ln in lines) and "same config" in lines[0]
 
 
 def test_changed_config_reruns_that_step_and_the_ones_after(tmp_path, count_stage):
@@ -153,7 +154,7 @@ def test_an_interrupted_step_resumes_without_overwrite(tmp_path, count_stage, mo
     lines = []
     run(recipe, echo=lines.append)
     assert count_stage == [("double", False), ("triple", False)]
-    assert any("double (count): resuming" in l for l in lines)
+    assert any("double (count): resuming" in ln for ln in lines)
 
 
 @pytest.mark.parametrize(
@@ -164,8 +165,14 @@ def test_an_interrupted_step_resumes_without_overwrite(tmp_path, count_stage, mo
         (lambda d: d["steps"][1].update(wiht={}), "steps[1].wiht: unknown key; did you mean with?"),
         (lambda d: d["steps"][1]["with"].update(factr=2), "double.factr: unknown key; did you mean factor?"),
         (lambda d: d["steps"][1]["with"].update(source="${triple}"), "reads ${triple}, which a later step writes"),
-        (lambda d: d["steps"][1]["with"].update(source="${nope}"), "reads ${nope}, which no step of this recipe writes"),
-        (lambda d: d["steps"][1]["with"].update(source="/no/such/dir"), "with.source: /no/such/dir: no such file or directory"),
+        (
+            lambda d: d["steps"][1]["with"].update(source="${nope}"),
+            "reads ${nope}, which no step of this recipe writes",
+        ),
+        (
+            lambda d: d["steps"][1]["with"].update(source="/no/such/dir"),
+            "with.source: /no/such/dir: no such file or directory",
+        ),
         (lambda d: d["steps"][2].update(name="double"), "steps[2].name: duplicate step name 'double'"),
         (lambda d: d["steps"][0]["with"].update(n="five"), "problems.n: expected an integer, found 'five'"),
         (lambda d: d["steps"][0]["with"].update(out="x"), "with.out: set by the runner"),
@@ -220,8 +227,16 @@ def test_validate_loads_no_model_code(tmp_path):
 
 def test_resume_and_threads_leave_a_train_steps_fingerprint_alone(tmp_path):
     """`--set sft.resume=true` used to look like a new config, and the runner deleted the checkpoints."""
-    data = {"out": str(tmp_path / "run"), "steps": [{"name": "sft", "stage": "train", "with": {
-        "method": "sft", "student": str(tmp_path), "data": str(tmp_path)}}]}
+    data = {
+        "out": str(tmp_path / "run"),
+        "steps": [
+            {
+                "name": "sft",
+                "stage": "train",
+                "with": {"method": "sft", "student": str(tmp_path), "data": str(tmp_path)},
+            }
+        ],
+    }
     base = validate(parse_recipe(data, "r.yaml"))[0].fingerprint
     for item in ("sft.resume=true", "sft.threads=1", "sft.overwrite=true"):
         assert validate(parse_recipe(data, "r.yaml", [item]))[0].fingerprint == base, item
@@ -239,11 +254,18 @@ def test_a_model_retrained_at_the_same_path_reruns_the_steps_that_read_it(tmp_pa
         (model / "model.safetensors").write_bytes(b"weights v1")
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text('{"problem": "1+1?", "answer": "2"}\n')
-    data = {"out": str(tmp_path / "run"), "steps": [
-        {"name": "traces", "stage": "generate", "with": {"prompts": str(prompts), "teacher": str(teacher)}},
-        {"name": "verified", "stage": "filter", "with": {"traces": "${traces}"}},
-        {"name": "sft", "stage": "train", "with": {"method": "sft", "student": str(student), "data": "${verified}/sft"}},
-    ]}
+    data = {
+        "out": str(tmp_path / "run"),
+        "steps": [
+            {"name": "traces", "stage": "generate", "with": {"prompts": str(prompts), "teacher": str(teacher)}},
+            {"name": "verified", "stage": "filter", "with": {"traces": "${traces}"}},
+            {
+                "name": "sft",
+                "stage": "train",
+                "with": {"method": "sft", "student": str(student), "data": "${verified}/sft"},
+            },
+        ],
+    }
 
     def fingerprints():
         return [p.fingerprint for p in validate(parse_recipe(data, "r.yaml"))]
@@ -265,8 +287,16 @@ def test_speed_only_engine_args_leave_a_steps_fingerprint_alone(tmp_path):
     argument that changes the numbers (kv_cache_dtype) is a new config."""
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"problem": "1+1?", "answer": "2"}\n')
-    data = {"out": str(tmp_path / "run"), "steps": [{"name": "traces", "stage": "generate", "with": {
-        "prompts": str(prompts), "teacher": "org/teacher", "engine_args": {"max_num_seqs": 64}}}]}
+    data = {
+        "out": str(tmp_path / "run"),
+        "steps": [
+            {
+                "name": "traces",
+                "stage": "generate",
+                "with": {"prompts": str(prompts), "teacher": "org/teacher", "engine_args": {"max_num_seqs": 64}},
+            }
+        ],
+    }
     base = validate(parse_recipe(data, "r.yaml"))[0].fingerprint
     assert validate(parse_recipe(data, "r.yaml", ["traces.engine_args.max_num_seqs=256"]))[0].fingerprint == base
     assert validate(parse_recipe(data, "r.yaml", ["traces.data_parallel=2"]))[0].fingerprint == base

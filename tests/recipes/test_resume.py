@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reasonkit.recipes.tasks.train_sets import write_sft
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import STATE, run
+from reasonkit.recipes.tasks.train_sets import write_sft
 from reasonkit.store import load_manifest
 
 
@@ -51,15 +51,29 @@ def interrupt_after(n: int, monkeypatch):
 
 
 def generate_recipe(tmp_path, model):
-    return parse_recipe({
-        "out": str(tmp_path / "run"),
-        "steps": [
-            {"name": "problems", "stage": "synth", "with": {"n": 6, "split": "test"}},
-            {"name": "traces", "stage": "generate", "with": {
-                "prompts": "${problems}", "teacher": model, "backend": "hf", "n": 1, "max_tokens": 24,
-                "shard_size": 2, "batch_size": 2, "dtype": "float32"}},
-        ],
-    }, "r.yaml")
+    return parse_recipe(
+        {
+            "out": str(tmp_path / "run"),
+            "steps": [
+                {"name": "problems", "stage": "synth", "with": {"n": 6, "split": "test"}},
+                {
+                    "name": "traces",
+                    "stage": "generate",
+                    "with": {
+                        "prompts": "${problems}",
+                        "teacher": model,
+                        "backend": "hf",
+                        "n": 1,
+                        "max_tokens": 24,
+                        "shard_size": 2,
+                        "batch_size": 2,
+                        "dtype": "float32",
+                    },
+                },
+            ],
+        },
+        "r.yaml",
+    )
 
 
 @pytest.mark.parametrize("how", ["only", "from", "plain"])
@@ -100,13 +114,31 @@ STEPS, SAVE = 12, 4
 
 def train_recipe(tmp_path, student, data) -> Path:
     path = tmp_path / "r.yaml"
-    path.write_text(yaml.safe_dump({
-        "out": str(tmp_path / "run"),
-        "report": False,
-        "steps": [{"name": "sft", "stage": "train", "with": {
-            "method": "sft", "student": str(student), "data": str(data), "max_steps": STEPS, "lr": 5e-3,
-            "batch_size": 8, "save_steps": SAVE, "save_total_limit": 10, "threads": 1}}],
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "out": str(tmp_path / "run"),
+                "report": False,
+                "steps": [
+                    {
+                        "name": "sft",
+                        "stage": "train",
+                        "with": {
+                            "method": "sft",
+                            "student": str(student),
+                            "data": str(data),
+                            "max_steps": STEPS,
+                            "lr": 5e-3,
+                            "batch_size": 8,
+                            "save_steps": SAVE,
+                            "save_total_limit": 10,
+                            "threads": 1,
+                        },
+                    }
+                ],
+            }
+        )
+    )
     return path
 
 
@@ -132,7 +164,9 @@ def test_killed_train_step_resumes_from_its_checkpoint_on_a_plain_rerun(tmp_path
     recipe_path = train_recipe(tmp_path, tiny_model_dir, data)
     out = tmp_path / "run" / "sft"
     distill = Path(sys.executable).parent / "distill"
-    code = kill_after_first_checkpoint([str(distill), "run", str(recipe_path)], out / "checkpoints", tmp_path / "killed.log")
+    code = kill_after_first_checkpoint(
+        [str(distill), "run", str(recipe_path)], out / "checkpoints", tmp_path / "killed.log"
+    )
     assert code == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-3000:]
     assert not (out / "report.json").exists()
     time.sleep(0.1)

@@ -33,8 +33,10 @@ def _expect(bad: list, name: str, v, correct, reason) -> None:
 
 def _writes_to_every_fd(line: str) -> str:
     """A prelude that writes ``line`` on every descriptor it may hold (the harness's results stream among them)."""
-    return ("import os\nfor fd in range(1, 16):\n    try:\n"
-            f"        os.write(fd, {line!r}.encode())\n    except OSError:\n        pass\n")
+    return (
+        "import os\nfor fd in range(1, 16):\n    try:\n"
+        f"        os.write(fd, {line!r}.encode())\n    except OSError:\n        pass\n"
+    )
 
 
 # 1. The time a test took is measured outside the program: whatever it does to its own signals or
@@ -48,16 +50,19 @@ def per_test_time(mode=None) -> list[str]:
     }
     for name, prelude in preludes.items():
         _expect(bad, name, verdict(prelude + SLOW + RIGHT, mode=mode), False, "timeout")
-    swallow = ("import time\nt = time.monotonic()\nwhile time.monotonic() - t < 1.25:\n    try:\n"
-               "        time.sleep(0.05)\n    except BaseException:\n        pass\n")
+    swallow = (
+        "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 1.25:\n    try:\n"
+        "        time.sleep(0.05)\n    except BaseException:\n        pass\n"
+    )
     _expect(bad, "swallows the timeout", verdict(swallow + RIGHT, mode=mode), False, "timeout")
     return bad
 
 
 # 2. Only the sandbox itself can say that the sandbox failed: a program that prints the failure text
 # and exits 127 is a wrong program.
-FAKE_FAILURE = ("import os\nos.write(2, b'sandbox: cannot start python: [Errno 13] Permission denied\\n')\n"
-                "os._exit(127)\n")
+FAKE_FAILURE = (
+    "import os\nos.write(2, b'sandbox: cannot start python: [Errno 13] Permission denied\\n')\nos._exit(127)\n"
+)
 
 
 def sandbox_failure_claimed(mode=None) -> list[str]:
@@ -78,10 +83,17 @@ def sandbox_failure_claimed(mode=None) -> list[str]:
 # every descriptor it holds, they garble at most its own test's record (a failure of its own making).
 def forged_results(mode=None) -> list[str]:
     bad = []
-    for name, record in {"reason timeout": {"reason": "timeout"}, "reason memory": {"reason": "memory"},
-                         "a pass": {"reason": None, "output": None}}.items():
-        lines = "".join(MARK + json.dumps({"test": k, **record, **({"output": ["3\n", "7\n"][k]} if "output" in record
-                                                                    else {})}) + "\n" for k in range(2))
+    for name, record in {
+        "reason timeout": {"reason": "timeout"},
+        "reason memory": {"reason": "memory"},
+        "a pass": {"reason": None, "output": None},
+    }.items():
+        lines = "".join(
+            MARK
+            + json.dumps({"test": k, **record, **({"output": ["3\n", "7\n"][k]} if "output" in record else {})})
+            + "\n"
+            for k in range(2)
+        )
         for forged in (lines, lines.replace(MARK, "")):
             v = verdict(_writes_to_every_fd(forged) + "print(0)\n", mode=mode)
             if v.correct is not False or v.reason not in ("wrong_answer", "runtime_error"):
@@ -91,8 +103,10 @@ def forged_results(mode=None) -> list[str]:
 
 # 1-3 where the harness is within reach (--sandbox none: no PID namespace, the same uid): a wrong
 # program that kills or stops the harness, its tests' parent, is still wrong, never unverifiable.
-HARNESS_ATTACKS = {"kills the harness": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint(0)\n",
-                   "stops the harness": "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\nprint(0)\n"}
+HARNESS_ATTACKS = {
+    "kills the harness": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint(0)\n",
+    "stops the harness": "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\nprint(0)\n",
+}
 
 
 def harness_attacked(mode=None) -> list[str]:
@@ -112,7 +126,10 @@ CALL_TEST = json.dumps({"fn_name": "f", "inputs": [[1]], "outputs": [[1]]})
 def unbounded_values(mode=None) -> list[str]:
     bad = []
     cases = {
-        "a result line that is not an object": (_writes_to_every_fd(MARK + "5\n" + MARK + '"x"\n') + "print(0)\n", TWO),
+        "a result line that is not an object": (
+            _writes_to_every_fd(MARK + "5\n" + MARK + '"x"\n') + "print(0)\n",
+            TWO,
+        ),
         "a 100k-deep result line": (_writes_to_every_fd(MARK + "[" * 100_000 + "\n") + "print(0)\n", TWO),
         "a return value nested 5000 deep": (DEEP_RETURN, CALL_TEST),
     }
@@ -160,7 +177,11 @@ def ipc_namespace(mode=None) -> list[str]:
     key = 0x3800_0000 + secrets.randbelow(1 << 24)
     made = sandbox.run(argv=["python", "main.py", str(key), "make"], files={"main.py": IPC}, mode=mode)
     found = sandbox.run(argv=["python", "main.py", str(key), "find"], files={"main.py": IPC}, mode=mode)
-    bad = [] if made.stdout == "True True True\n" else [f"could not make the objects: {made.stdout} {made.stderr[-300:]}"]
+    bad = (
+        []
+        if made.stdout == "True True True\n"
+        else [f"could not make the objects: {made.stdout} {made.stderr[-300:]}"]
+    )
     if found.stdout != "False False False\n":
         bad.append(f"a later run found them (shm, msg, mq): {found.stdout.strip()}")
     if key in _host_ipc_keys():
@@ -225,7 +246,9 @@ def never_host_root(mode=None) -> list[str]:
     r = sandbox.run(SYSCTLS, mode=mode)
     if "writable" in r.stdout or not r.ok:
         bad.append(f"host sysctls: {r.stdout.strip()} {r.stderr[-300:]}")
-    bomb = sandbox.run("import os\nwhile True:\n    os.fork()", timeout=8, mode=mode, limits=sandbox.Limits(processes=32))
+    bomb = sandbox.run(
+        "import os\nwhile True:\n    os.fork()", timeout=8, mode=mode, limits=sandbox.Limits(processes=32)
+    )
     if bomb.limit != "processes":
         bad.append(f"a fork bomb under processes=32 ended with limit {bomb.limit}")
     return bad
@@ -249,8 +272,11 @@ def init_unreachable(mode=None) -> list[str]:
     from reasonkit import sandbox
 
     r = sandbox.run(SIGNALS, mode=mode, timeout=5)
-    return [] if (r.ok, r.stdout, r.timed_out) == (True, "ok\n", False) else [
-        f"the run ended early: stdout {r.stdout!r}, timed_out {r.timed_out}, limit {r.limit}"]
+    return (
+        []
+        if (r.ok, r.stdout, r.timed_out) == (True, "ok\n", False)
+        else [f"the run ended early: stdout {r.stdout!r}, timed_out {r.timed_out}, limit {r.limit}"]
+    )
 
 
 # 10. Limits per run, not per process: processes together, memfds and both tmpfs count against one cap.
@@ -333,8 +359,10 @@ def per_run_limits(mode=None) -> list[str]:
         bad.append(f"3 processes x 200 MB under memory_mb=256: {memory.stdout.strip()} held, limit {memory.limit}")
     cpu = sandbox.run(CPU, mode=mode, timeout=20, limits=Limits(cpu_seconds=1))
     if cpu.limit != "cpu" or cpu.cpu_seconds > 1.6 or cpu.stdout:
-        bad.append(f"3 processes x 0.9 CPU-s under cpu_seconds=1: {cpu.stdout.strip()!r}, limit {cpu.limit}, "
-                   f"{cpu.cpu_seconds:.2f} CPU-s")
+        bad.append(
+            f"3 processes x 0.9 CPU-s under cpu_seconds=1: {cpu.stdout.strip()!r}, limit {cpu.limit}, "
+            f"{cpu.cpu_seconds:.2f} CPU-s"
+        )
     return bad
 
 
@@ -370,8 +398,11 @@ def host_paths(mode=None) -> list[str]:
     for site in _site_packages():
         blob = blob.replace(site, "<site-packages>")
     checkout = str(Path(sandbox.__file__).resolve().parents[1])
-    bad = [f"{what} in the view" for what, text in (("the spool", "reasonkit-sandbox-"), ("the checkout", checkout))
-           if text in blob]
+    bad = [
+        f"{what} in the view"
+        for what, text in (("the spool", "reasonkit-sandbox-"), ("the checkout", checkout))
+        if text in blob
+    ]
     if seen["cmdline"]:
         bad.append(f"the kernel's command line: {seen['cmdline'][:80]}")
     if list(seen["processes"]) != ["1"]:
@@ -394,17 +425,43 @@ def io_uring(mode=None) -> list[str]:
     from reasonkit import sandbox
 
     r = sandbox.run(IO_URING, mode=mode)
-    return [] if r.stdout == "[1, 1, 1]\n" else [f"io_uring_setup/enter/register: {r.stdout or r.stderr[-300:]} (1 = EPERM)"]
+    return (
+        []
+        if r.stdout == "[1, 1, 1]\n"
+        else [f"io_uring_setup/enter/register: {r.stdout or r.stderr[-300:]} (1 = EPERM)"]
+    )
 
 
-CHECKS = {f.__name__: f for f in (per_test_time, sandbox_failure_claimed, forged_results, harness_attacked,
-                                  unbounded_values, ipc_namespace, uts_and_cgroup_namespaces, never_host_root,
-                                  init_unreachable, io_uring, per_run_limits, host_paths)}
+CHECKS = {
+    f.__name__: f
+    for f in (
+        per_test_time,
+        sandbox_failure_claimed,
+        forged_results,
+        harness_attacked,
+        unbounded_values,
+        ipc_namespace,
+        uts_and_cgroup_namespaces,
+        never_host_root,
+        init_unreachable,
+        io_uring,
+        per_run_limits,
+        host_paths,
+    )
+}
 # What holds without namespaces too (--sandbox none): the verdict and the seccomp filter.
-VERDICT_CHECKS = ("per_test_time", "sandbox_failure_claimed", "forged_results", "harness_attacked", "unbounded_values",
-                  "io_uring")
+VERDICT_CHECKS = (
+    "per_test_time",
+    "sandbox_failure_claimed",
+    "forged_results",
+    "harness_attacked",
+    "unbounded_values",
+    "io_uring",
+)
 
 
 if __name__ == "__main__":
     mode, names = sys.argv[1], sys.argv[2:]
-    print(json.dumps({"uid": os.getuid(), "failures": {n: CHECKS[n](None if mode == "auto" else mode) for n in names}}))
+    print(
+        json.dumps({"uid": os.getuid(), "failures": {n: CHECKS[n](None if mode == "auto" else mode) for n in names}})
+    )

@@ -15,7 +15,7 @@ import secrets
 import sys
 from pathlib import Path
 
-ESCAPE = r'''
+ESCAPE = r"""
 import ctypes, json, os, sys
 planted = json.loads(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
@@ -55,7 +55,7 @@ status = dict(l.split(":\t") for l in open("/proc/self/status").read().splitline
 out.update({k: v.strip() for k, v in status.items()})
 out["mounts"] = [l.split()[4] for l in open("/proc/self/mountinfo")]
 print(json.dumps(out))
-'''
+"""
 
 
 def plant(directory: Path) -> dict:
@@ -71,19 +71,42 @@ def plant(directory: Path) -> dict:
     expected.chmod(0o644)
     victim = project / "runs" / "code" / "part-00000.parquet"
     victim.write_bytes(b"PAR1 committed shard")
-    return {"dir": str(project / "runs" / "code"), "home": str(home), "project": str(project),
-            "secret": str(secret), "expected": str(expected), "victim": str(victim)}
+    return {
+        "dir": str(project / "runs" / "code"),
+        "home": str(home),
+        "project": str(project),
+        "secret": str(secret),
+        "expected": str(expected),
+        "victim": str(victim),
+    }
 
 
 def failures(outcomes: dict, planted: dict) -> list[str]:
     """Every way the sandbox failed to hold (empty when it held)."""
     bad = []
-    for name in ("read_secret", "read_expected", "read_via_proc1_root", "write_beside", "delete_victim",
-                 "list_planted_dir", "list_home", "list_project", "symlink_secret", "hardlink_secret"):
+    for name in (
+        "read_secret",
+        "read_expected",
+        "read_via_proc1_root",
+        "write_beside",
+        "delete_victim",
+        "list_planted_dir",
+        "list_home",
+        "list_project",
+        "symlink_secret",
+        "hardlink_secret",
+    ):
         if not outcomes.get(name, "").startswith("err:"):
             bad.append(f"{name}: {outcomes.get(name)}")
-    for name in ("umount_tmp", "mount_tmpfs", "chroot", "unshare_user", "setns", "ptrace_attach_1",
-                 "ptrace_attach_child"):
+    for name in (
+        "umount_tmp",
+        "mount_tmpfs",
+        "chroot",
+        "unshare_user",
+        "setns",
+        "ptrace_attach_1",
+        "ptrace_attach_child",
+    ):
         if outcomes.get(name) == "ok":
             bad.append(f"{name} succeeded")
     for cap in ("CapEff", "CapPrm", "CapBnd", "CapInh", "CapAmb"):
@@ -120,5 +143,13 @@ if __name__ == "__main__":
     result = run_escape(planted)
     outcomes = json.loads(result.stdout) if result.ok else {"run": result.stderr[-500:]}
     found = failures(outcomes, planted) if result.ok else [f"did not run: {result.stderr[-300:]}"]
-    print(json.dumps({"failures": found,
-                      "isolation": list(result.isolation), "uid": os.getuid(), "fork_bomb": fork_bomb_limit()}))
+    print(
+        json.dumps(
+            {
+                "failures": found,
+                "isolation": list(result.isolation),
+                "uid": os.getuid(),
+                "fork_bomb": fork_bomb_limit(),
+            }
+        )
+    )

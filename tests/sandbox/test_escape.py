@@ -9,10 +9,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from .sandbox_escape import failures, plant, run_escape
 
 from reasonkit import sandbox
+
 from ..helpers.sandbox import NAMESPACE_MODES
+from .sandbox_escape import failures, plant, run_escape
 
 
 @pytest.fixture
@@ -35,18 +36,35 @@ def test_the_program_reaches_nothing_of_the_host(mode, planted):
 
 def test_the_checks_tell_a_broken_boundary(planted):
     # (Not by running the escape unconfined: as root it would chroot, unshare and ptrace PID 1 for real.)
-    held = {name: "err:FileNotFoundError" for name in ("read_secret", "read_expected", "read_via_proc1_root",
-            "write_beside", "delete_victim", "list_planted_dir", "list_home", "list_project", "symlink_secret",
-            "hardlink_secret")}
+    held = {
+        name: "err:FileNotFoundError"
+        for name in (
+            "read_secret",
+            "read_expected",
+            "read_via_proc1_root",
+            "write_beside",
+            "delete_victim",
+            "list_planted_dir",
+            "list_home",
+            "list_project",
+            "symlink_secret",
+            "hardlink_secret",
+        )
+    }
     held.update({cap: "0000000000000000" for cap in ("CapEff", "CapPrm", "CapBnd", "CapInh", "CapAmb")}, mounts=["/"])
     assert failures(held, planted) == []
     secret = Path(planted["secret"]).read_text()
     assert failures({**held, "read_secret": "ok:" + secret}, planted) == [
-        f"read_secret: ok:{secret}", "a planted secret or expected output reached the program's output"]
+        f"read_secret: ok:{secret}",
+        "a planted secret or expected output reached the program's output",
+    ]
     assert failures({**held, "CapEff": "000001ffffffffff", "umount_tmp": "ok"}, planted) == [
-        "umount_tmp succeeded", "CapEff 000001ffffffffff"]
+        "umount_tmp succeeded",
+        "CapEff 000001ffffffffff",
+    ]
     assert failures({**held, "mounts": ["/", planted["home"]]}, planted) == [
-        f"mount point {planted['home']} is in the view"]
+        f"mount point {planted['home']} is in the view"
+    ]
 
 
 def test_a_files_entry_cannot_name_a_host_path():

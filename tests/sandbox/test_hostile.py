@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from ..helpers.as_nobody import NOBODY, run_as_nobody
-from .hostile import CALL_TEST, CHECKS, DEEP_RETURN, FAKE_FAILURE, TWO, VERDICT_CHECKS
 
+from ..helpers.as_nobody import NOBODY, run_as_nobody
 from ..helpers.sandbox import NAMESPACE_MODES
+from .hostile import CALL_TEST, CHECKS, DEEP_RETURN, FAKE_FAILURE, TWO, VERDICT_CHECKS
 
 HERE = Path(__file__).resolve().parent
 
@@ -24,8 +24,16 @@ def test_hostile_program_in_every_mode(check, mode):
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to make the non-root caller")
-@pytest.mark.parametrize("mode", ["auto", pytest.param("bwrap", marks=pytest.mark.skipif(
-    not shutil.which("bwrap"), reason="bubblewrap is not installed")), "none"])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "auto",
+        pytest.param(
+            "bwrap", marks=pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap is not installed")
+        ),
+        "none",
+    ],
+)
 def test_hostile_programs_as_a_non_root_user(mode):
     # --sandbox none isolates nothing of the host (README): there only the verdict and seccomp must hold
     checks = VERDICT_CHECKS if mode == "none" else list(CHECKS)

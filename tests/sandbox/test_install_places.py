@@ -32,8 +32,11 @@ def tmp_install():
     """/tmp/.../real/{venv,pkg/reasonkit} and a symlink /tmp/.../link -> real."""
     top = Path(tempfile.mkdtemp(prefix="reasonkit-tmp-install-", dir="/tmp"))
     real = top / "real"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(real / "venv")], check=True,
-                   executable=os.path.realpath(sys.executable) if sys.prefix != sys.base_prefix else None)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(real / "venv")],
+        check=True,
+        executable=os.path.realpath(sys.executable) if sys.prefix != sys.base_prefix else None,
+    )
     pkg = real / "pkg" / "reasonkit"
     pkg.mkdir(parents=True)
     shutil.copy(REPO / "__init__.py", pkg / "__init__.py")
@@ -48,8 +51,13 @@ def test_a_venv_under_tmp_reached_through_a_symlink(tmp_install):
     modes = [m for m in NAMESPACE_MODES if isinstance(m, str)]
     if not modes:
         pytest.skip("no namespace mode on this machine")
-    done = subprocess.run([str(python), "-c", PROBE, *modes], capture_output=True, text=True, timeout=120,
-                          env={"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_install / "link" / "pkg")})
+    done = subprocess.run(
+        [str(python), "-c", PROBE, *modes],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_install / "link" / "pkg")},
+    )
     assert done.returncode == 0, done.stderr[-1000:]
     report = json.loads(done.stdout)
     assert report["prefix"].startswith(str(tmp_install))

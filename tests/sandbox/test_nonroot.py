@@ -13,19 +13,28 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from ..helpers.as_nobody import NOBODY, reach_plan, run_as_nobody
 
 import reasonkit
+
+from ..helpers.as_nobody import NOBODY, reach_plan, run_as_nobody
 
 HERE = Path(__file__).resolve().parent
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("unshare"),
-    reason="needs root (to make the non-root caller) and util-linux's setpriv and unshare")
+    reason="needs root (to make the non-root caller) and util-linux's setpriv and unshare",
+)
 
 
-@pytest.mark.parametrize("mode", ["auto", pytest.param("bwrap", marks=pytest.mark.skipif(
-    not shutil.which("bwrap"), reason="bubblewrap is not installed"))])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "auto",
+        pytest.param(
+            "bwrap", marks=pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap is not installed")
+        ),
+    ],
+)
 def test_as_a_non_root_user_nothing_of_the_host_is_reachable(mode):
     with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="reasonkit-nonroot-") as d:
         os.chown(d, NOBODY, NOBODY)
@@ -70,6 +79,11 @@ def test_a_clone_under_a_directory_only_root_may_enter_stays_reachable_to_the_us
         seen = json.loads(done.stdout)
     finally:
         shutil.rmtree(top)
-    assert seen == {"uid": NOBODY, "package": reasonkit.__file__,  # the code under test, not another install's
-                    "top": ["rk"], "clone": ["README.md", "secret", "venv"], "secret": ["tests"]}
+    assert seen == {
+        "uid": NOBODY,
+        "package": reasonkit.__file__,  # the code under test, not another install's
+        "top": ["rk"],
+        "clone": ["README.md", "secret", "venv"],
+        "secret": ["tests"],
+    }
     assert set(Path("/var/tmp").glob("rk-reach-*")) <= staged  # its staging folders are gone

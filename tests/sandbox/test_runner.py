@@ -33,8 +33,19 @@ def test_isolation_on_this_machine_is_the_strongest_it_allows():
     r = run("print('hi')")
     assert r.ok and r.stdout == "hi\n" and r.isolation == sandbox.isolation_of(MODE)
     if os.geteuid() == 0 and MODE == "root":
-        assert set(r.isolation) == {"netns", "pidns", "mountns", "ipcns", "utsns", "cgroupns", "minroot", "uid-drop",
-                                    "nocaps", "seccomp", "cgroup"}  # as root, a cgroup of the run's own
+        assert set(r.isolation) == {
+            "netns",
+            "pidns",
+            "mountns",
+            "ipcns",
+            "utsns",
+            "cgroupns",
+            "minroot",
+            "uid-drop",
+            "nocaps",
+            "seccomp",
+            "cgroup",
+        }  # as root, a cgroup of the run's own
 
 
 def test_right_program_reads_stdin_and_files():
@@ -226,8 +237,11 @@ def test_userns_mode_where_the_kernel_allows_it():
         pytest.skip("root without unshare")
     if os.system("unshare --user --map-root-user true 2>/dev/null") != 0:
         pytest.skip("no unprivileged user namespaces here")
-    r = run("import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\nexcept OSError:\n"
-            "    print('offline')", mode="userns")
+    r = run(
+        "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\nexcept OSError:\n"
+        "    print('offline')",
+        mode="userns",
+    )
     assert r.ok and r.stdout == "offline\n" and "userns" in r.isolation
 
 

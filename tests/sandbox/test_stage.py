@@ -11,14 +11,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from ..helpers.as_nobody import NOBODY, run_as_nobody
 from click.testing import CliRunner
-from ..filters.code.test_stage import rows
 
 from reasonkit import sandbox
 from reasonkit.errors import UserError
 from reasonkit.filters.synthetic import write_traces
 from reasonkit.sandbox import runner
+
+from ..filters.code.test_stage import rows
+from ..helpers.as_nobody import NOBODY, run_as_nobody
 
 DISTILL = str(Path(sys.executable).parent / "distill")
 
@@ -40,9 +41,25 @@ def test_filter_without_a_sandbox_is_one_line_exit_2_nothing_written(tmp_path):
     write_traces(tmp_path / "traces", rows(), shard_rows=4)
     empty = tmp_path / "bin"
     empty.mkdir()  # PATH without unshare: no namespace can be made
-    done = subprocess.run([DISTILL, "filter", str(tmp_path / "traces"), "--out", str(tmp_path / "out"),
-                           "--verifier", "code", "--lang", "none", "--dedup", "none"],
-                          capture_output=True, text=True, env={**os.environ, "PATH": str(empty)}, timeout=120)
+    done = subprocess.run(
+        [
+            DISTILL,
+            "filter",
+            str(tmp_path / "traces"),
+            "--out",
+            str(tmp_path / "out"),
+            "--verifier",
+            "code",
+            "--lang",
+            "none",
+            "--dedup",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": str(empty)},
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: distill filter --verifier code: no isolation is possible")
@@ -66,8 +83,15 @@ def test_every_program_running_stage_checks_the_sandbox_before_its_input(stage, 
         from reasonkit.distill.config import TrainConfig
         from reasonkit.distill.train import train
 
-        call = lambda: train(TrainConfig(method="grpo", student="m", data=missing, out=out,  # noqa: E731
-                                         rewards={"accuracy": 1.0, "code": 1.0}))
+        call = lambda: train(
+            TrainConfig(
+                method="grpo",
+                student="m",
+                data=missing,
+                out=out,  # noqa: E731
+                rewards={"accuracy": 1.0, "code": 1.0},
+            )
+        )
     with pytest.raises(UserError, match="no isolation is possible here"):
         call()
     assert not Path(out).exists()
@@ -99,10 +123,12 @@ def test_sandbox_none_opts_in_warns_and_is_recorded(tmp_path):
         write_traces(work / "traces", rows(), shard_rows=4)
         for path in [work, *work.rglob("*")]:
             os.chown(path, NOBODY, NOBODY)
-        script = (f"import os, sys; os.environ['PATH'] = '/nonexistent'; sys.argv = ['distill', 'filter', "
-                  f"'{work}/traces', '--out', '{work}/out', '--verifier', 'code', '--lang', 'none', "
-                  "'--dedup', 'none', '--sandbox', 'none', '--verify-timeout', '1'];\n"
-                  "from reasonkit.cli import main; main()")
+        script = (
+            f"import os, sys; os.environ['PATH'] = '/nonexistent'; sys.argv = ['distill', 'filter', "
+            f"'{work}/traces', '--out', '{work}/out', '--verifier', 'code', '--lang', 'none', "
+            "'--dedup', 'none', '--sandbox', 'none', '--verify-timeout', '1'];\n"
+            "from reasonkit.cli import main; main()"
+        )
         done = run_as_nobody([sys.executable, "-c", script])
         assert done.returncode == 0, done.stderr[-2000:]
         assert "warning: --sandbox none" in done.stderr
@@ -110,7 +136,10 @@ def test_sandbox_none_opts_in_warns_and_is_recorded(tmp_path):
         manifest = json.loads((work / "out" / "_manifest.json").read_text())
         assert report["sandbox"] == "none" and manifest["sandbox"] == "none"
         # no cgroup for this user: said in the manifest (issue 38 item 10), memory and CPU per process only
-        assert "no-cgroup" in manifest["sandbox_isolation"] and report["sandbox_isolation"] == manifest["sandbox_isolation"]
+        assert (
+            "no-cgroup" in manifest["sandbox_isolation"]
+            and report["sandbox_isolation"] == manifest["sandbox_isolation"]
+        )
         import pyarrow.parquet as pq
 
         isolation = pq.read_table(work / "out" / "part-00000.parquet").column("isolation").to_pylist()

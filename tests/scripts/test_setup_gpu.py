@@ -4,7 +4,6 @@ a stub python that installs nothing: the driver is read before anything is insta
 installed gigabytes of CUDA 13 wheels on any driver and ended in "torch sees no CUDA GPU", and a failed flash-attn
 build failed the whole setup (set -e)."""
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -36,8 +35,14 @@ def setup(tmp_path, *args, driver: str | None = None, **env) -> subprocess.Compl
     if driver is not None:
         executable(bin_dir / "nvidia-smi", f"#!/bin/sh\nprintf '{driver}\\n{driver}\\n'\n")  # one line a GPU
     fake = executable(tmp_path / "fake" / "python3", FAKE_PYTHON)
-    environ = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "VENV": str(tmp_path / "venv"),
-               "PYTHON": str(fake), "FAKE_LOG": str(tmp_path / "calls.log"), **env}
+    environ = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "VENV": str(tmp_path / "venv"),
+        "PYTHON": str(fake),
+        "FAKE_LOG": str(tmp_path / "calls.log"),
+        **env,
+    }
     return subprocess.run(["bash", str(SCRIPT), *args], env=environ, capture_output=True, text=True, timeout=60)
 
 
@@ -54,8 +59,9 @@ def test_a_driver_older_than_580_stops_setup_before_anything_is_installed(tmp_pa
     assert calls(tmp_path) == [] and not (tmp_path / "venv").exists(), "no venv, no pip"
 
 
-@pytest.mark.parametrize("driver, ok", [("550.54.15", False), ("575.57.08", False), ("580.65.06", True),
-                                        ("590.48.01", True)])
+@pytest.mark.parametrize(
+    "driver, ok", [("550.54.15", False), ("575.57.08", False), ("580.65.06", True), ("590.48.01", True)]
+)
 def test_the_driver_check_alone(tmp_path, driver, ok):
     r = setup(tmp_path, "--check-driver", driver=driver)
     assert (r.returncode == 0) == ok, r.stderr
@@ -67,8 +73,10 @@ def test_no_nvidia_smi_or_one_that_cannot_reach_the_driver_is_said_so(tmp_path):
     r = setup(tmp_path, "--check-driver")
     assert r.returncode != 0 and "nvidia-smi not found" in r.stderr and "SKIP_DRIVER_CHECK=1" in r.stderr
     assert setup(tmp_path, "--check-driver", SKIP_DRIVER_CHECK="1").returncode == 0
-    executable(tmp_path / "bin" / "nvidia-smi", "#!/bin/sh\necho \"NVIDIA-SMI has failed because it couldn't "
-                                                 "communicate with the NVIDIA driver.\"\nexit 9\n")
+    executable(
+        tmp_path / "bin" / "nvidia-smi",
+        '#!/bin/sh\necho "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver."\nexit 9\n',
+    )
     r = setup(tmp_path, "--check-driver")
     assert r.returncode != 0 and "could not read the driver version: NVIDIA-SMI has failed" in r.stderr
 

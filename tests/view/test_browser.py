@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.view.command import view
+
 from ..helpers.view import BIG_LINE, PAYLOADS, WRONG_PROMPT, WRONG_SAMPLES, make_run, write_hostile
 
 pytestmark = pytest.mark.slow  # a browser start and a page load each: seconds
@@ -24,15 +25,25 @@ CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 @pytest.fixture(scope="module")
 def browser():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[test]')")
+    webdriver = pytest.importorskip(
+        "selenium.webdriver", reason="selenium is not installed (pip install -e '.[test]')"
+    )
     if not (CHROMIUM and DRIVER):
         pytest.skip("Debian's chromium and chromium-driver are not installed (.ci/run installs them)")
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1800",
-                "--disable-background-networking", "--disable-component-update", "--no-first-run"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1800",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+    ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
@@ -118,7 +129,9 @@ def quiet_and_alone(driver, page_url: str) -> None:
     """No error in the console, and no request but the page (any #view of it) and data: URLs inside it."""
     errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
     assert errors == [], errors
-    others = [u for u in requests_made(driver) if u.split("#")[0] != page_url.split("#")[0] and not u.startswith("data:")]
+    others = [
+        u for u in requests_made(driver) if u.split("#")[0] != page_url.split("#")[0] and not u.startswith("data:")
+    ]
     assert others == [], others
 
 
@@ -138,7 +151,9 @@ def test_a_drop_reason_leads_to_its_rows_and_a_think_block_unfolds(browser, run_
     prompt.send_keys(WRONG_PROMPT + "\n")
     ready(browser)
     cards = browser.find_elements("css selector", ".card")
-    assert len(cards) == WRONG_SAMPLES and f"rows 1-{WRONG_SAMPLES} of {WRONG_SAMPLES} matching" in visible_text(browser)
+    assert len(cards) == WRONG_SAMPLES and f"rows 1-{WRONG_SAMPLES} of {WRONG_SAMPLES} matching" in visible_text(
+        browser
+    )
     assert all("dropped: wrong" in c.text for c in cards)
     body = open_card(browser)
     assert "extracted answer\n5" in body.text and "gold answer\n4" in body.text and "drop reason\nwrong" in body.text
@@ -180,7 +195,9 @@ def test_rollouts_by_step_and_a_tool_call(browser, run_page, shots):
     browser.save_screenshot(str(shots / "5-grpo-step-2.png"))
     navigate(browser, "nav a[data-section=agent_traces]")
     text = open_card(browser).text
-    assert "call search" in text and '{"query": "passage author"}' in text and "The passage was written by Ada." in text
+    assert (
+        "call search" in text and '{"query": "passage author"}' in text and "The passage was written by Ada." in text
+    )
     browser.save_screenshot(str(shots / "6-trajectory.png"))
     navigate(browser, "nav a[data-section='']")
     assert browser.find_elements("css selector", ".md img")  # the report's plot, inlined
@@ -201,14 +218,20 @@ def test_model_text_stays_text_in_the_browser(browser, tmp_path, shots):
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert.text  # noqa: B018
     assert browser.execute_script("return window.__xss") is None
-    dangerous = ", ".join(f"main {x}" for x in ("[onerror]", "[onload]", "iframe", "link", "script", "svg", "img", "a[href^=javascript]"))
+    dangerous = ", ".join(
+        f"main {x}" for x in ("[onerror]", "[onload]", "iframe", "link", "script", "svg", "img", "a[href^=javascript]")
+    )
     assert browser.execute_script(f"return document.querySelectorAll('{dangerous}').length") == 0
-    assert browser.execute_script("return [...document.querySelectorAll('main a')].every(a => a.getAttribute('href').startsWith('#'))")
+    assert browser.execute_script(
+        "return [...document.querySelectorAll('main a')].every(a => a.getAttribute('href').startsWith('#'))"
+    )
     shown = visible_text(browser)
     for payload in PAYLOADS:
         if "$" not in payload:  # KaTeX typesets the math one (its \href as text: checked above)
             assert payload in shown, payload
-    longest = browser.execute_script("return Math.max(...[...document.querySelectorAll('.text')].map(e => e.textContent.length))")
+    longest = browser.execute_script(
+        "return Math.max(...[...document.querySelectorAll('.text')].map(e => e.textContent.length))"
+    )
     assert longest == BIG_LINE
     done(browser, url, shots / "8-hostile-text.png")
 

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from reasonkit.view import rows as R
 from reasonkit.view.collect import Options, collect
 from reasonkit.view.command import view
+
 from ..helpers.view import BIG_LINE, PAYLOADS, WRONG_PROMPT, WRONG_SAMPLES, make_run, write_hostile
 
 DISTILL = Path(sys.executable).parent / "distill"
@@ -40,11 +41,15 @@ def test_a_run_becomes_one_section_per_step_with_its_tables(run):
     data = collect(run, Options(rows=2000, per_reason=200)).data
     sections = {s["name"]: s for s in data["sections"]}
     assert list(sections) == ["traces", "verified", "pairs", "grpo", "agent_traces", "eval_base", "eval_tuned"]
-    assert sections["traces"]["shown_in"] == "verified" and sections["traces"]["table"] is None  # shown once, with verdicts
+    assert (
+        sections["traces"]["shown_in"] == "verified" and sections["traces"]["table"] is None
+    )  # shown once, with verdicts
     verified = data["tables"]["verified"]
     assert verified["view"] == "trace" and verified["total"] == 42  # the kept rows and rejected/ as one table
     assert verified["reasons"] == {"wrong": {"total": WRONG_SAMPLES + 1, "shown": WRONG_SAMPLES + 1}}
-    assert [f["dropped"] for f in sections["verified"]["funnel"]["funnel"] if f["reason"] == "wrong"] == [WRONG_SAMPLES + 1]
+    assert [f["dropped"] for f in sections["verified"]["funnel"]["funnel"] if f["reason"] == "wrong"] == [
+        WRONG_SAMPLES + 1
+    ]
     assert data["tables"]["pairs"]["view"] == "pair" and data["tables"]["pairs"]["total"] == 1
     assert data["tables"]["agent_traces"]["view"] == "trajectory"
     assert data["tables"]["grpo/rollouts"]["view"] == "rollout"
@@ -79,7 +84,9 @@ def test_a_large_table_keeps_every_reason_and_whole_prompts():
 
 
 def test_the_sample_fills_up_with_dropped_rows_where_kept_ones_run_out():
-    table = pa.table({"id": ["a", "b"] + [f"d{i}" for i in range(50)], "drop_reason": [None, None] + ["duplicate"] * 50})
+    table = pa.table(
+        {"id": ["a", "b"] + [f"d{i}" for i in range(50)], "drop_reason": [None, None] + ["duplicate"] * 50}
+    )
     shown, note = R.sample(table, rows=30, per_reason=5)
     assert note["shown"] == 30 and note["reasons"]["duplicate"]["shown"] == 28
 
@@ -190,7 +197,9 @@ def test_served_rows_are_read_on_demand_with_the_pages_filters(served):
 
 
 def test_the_wheel_ships_every_asset_with_katex_licence():
-    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["reasonkit.view"]
+    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "reasonkit.view"
+    ]
     assets = [p.relative_to(REPO / "view") for p in (REPO / "view" / "assets").rglob("*") if p.is_file()]
     assert Path("assets/katex/LICENSE") in assets and Path("assets/katex/katex.min.js") in assets
     for asset in assets:

@@ -3,19 +3,20 @@
 import json
 from types import SimpleNamespace
 
-import pyarrow as pa
 import pytest
 
-from reasonkit.distill.eval.score import score, verify_samples
 from reasonkit.distill.eval.run import EvalConfig, run_eval
+from reasonkit.distill.eval.score import score, verify_samples
 from reasonkit.errors import UserError
 from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.store import read_stage
 
 TESTS = json.dumps({"inputs": ["1 2", "4 4", "10 5"], "outputs": ["3", "8", "15"]})
-RIGHT = ["a, b = map(int, input().split())\nprint(a + b)",
-         "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))",
-         "x = input().split()\nprint(int(x[0]) + int(x[1]))"]
+RIGHT = [
+    "a, b = map(int, input().split())\nprint(a + b)",
+    "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))",
+    "x = input().split()\nprint(int(x[0]) + int(x[1]))",
+]
 
 
 def program(code):
@@ -56,24 +57,47 @@ def test_pass_at_k_and_cons_at_k_vote_on_outputs_not_text(tmp_path):
     assert summary["pass@1"] == pytest.approx((3 / 5 + 1 / 5) / 2)
     assert summary["cons@5"] == 0.5  # p1 voted right (3 of 5; a vote on program text would pick sample 0), p2 wrong
     assert summary["pass@5"] == 1.0
-    assert summary["counts"] == {"correct": 4, "wrong": 4, "unverifiable": 0, "context_overflow": 0, "no_answer": 2,
-                                 "truncated": 1}
+    assert summary["counts"] == {
+        "correct": 4,
+        "wrong": 4,
+        "unverifiable": 0,
+        "context_overflow": 0,
+        "no_answer": 2,
+        "truncated": 1,
+    }
     assert {p["id"]: p["majority_votes"] for p in problems} == {"p1": 3, "p2": 2}
 
 
 def test_eval_on_the_teacher_needs_tests_and_runs_the_code_verifier(teacher_dir, tmp_path):
     # The embedded teacher writes arithmetic, not code: every sample is no_code, through the whole pipeline.
     data = tmp_path / "code.jsonl"
-    data.write_text("".join(json.dumps({"id": f"c{i}", "problem": f"Print {i} + {i}.",
-                                        "tests": {"inputs": [""], "outputs": [str(2 * i)]}}) + "\n" for i in range(2)))
-    config = EvalConfig(model=teacher_dir, data=str(data), out=str(tmp_path / "eval"), backend="hf", k=1, max_tokens=32,
-                        dtype="float32", verifier="code", instruction="Write a Python program.")
+    data.write_text(
+        "".join(
+            json.dumps(
+                {"id": f"c{i}", "problem": f"Print {i} + {i}.", "tests": {"inputs": [""], "outputs": [str(2 * i)]}}
+            )
+            + "\n"
+            for i in range(2)
+        )
+    )
+    config = EvalConfig(
+        model=teacher_dir,
+        data=str(data),
+        out=str(tmp_path / "eval"),
+        backend="hf",
+        k=1,
+        max_tokens=32,
+        dtype="float32",
+        verifier="code",
+        instruction="Write a Python program.",
+    )
     summary = run_eval(config)
     assert summary["n_problems"] == 2 and summary["counts"]["no_answer"] == 2
     assert summary["protocol"]["verifier"] == "code"
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"id": "c0", "problem": "Print 0."}) + "\n")
     with pytest.raises(UserError, match="column 'tests'"):
-        run_eval(EvalConfig(model=teacher_dir, data=str(bad), out=str(tmp_path / "bad"), backend="hf", k=1,
-                            verifier="code"))
+        run_eval(
+            EvalConfig(model=teacher_dir, data=str(bad), out=str(tmp_path / "bad"), backend="hf", k=1, verifier="code")
+        )
     assert not (tmp_path / "bad").exists()

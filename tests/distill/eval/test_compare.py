@@ -15,30 +15,69 @@ from click.testing import CliRunner
 
 from reasonkit.cli import cli
 from reasonkit.distill.eval.compare import paired_difference, paired_text
-from reasonkit.distill.eval.score import score
-from reasonkit.distill.eval.run import _write_problems
 from reasonkit.distill.eval.metrics import ci95_positions, paired_bootstrap, sign_test
+from reasonkit.distill.eval.run import _write_problems
+from reasonkit.distill.eval.score import score
 from reasonkit.errors import UserError
 
 K = 4
 # the fields a real quickstart eval records (eval_protocol.protocol), trimmed to those compare reads and a few more
-PROTOCOL = {"model": "qs/sft/model", "adapter": None, "backend": "vllm", "dtype": "float32", "k": K,
-            "temperature": 0.6, "top_p": 0.95, "max_tokens": 192, "seed": 0, "verifier": "int",
-            "verifier_version": "int fast path", "score_truncated": False, "system": None, "prefill_think": False,
-            "instruction": "Please reason step by step, and put your final answer within \\boxed{}.",
-            "data": "qs/eval_problems", "dataset_fingerprint": "c61adee66935b402", "dataset_revision": None,
-            "limit": None, "hardware": {"gpu": "cpu", "gpu_count": 0}, "data_parallel": 1}
+PROTOCOL = {
+    "model": "qs/sft/model",
+    "adapter": None,
+    "backend": "vllm",
+    "dtype": "float32",
+    "k": K,
+    "temperature": 0.6,
+    "top_p": 0.95,
+    "max_tokens": 192,
+    "seed": 0,
+    "verifier": "int",
+    "verifier_version": "int fast path",
+    "score_truncated": False,
+    "system": None,
+    "prefill_think": False,
+    "instruction": "Please reason step by step, and put your final answer within \\boxed{}.",
+    "data": "qs/eval_problems",
+    "dataset_fingerprint": "c61adee66935b402",
+    "dataset_revision": None,
+    "limit": None,
+    "hardware": {"gpu": "cpu", "gpu_count": 0},
+    "data_parallel": 1,
+}
 
 
 def write_eval(path, correct: dict[str, list[bool | None]], **protocol) -> str:
     """An eval directory as run_eval leaves it: problems.parquet and summary.json from score()."""
-    rows = [{"id": pid, "sample": j, "pred": None if c is None else ("391" if c else "7"), "correct": c,
-             "completion_tokens": 10, "finish_reason": "stop", "verify_reason": None, "vote_group": 0}
-            for pid, samples in correct.items() for j, c in enumerate(samples)]
-    samples = pa.Table.from_pylist(rows, schema=pa.schema([
-        ("id", pa.string()), ("sample", pa.int32()), ("pred", pa.string()), ("correct", pa.bool_()),
-        ("completion_tokens", pa.int32()), ("finish_reason", pa.string()), ("verify_reason", pa.string()),
-        ("vote_group", pa.int32())]))
+    rows = [
+        {
+            "id": pid,
+            "sample": j,
+            "pred": None if c is None else ("391" if c else "7"),
+            "correct": c,
+            "completion_tokens": 10,
+            "finish_reason": "stop",
+            "verify_reason": None,
+            "vote_group": 0,
+        }
+        for pid, samples in correct.items()
+        for j, c in enumerate(samples)
+    ]
+    samples = pa.Table.from_pylist(
+        rows,
+        schema=pa.schema(
+            [
+                ("id", pa.string()),
+                ("sample", pa.int32()),
+                ("pred", pa.string()),
+                ("correct", pa.bool_()),
+                ("completion_tokens", pa.int32()),
+                ("finish_reason", pa.string()),
+                ("verify_reason", pa.string()),
+                ("vote_group", pa.int32()),
+            ]
+        ),
+    )
     summary, problems = score(samples, None, k=K)
     summary["protocol"] = {**PROTOCOL, **protocol}
     path.mkdir(parents=True)
@@ -73,7 +112,7 @@ def test_b_better_on_half_the_problems_is_shown_only_because_it_is_paired(tmp_pa
     assert (r["wins"], r["losses"], r["ties"]) == (30, 0, 30)
     assert r["diff"] == pytest.approx(30 * 0.25 / 60)
     assert 0 < r["lo"] < r["diff"] < r["hi"] and r["verdict"] == "B better"
-    assert r["sign_test_p"] == pytest.approx(2 / 2 ** 30)
+    assert r["sign_test_p"] == pytest.approx(2 / 2**30)
     # each run's own (unpaired) interval overlaps the other's: the problems' spread in difficulty
     # hides the gain until the same problems are compared with each other
     ci_a = json.loads((tmp_path / "a" / "summary.json").read_text())["pass@1_ci95"]
@@ -120,7 +159,8 @@ def test_other_problem_ids_are_refused_in_one_line_naming_them(tmp_path):
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
         "error: compare a and b: not the same problems (1: p007 only in a, 1: q007 only in b); a paired difference "
-        "needs the same problem ids (--no-paired for the table alone)"]
+        "needs the same problem ids (--no-paired for the table alone)"
+    ]
     assert not (tmp_path / "cmp.md").exists() and not (tmp_path / "cmp.png").exists()
     fewer = write_eval(tmp_path / "fewer", problems(BASE[:50]))
     with pytest.raises(UserError, match=r"\(10: p050, p051, p052, \.\.\. only in a, none only in fewer\)"):
@@ -132,10 +172,18 @@ def test_other_protocols_are_refused_naming_what_differs(tmp_path):
     b = write_eval(tmp_path / "b", problems(BASE), temperature=1.0, dataset_fingerprint="0123456789abcdef")
     result = run_cli(a, b, "--out", tmp_path / "cmp.md")
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
-    assert ("different protocols (dataset_fingerprint 'c61adee66935b402' vs '0123456789abcdef'; temperature 0.6 vs 1.0)"
-            in result.output)
+    assert (
+        "different protocols (dataset_fingerprint 'c61adee66935b402' vs '0123456789abcdef'; temperature 0.6 vs 1.0)"
+        in result.output
+    )
     assert not (tmp_path / "cmp.md").exists()
-    for key, value in (("k", 8), ("top_p", 1.0), ("max_tokens", 32768), ("verifier", "math"), ("score_truncated", True)):
+    for key, value in (
+        ("k", 8),
+        ("top_p", 1.0),
+        ("max_tokens", 32768),
+        ("verifier", "math"),
+        ("score_truncated", True),
+    ):
         other = write_eval(tmp_path / key, problems(BASE), **{key: value})
         with pytest.raises(UserError, match=f"different protocols \\({key} "):
             paired_difference(a, other)
@@ -157,6 +205,8 @@ def test_cli_compares_each_later_run_with_the_first(tmp_path):
     assert line.startswith("grpo - sft: +0.175 pass@1 (95% CI +0.1") and line.endswith("2,000 rounds): grpo better")
     assert all(f"- {x}" in text and f"- {x}" in result.output for x in expected.splitlines())
     assert "- grpo wins on 42, loses on 0, ties on 18 problems; sign test p = 4.55e-13" in text
-    assert "- dpo - sft: +0.000 pass@1 (95% CI +0.000 .. +0.000, paired bootstrap over 60 problems, 2,000 rounds): " \
-           "no difference shown" in text
+    assert (
+        "- dpo - sft: +0.000 pass@1 (95% CI +0.000 .. +0.000, paired bootstrap over 60 problems, 2,000 rounds): "
+        "no difference shown" in text
+    )
     assert (tmp_path / "report" / "cmp.png").is_file()

@@ -4,8 +4,8 @@ from math import comb
 
 import pytest
 
-from reasonkit.distill.eval.vote import verifier_same, vote_groups
 from reasonkit.distill.eval.metrics import ks_for, majority, pass1_stats, pass_at_k
+from reasonkit.distill.eval.vote import verifier_same, vote_groups
 from reasonkit.filters.math.extract import extract_answer
 from reasonkit.filters.math.verify import Verifier
 from reasonkit.gen.think import split

@@ -4,11 +4,11 @@ correct as it ends (issue 36, item 4). The backend is scripted: the lines are un
 
 import re
 
-from ...helpers.gen_tools import ScriptedBackend
-
 from reasonkit.distill.eval.run import EvalConfig, run_eval
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.ticker import EVERY_ENV
+
+from ...helpers.gen_tools import ScriptedBackend
 
 
 def multiply(messages, request):
@@ -20,8 +20,10 @@ def multiply(messages, request):
 def test_eval_prints_generation_and_verification_progress(tmp_path, teacher_dir, monkeypatch, capsys):
     monkeypatch.setenv(EVERY_ENV, "0")
     data = write_prompts(tmp_path / "problems.parquet", 6, seed=0, split="test")
-    summary = run_eval(EvalConfig(model=teacher_dir, data=data, out=str(tmp_path / "ev"), k=1, max_tokens=16,
-                                  verifier="int"), backend=ScriptedBackend(multiply))
+    summary = run_eval(
+        EvalConfig(model=teacher_dir, data=data, out=str(tmp_path / "ev"), k=1, max_tokens=16, verifier="int"),
+        backend=ScriptedBackend(multiply),
+    )
     err = capsys.readouterr().err.splitlines()
     gen = [line for line in err if line.startswith("[generate]")]
     assert gen[0] == "[generate] 0/6 prompts (0%), starting"

@@ -20,14 +20,33 @@ def test_set(tmp_path_factory):
 
 
 def config(model, data, out, **kw):
-    base = dict(model=model, data=data, out=str(out), k=K, max_tokens=MAX_TOKENS, dtype="float32",
-                verifier="int", temperature=0.6)
+    base = dict(
+        model=model,
+        data=data,
+        out=str(out),
+        k=K,
+        max_tokens=MAX_TOKENS,
+        dtype="float32",
+        verifier="int",
+        temperature=0.6,
+    )
     return EvalConfig(**{**base, **kw})
 
 
 def check_summary(s):
-    for key in ("pass@1", "pass@1_std", "pass@1_ci95", f"cons@{K}", "pass@2", "n_problems", "n_samples",
-                "no_answer_rate", "truncated_rate", "protocol", "timing"):
+    for key in (
+        "pass@1",
+        "pass@1_std",
+        "pass@1_ci95",
+        f"cons@{K}",
+        "pass@2",
+        "n_problems",
+        "n_samples",
+        "no_answer_rate",
+        "truncated_rate",
+        "protocol",
+        "timing",
+    ):
         assert key in s, key
     assert s["n_problems"] == PROBLEMS and s["n_samples"] == PROBLEMS * K
     counts = s["counts"]
@@ -86,7 +105,9 @@ def test_adapter_is_merged_for_hf_and_recorded(teacher_dir, test_set, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     base = AutoModelForCausalLM.from_pretrained(teacher_dir, torch_dtype=torch.float32)
-    peft_model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    peft_model = get_peft_model(
+        base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    )
     adapter = tmp_path / "adapter"
     peft_model.save_pretrained(adapter)
     AutoTokenizer.from_pretrained(teacher_dir).save_pretrained(adapter)
@@ -103,9 +124,31 @@ def test_adapter_is_merged_for_hf_and_recorded(teacher_dir, test_set, tmp_path):
 def test_compare_and_cli_errors(teacher_dir, test_set, tmp_path):
     runner = CliRunner()
     for name, temperature, extra in (("cold", 0.6, []), ("hot", 1.0, ["--score-truncated"])):
-        result = runner.invoke(cli, ["eval", "--model", teacher_dir, "--data", test_set, "--out", str(tmp_path / name),
-                                     "--backend", "hf", "--k", "2", "--limit", "4", "--max-tokens", "192",
-                                     "--temperature", str(temperature), "--verifier", "int", *extra])
+        result = runner.invoke(
+            cli,
+            [
+                "eval",
+                "--model",
+                teacher_dir,
+                "--data",
+                test_set,
+                "--out",
+                str(tmp_path / name),
+                "--backend",
+                "hf",
+                "--k",
+                "2",
+                "--limit",
+                "4",
+                "--max-tokens",
+                "192",
+                "--temperature",
+                str(temperature),
+                "--verifier",
+                "int",
+                *extra,
+            ],
+        )
         assert result.exit_code == 0, result.output
         assert "pass@1" in result.output
         # the flag reaches the protocol and the scoring of the samples
@@ -113,8 +156,18 @@ def test_compare_and_cli_errors(teacher_dir, test_set, tmp_path):
         scored = json.loads((tmp_path / name / "samples" / "_manifest.json").read_text())["config"]
         assert protocol["score_truncated"] is scored["score_truncated"] is bool(extra)
     # other temperatures: a paired difference is refused (tests/distill/eval/test_compare.py), the table is not
-    result = runner.invoke(cli, ["eval", "compare", str(tmp_path / "cold"), str(tmp_path / "hot"), "--out", str(tmp_path / "cmp.md"),
-                                 "--no-paired"])
+    result = runner.invoke(
+        cli,
+        [
+            "eval",
+            "compare",
+            str(tmp_path / "cold"),
+            str(tmp_path / "hot"),
+            "--out",
+            str(tmp_path / "cmp.md"),
+            "--no-paired",
+        ],
+    )
     assert result.exit_code == 0, result.output
     text = (tmp_path / "cmp.md").read_text()
     assert "| cold |" in text and "| hot |" in text and (tmp_path / "cmp.png").is_file()
@@ -122,7 +175,9 @@ def test_compare_and_cli_errors(teacher_dir, test_set, tmp_path):
     bad = runner.invoke(cli, ["eval", "compare", str(tmp_path), "--out", str(tmp_path / "x.md")])
     assert bad.exit_code == 2 and "no summary.json" in bad.output
     (tmp_path / "noanswer.jsonl").write_text('{"problem": "What is 1 * 1?"}\n')
-    bad = runner.invoke(cli, ["eval", "--model", teacher_dir, "--data", str(tmp_path / "noanswer.jsonl"), "--out", str(tmp_path / "e")])
+    bad = runner.invoke(
+        cli, ["eval", "--model", teacher_dir, "--data", str(tmp_path / "noanswer.jsonl"), "--out", str(tmp_path / "e")]
+    )
     assert bad.exit_code == 2 and "row 0: no gold answer in column 'answer'" in bad.output
 
 
@@ -136,8 +191,17 @@ def test_decontam_against_reports_overlapping_problems(teacher_dir, test_set, tm
     w = StageWriter(tmp_path / "sft", stage="filter", kind="sft", config={}, keys=("id",))
     w.commit(sft)
     w.finish()
-    s = run_eval(config(teacher_dir, test_set, tmp_path / "eval", backend="hf", k=1, limit=5,
-                        decontam_against=(str(tmp_path / "sft"),)))
+    s = run_eval(
+        config(
+            teacher_dir,
+            test_set,
+            tmp_path / "eval",
+            backend="hf",
+            k=1,
+            limit=5,
+            decontam_against=(str(tmp_path / "sft"),),
+        )
+    )
     d = s["decontamination"]
     assert sorted(d["overlapping_ids"][str(tmp_path / "sft")]) == sorted(eval_rows.column("id").to_pylist())
 

@@ -21,8 +21,18 @@ def test_set(tmp_path_factory):
 
 
 def config(model, data, out, **kw):
-    base = dict(model=model, data=data, out=str(out), backend="hf", k=2, max_tokens=64, dtype="float32",
-                verifier="int", batch_size=2, limit=4)
+    base = dict(
+        model=model,
+        data=data,
+        out=str(out),
+        backend="hf",
+        k=2,
+        max_tokens=64,
+        dtype="float32",
+        verifier="int",
+        batch_size=2,
+        limit=4,
+    )
     return EvalConfig(**{**base, **kw})
 
 
@@ -74,18 +84,37 @@ def test_a_merged_adapter_keeps_its_bf16_base_dtype(tiny_model_dir, tmp_path):
 
 def test_a_clamped_max_tokens_is_recorded(teacher_dir, test_set, tmp_path, capfd):
     # every prompt is 42 tokens: 42 + 80 > 100, so each request may generate 58 tokens, not 80
-    s = run_eval(config(teacher_dir, test_set, tmp_path / "e", k=1, limit=4, batch_size=1, max_tokens=80,
-                        max_model_len=100, temperature=1.0))
+    s = run_eval(
+        config(
+            teacher_dir,
+            test_set,
+            tmp_path / "e",
+            k=1,
+            limit=4,
+            batch_size=1,
+            max_tokens=80,
+            max_model_len=100,
+            temperature=1.0,
+        )
+    )
     clamp = s["protocol"]["max_tokens_clamp"]
     traces = pq.read_table(tmp_path / "e" / "generations").to_pylist()
     budgets = {r["id"]: 100 - r["prompt_tokens"] for r in traces}
-    assert clamp == {"clamped_problems": 4, "problems": 4, "max_model_len": 100,
-                     "min_budget": min(budgets.values()), "max_budget": max(budgets.values())}
+    assert clamp == {
+        "clamped_problems": 4,
+        "problems": 4,
+        "max_model_len": 100,
+        "min_budget": min(budgets.values()),
+        "max_budget": max(budgets.values()),
+    }
     assert all(r["completion_tokens"] <= budgets[r["id"]] for r in traces)
     cut = [r for r in traces if r["finish_reason"] == "length"]
     assert all(r["completion_tokens"] == budgets[r["id"]] for r in cut), "the recorded budget is the one applied"
     assert "max_tokens 80 tokens was cut to" in capfd.readouterr().err
-    assert "max_tokens 80 tokens was cut to 58-58 tokens for 4 of 4 problems" in (tmp_path / "e" / "summary.md").read_text()
+    assert (
+        "max_tokens 80 tokens was cut to 58-58 tokens for 4 of 4 problems"
+        in (tmp_path / "e" / "summary.md").read_text()
+    )
     unclamped = run_eval(config(teacher_dir, test_set, tmp_path / "f", k=1, limit=2, max_tokens=80))
     assert unclamped["protocol"]["max_tokens_clamp"]["clamped_problems"] == 0
 
@@ -104,8 +133,14 @@ def offline_hub(tmp_path, monkeypatch, teacher_dir):
         (repo / "refs").mkdir(parents=True)
         (repo / "refs" / "main").write_text(SHA)
         (repo / "snapshots" / SHA).mkdir(parents=True)
-    for f in ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
-              "tokenizer_config.json", "chat_template.jinja"):
+    for f in (
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "chat_template.jinja",
+    ):
         shutil.copy(f"{teacher_dir}/{f}", hub / "models--org--teacher" / "snapshots" / SHA / f)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))
@@ -147,10 +182,13 @@ def test_auto_replicas_fill_the_visible_gpus_one_engine_each(monkeypatch, tmp_pa
     from reasonkit.errors import UserError
 
     monkeypatch.setattr(eval_protocol, "_visible_gpus", lambda: 8)  # an 8-GPU node, seen from this CPU one
-    auto = lambda **kw: eval_protocol.resolve_data_parallel(EvalConfig(model="m", data="d", out=str(tmp_path), data_parallel="auto", **kw))  # noqa: E731
+    auto = lambda **kw: eval_protocol.resolve_data_parallel(
+        EvalConfig(model="m", data="d", out=str(tmp_path), data_parallel="auto", **kw)
+    )  # noqa: E731
     assert auto() == 8 and auto(tensor_parallel=2) == 4
     assert auto(tensor_parallel=2, engine_args={"pipeline_parallel_size": 2}) == 2
     assert auto(backend="hf") == 8 and auto(engine="ray", replicas=2) == 1
     with pytest.raises(UserError, match="openai backend's parallelism is the server's"):
-        eval_protocol.resolve_data_parallel(EvalConfig(model="m", data="d", out="o", backend="openai",
-                                                       base_url="http://x/v1", data_parallel=2))
+        eval_protocol.resolve_data_parallel(
+            EvalConfig(model="m", data="d", out="o", backend="openai", base_url="http://x/v1", data_parallel=2)
+        )

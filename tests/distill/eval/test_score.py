@@ -6,8 +6,8 @@ import json
 import pyarrow as pa
 import pytest
 
-from reasonkit.distill.eval.score import score, verify_samples
 from reasonkit.distill.eval.run import EvalConfig
+from reasonkit.distill.eval.score import score, verify_samples
 from reasonkit.gen.think import split
 
 K = 4
@@ -19,25 +19,49 @@ TRUNCATED_5 = "Try x = 2: 2 + 3 = 5, so maybe \\boxed{5}. But the question asks 
 # (id, gold, [(completion, finish_reason), ...]); completions go through think.split like the generate stage's.
 PROBLEMS = [
     # one half, spelled three ways, outvotes a lone 3 (a text vote ties 1-1-1-1 and picks the 3)
-    ("p1", "\\frac{1}{2}", [("<think>guess</think> \\boxed{3}", "stop"),
-                            ("<think>1/2</think> So $\\boxed{\\frac12}$.", "stop"),
-                            ("<think>half</think> \\boxed{0.5}", "stop"),
-                            ("<think>a half</think> The answer is $\\boxed{\\dfrac{1}{2}}$.", "stop")]),
+    (
+        "p1",
+        "\\frac{1}{2}",
+        [
+            ("<think>guess</think> \\boxed{3}", "stop"),
+            ("<think>1/2</think> So $\\boxed{\\frac12}$.", "stop"),
+            ("<think>half</think> \\boxed{0.5}", "stop"),
+            ("<think>a half</think> The answer is $\\boxed{\\dfrac{1}{2}}$.", "stop"),
+        ],
+    ),
     # 16/2 and 8 are one group (first member: sample 0), 7 and 07 another (sample 1): a 2-2 tie goes
     # to the group whose first member comes first, the wrong 8
-    ("p2", "7", [("<think>16/2</think> \\boxed{\\frac{16}{2}}", "stop"),
-                 ("<think>7</think> \\boxed{7}", "stop"),
-                 ("<think>07</think> \\boxed{07}", "stop"),
-                 ("<think>8</think> \\boxed{8}", "stop")]),
+    (
+        "p2",
+        "7",
+        [
+            ("<think>16/2</think> \\boxed{\\frac{16}{2}}", "stop"),
+            ("<think>7</think> \\boxed{7}", "stop"),
+            ("<think>07</think> \\boxed{07}", "stop"),
+            ("<think>8</think> \\boxed{8}", "stop"),
+        ],
+    ),
     # the truncated sample has no answer: 6 wins 2-1 (scoring its intermediate box would tie 5 with 6, 5 first)
-    ("p3", "5", [(TRUNCATED_5, "length"),
-                 ("<think>6</think> \\boxed{6}", "stop"),
-                 ("<think>5</think> \\boxed{5}", "stop"),
-                 ("<think>6 again</think> \\boxed{6}", "stop")]),
+    (
+        "p3",
+        "5",
+        [
+            (TRUNCATED_5, "length"),
+            ("<think>6</think> \\boxed{6}", "stop"),
+            ("<think>5</think> \\boxed{5}", "stop"),
+            ("<think>6 again</think> \\boxed{6}", "stop"),
+        ],
+    ),
     # only 3 samples (fewer than k): one right, one unverifiable, one without an answer
-    ("p4", "\\sqrt{2}", [("<think>root</think> \\boxed{\\sqrt{2}}", "stop"),
-                         ("<think>?</think> \\boxed{?}", "stop"),
-                         ("<think>no idea</think> I do not know.", "stop")]),
+    (
+        "p4",
+        "\\sqrt{2}",
+        [
+            ("<think>root</think> \\boxed{\\sqrt{2}}", "stop"),
+            ("<think>?</think> \\boxed{?}", "stop"),
+            ("<think>no idea</think> I do not know.", "stop"),
+        ],
+    ),
 ]
 
 
@@ -46,12 +70,33 @@ def traces_table() -> pa.Table:
     for pid, gold, samples in PROBLEMS:
         for j, (completion, finish) in enumerate(samples):
             reasoning, response = split(completion)
-            rows.append({"id": pid, "sample": j, "completion": completion, "reasoning": reasoning,
-                         "response": response, "answer": gold, "finish_reason": finish, "completion_tokens": 10 + j})
-    return pa.Table.from_pylist(rows, schema=pa.schema([
-        ("id", pa.string()), ("sample", pa.int32()), ("completion", pa.string()), ("reasoning", pa.string()),
-        ("response", pa.string()), ("answer", pa.string()), ("finish_reason", pa.string()),
-        ("completion_tokens", pa.int32())]))
+            rows.append(
+                {
+                    "id": pid,
+                    "sample": j,
+                    "completion": completion,
+                    "reasoning": reasoning,
+                    "response": response,
+                    "answer": gold,
+                    "finish_reason": finish,
+                    "completion_tokens": 10 + j,
+                }
+            )
+    return pa.Table.from_pylist(
+        rows,
+        schema=pa.schema(
+            [
+                ("id", pa.string()),
+                ("sample", pa.int32()),
+                ("completion", pa.string()),
+                ("reasoning", pa.string()),
+                ("response", pa.string()),
+                ("answer", pa.string()),
+                ("finish_reason", pa.string()),
+                ("completion_tokens", pa.int32()),
+            ]
+        ),
+    )
 
 
 def eval_config(tmp_path, **kw) -> EvalConfig:
@@ -108,8 +153,14 @@ def test_summary_matches_hand_computed_figures(scored):
     assert summary["pass@4"] == pytest.approx(1.0)
     assert summary["pass@k_fewer_samples"] == {"pass@2": 0, "pass@4": 1}
     assert summary["n_samples"] == 15
-    assert summary["counts"] == {"correct": 7, "wrong": 5, "unverifiable": 1, "context_overflow": 0, "no_answer": 2,
-                                 "truncated": 1}
+    assert summary["counts"] == {
+        "correct": 7,
+        "wrong": 5,
+        "unverifiable": 1,
+        "context_overflow": 0,
+        "no_answer": 2,
+        "truncated": 1,
+    }
     assert summary["unverifiable_reasons"] == {"unparseable_pred": 1}
     assert summary["no_answer_rate"] == pytest.approx(2 / 15) and summary["unverifiable_rate"] == pytest.approx(1 / 15)
     assert summary["truncated_rate"] == pytest.approx(1 / 15)
@@ -143,8 +194,10 @@ def test_summary_md_states_the_counts_and_the_problems_pass_at_k_left_out(scored
     _, summary, _ = scored
     write_markdown(summary, tmp_path / "summary.md", title="crafted")
     text = (tmp_path / "summary.md").read_text()
-    assert ("Samples: 7 correct, 5 wrong, 1 unverifiable (unparseable_pred 1), 2 without an answer; "
-            "1 truncated (no answer, R1's protocol).") in text
+    assert (
+        "Samples: 7 correct, 5 wrong, 1 unverifiable (unparseable_pred 1), 2 without an answer; "
+        "1 truncated (no answer, R1's protocol)."
+    ) in text
     assert "left out: 1 of 4 for pass@4." in text
     assert "| unverifiable |" in text and "| 0.133 | 0.067 | 0.067 |" in text  # no answer, unverifiable, truncated
     older = {k: v for k, v in summary.items() if k not in ("counts", "unverifiable_rate")}

@@ -9,13 +9,14 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from ...helpers.gen_tools import ScriptedBackend, call_text
 
 from reasonkit.cli import cli
 from reasonkit.distill.eval.run import EvalConfig, run_eval
 from reasonkit.errors import UserError
 from reasonkit.gen.backend import Completion
 from reasonkit.recipes.tasks import agent as agent_task
+
+from ...helpers.gen_tools import ScriptedBackend, call_text
 
 YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
 
@@ -47,13 +48,25 @@ class PlainBackend(ScriptedBackend):
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
     d = tmp_path_factory.mktemp("agent")
-    return {"corpus": agent_task.write_corpus(d / "corpus.jsonl"),
-            "prompts": agent_task.write_prompts(d / "questions.parquet", 8, split="test")}
+    return {
+        "corpus": agent_task.write_corpus(d / "corpus.jsonl"),
+        "prompts": agent_task.write_prompts(d / "questions.parquet", 8, split="test"),
+    }
 
 
 def config(task, out, teacher_dir, **kw):
-    settings = dict(model=teacher_dir, data=task["prompts"], out=str(out), k=2, max_tokens=64, tools="search",
-                    corpus=task["corpus"], max_turns=4, verifier="math", instruction=None)
+    settings = dict(
+        model=teacher_dir,
+        data=task["prompts"],
+        out=str(out),
+        k=2,
+        max_tokens=64,
+        tools="search",
+        corpus=task["corpus"],
+        max_turns=4,
+        verifier="math",
+        instruction=None,
+    )
     settings.update(kw)
     return EvalConfig(**settings)
 
@@ -71,8 +84,15 @@ def test_scores_the_final_answer_as_the_filter_does_and_reports_the_tools(task, 
     assert summary["protocol"]["tools"]["corpus_fingerprint"]
 
     samples = read_stage(tmp_path / "ev" / "samples").to_pylist()
-    run_filter(FilterConfig(traces=str(tmp_path / "ev" / "generations"), out=str(tmp_path / "filtered"),
-                            verifier="math", lang=None, dedup="none"))
+    run_filter(
+        FilterConfig(
+            traces=str(tmp_path / "ev" / "generations"),
+            out=str(tmp_path / "filtered"),
+            verifier="math",
+            lang=None,
+            dedup="none",
+        )
+    )
     kept = {(r["id"], r["sample"]) for r in read_stage(tmp_path / "filtered").to_pylist()}
     assert {(s["id"], s["sample"]) for s in samples if s["correct"]} == kept, "eval and filter read one answer"
     assert 0 < summary["pass@1"] <= 1, "the two-hop script finds some years"
@@ -93,20 +113,25 @@ def test_tool_errors_are_counted(task, tmp_path, teacher_dir):
 
 def test_an_eval_without_tools_does_not_pair_with_one_with_them(task, tmp_path, teacher_dir):
     run_eval(config(task, tmp_path / "with", teacher_dir), backend=ScriptedBackend(two_hop))
-    plain = run_eval(config(task, tmp_path / "without", teacher_dir, tools=None, corpus=None),
-                     backend=PlainBackend(two_hop))
+    plain = run_eval(
+        config(task, tmp_path / "without", teacher_dir, tools=None, corpus=None), backend=PlainBackend(two_hop)
+    )
     assert "tools" not in plain and "tools" not in plain["protocol"]
     assert plain["pass@1"] == 0.0, "without the tool the script never sees a year"
-    result = CliRunner().invoke(cli, ["eval", "compare", str(tmp_path / "without"), str(tmp_path / "with"),
-                                      "--out", str(tmp_path / "c.md")])
+    result = CliRunner().invoke(
+        cli, ["eval", "compare", str(tmp_path / "without"), str(tmp_path / "with"), "--out", str(tmp_path / "c.md")]
+    )
     assert result.exit_code == 2 and "different protocols" in result.output and "tools" in result.output
 
 
-@pytest.mark.parametrize("kw, message", [
-    ({"corpus": None}, "--tools search needs --corpus"),
-    ({"tools": "search,browser"}, "unknown tool 'browser'"),
-    ({"max_turns": 0}, "--max-turns 0: expected at least 1"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"corpus": None}, "--tools search needs --corpus"),
+        ({"tools": "search,browser"}, "unknown tool 'browser'"),
+        ({"max_turns": 0}, "--max-turns 0: expected at least 1"),
+    ],
+)
 def test_bad_tool_settings_are_one_line_and_write_nothing(task, tmp_path, teacher_dir, kw, message):
     with pytest.raises(UserError, match=re.escape(message)):
         run_eval(config(task, tmp_path / "ev", teacher_dir, **kw), backend=ScriptedBackend(two_hop))

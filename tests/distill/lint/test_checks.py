@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.distill import data
-from reasonkit.distill.lint import checks as lint
 from reasonkit.distill.command import train as train_command
 from reasonkit.distill.config import TrainConfig
-from reasonkit.recipes.tasks.train_sets import prefs_table, sft_table, write_stage
+from reasonkit.distill.lint import checks as lint
 from reasonkit.distill.train import RUN_FILE, last_checkpoint, train
 from reasonkit.errors import UserError
+from reasonkit.recipes.tasks.train_sets import prefs_table, sft_table, write_stage
 from reasonkit.recipes.teachers.tiny import CHAT_TEMPLATE
 
 
@@ -48,7 +48,14 @@ def findings_of(student, table, method="sft", **kw):
     c = cfg(student, "unused", "unused", method=method, **kw)
     tok = data.load_tokenizer(c)
     data.resolve_template(tok, c)
-    found, _ = lint.lint(tok, data.load_rows(table, method, "t"), c, max_length=kw.get("max_length") or 1024, stops=data.stop_ids(tok, c.student), max_positions=data.max_positions(c.student))
+    found, _ = lint.lint(
+        tok,
+        data.load_rows(table, method, "t"),
+        c,
+        max_length=kw.get("max_length") or 1024,
+        stops=data.stop_ids(tok, c.student),
+        max_positions=data.max_positions(c.student),
+    )
     return found
 
 
@@ -58,7 +65,9 @@ def test_clean_sft_and_prefs_pass_the_lint(tiny_model_dir):
 
 
 def test_pad_token_equal_to_eos_fails(tiny_model_dir, sft_dir, tmp_path):
-    with pytest.raises(UserError, match=r"lint \(pad_eos\).*pad token '<\|end\|>' is the EOS token.*candidates: <\|pad\|>"):
+    with pytest.raises(
+        UserError, match=r"lint \(pad_eos\).*pad token '<\|end\|>' is the EOS token.*candidates: <\|pad\|>"
+    ):
         train(cfg(tiny_model_dir, sft_dir, tmp_path / "out", pad_token="<|end|>"))
     assert json.loads((tmp_path / "out" / "lint.json").read_text())["findings"][0]["check"] == "pad_eos"
     assert not (tmp_path / "out" / RUN_FILE).exists()  # a failed lint claims no run: the rerun needs no --overwrite
@@ -68,7 +77,10 @@ def test_examples_without_assistant_tokens_fail(tiny_model_dir, tmp_path):
     rows = sft_table(10).to_pylist()
     rows[3]["messages"] = rows[3]["messages"][:1]  # the prompt alone
     bad = write_stage(tmp_path / "sft", "sft", pa.Table.from_pylist(rows))
-    with pytest.raises(UserError, match=r"no_assistant_tokens\): 1 of 10 examples have no assistant tokens.*row 3 \(id 'mul-.*no assistant turn"):
+    with pytest.raises(
+        UserError,
+        match=r"no_assistant_tokens\): 1 of 10 examples have no assistant tokens.*row 3 \(id 'mul-.*no assistant turn",
+    ):
         train(cfg(tiny_model_dir, bad, tmp_path / "out"))
 
 
@@ -80,7 +92,10 @@ def test_template_without_generation_markers_is_refused(tiny_model_dir, sft_dir,
 
 
 def test_truncation_share_above_threshold_fails(tiny_model_dir, sft_dir, tmp_path):
-    with pytest.raises(UserError, match=r"truncation\): 24 of 24 examples \(100%\) are longer than --max-length 40 tokens \(longest \d+"):
+    with pytest.raises(
+        UserError,
+        match=r"truncation\): 24 of 24 examples \(100%\) are longer than --max-length 40 tokens \(longest \d+",
+    ):
         train(cfg(tiny_model_dir, sft_dir, tmp_path / "out", max_length=40))
     with pytest.raises(UserError, match=r"--max-length 4096 exceeds the student's context length \(1024 positions\)"):
         train(cfg(tiny_model_dir, sft_dir, tmp_path / "out2", max_length=4096))
@@ -89,23 +104,34 @@ def test_truncation_share_above_threshold_fails(tiny_model_dir, sft_dir, tmp_pat
 def test_assistant_turn_not_ending_in_eos_fails(tiny_model_dir, sft_dir, tmp_path):
     eos_outside = CHAT_TEMPLATE.replace("<|end|>{% endgeneration %}", "{% endgeneration %}<|end|>")
     student = student_with_template(tiny_model_dir, tmp_path / "student", eos_outside)
-    with pytest.raises(UserError, match=r"no_eos_end\): 24 of 24 examples .* do not end in the end-of-turn token '<\|end\|>'"):
+    with pytest.raises(
+        UserError, match=r"no_eos_end\): 24 of 24 examples .* do not end in the end-of-turn token '<\|end\|>'"
+    ):
         train(cfg(student, sft_dir, tmp_path / "out"))
 
 
 def test_think_prefill_disagreements_fail(tiny_model_dir, tmp_path):
     # Traces written under a <think> prefill (the opening tag lives in the prompt) on a template without it.
     unopened = write_stage(tmp_path / "a", "sft", with_assistant(sft_table(8), lambda c: c.replace("<think>", "", 1)))
-    with pytest.raises(UserError, match=r"think_prefill\): 8 of 8 examples: assistant turns close </think> without opening"):
+    with pytest.raises(
+        UserError, match=r"think_prefill\): 8 of 8 examples: assistant turns close </think> without opening"
+    ):
         train(cfg(tiny_model_dir, unopened, tmp_path / "out1"))
     # A template that prefills <think> at generation, over data that never opens it.
-    prefill = CHAT_TEMPLATE.replace("{%- if add_generation_prompt -%}<|assistant|>", "{%- if add_generation_prompt -%}<|assistant|><think>\n")
+    prefill = CHAT_TEMPLATE.replace(
+        "{%- if add_generation_prompt -%}<|assistant|>", "{%- if add_generation_prompt -%}<|assistant|><think>\n"
+    )
     student = student_with_template(tiny_model_dir, tmp_path / "prefill", prefill)
     no_think = write_stage(tmp_path / "b", "sft", with_assistant(sft_table(8), lambda c: c.split("</think>")[-1]))
-    with pytest.raises(UserError, match=r"think_prefill\).*prefills <think> at generation but the assistant turns do not start"):
+    with pytest.raises(
+        UserError, match=r"think_prefill\).*prefills <think> at generation but the assistant turns do not start"
+    ):
         train(cfg(student, no_think, tmp_path / "out2"))
     # A template that strips the reasoning from assistant turns (as DeepSeek-R1-Distill's does).
-    strip = CHAT_TEMPLATE.replace("{{ m['content'] }}<|end|>{% endgeneration %}", "{{ m['content'].split('</think>')[-1] }}<|end|>{% endgeneration %}")
+    strip = CHAT_TEMPLATE.replace(
+        "{{ m['content'] }}<|end|>{% endgeneration %}",
+        "{{ m['content'].split('</think>')[-1] }}<|end|>{% endgeneration %}",
+    )
     student = student_with_template(tiny_model_dir, tmp_path / "strip", strip)
     with pytest.raises(UserError, match=r"think_prefill\).*strips the reasoning"):
         train(cfg(student, write_stage(tmp_path / "c", "sft", sft_table(8)), tmp_path / "out3"))
@@ -137,10 +163,21 @@ def test_an_adapter_is_not_a_student(tiny_model_dir, sft_dir, tmp_path):
 def test_out_with_a_run_needs_resume_or_overwrite_and_the_same_settings(tiny_model_dir, sft_dir, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    (out / RUN_FILE).write_text(json.dumps({"fingerprint": "other", "data_fingerprint": "d", "config": {**cfg(tiny_model_dir, sft_dir, out).fingerprinted(), "lr": 0.5}}))
+    (out / RUN_FILE).write_text(
+        json.dumps(
+            {
+                "fingerprint": "other",
+                "data_fingerprint": "d",
+                "config": {**cfg(tiny_model_dir, sft_dir, out).fingerprinted(), "lr": 0.5},
+            }
+        )
+    )
     with pytest.raises(UserError, match="holds a training run already; pass --resume to continue it, --overwrite"):
         train(cfg(tiny_model_dir, sft_dir, out))
-    with pytest.raises(UserError, match=r"was started with different settings \(lr, the data's contents, the student's weights \(unrecorded"):
+    with pytest.raises(
+        UserError,
+        match=r"was started with different settings \(lr, the data's contents, the student's weights \(unrecorded",
+    ):
         train(cfg(tiny_model_dir, sft_dir, out, resume=True))
 
 
@@ -159,18 +196,52 @@ def test_torn_checkpoints_are_skipped(tmp_path):
 def test_command_help_and_config_errors(tiny_model_dir, sft_dir, tmp_path):
     runner = CliRunner()
     assert "--precompute-ref" in runner.invoke(train_command, ["--help"]).output
-    result = runner.invoke(train_command, ["--method", "sft", "--student", tiny_model_dir, "--data", sft_dir, "--out", str(tmp_path), "--set", "lora_rr=8"])
+    result = runner.invoke(
+        train_command,
+        [
+            "--method",
+            "sft",
+            "--student",
+            tiny_model_dir,
+            "--data",
+            sft_dir,
+            "--out",
+            str(tmp_path),
+            "--set",
+            "lora_rr=8",
+        ],
+    )
     # the command itself turns a UserError into one line and exit 2 (options.Command), as `distill train` does
     assert result.exit_code == 2 and "error: train.lora_rr: unknown key; did you mean lora_r?" in result.output
-    result = runner.invoke(train_command, ["--method", "dpo", "--student", tiny_model_dir, "--data", sft_dir, "--out", str(tmp_path), "--packing"])
+    result = runner.invoke(
+        train_command,
+        ["--method", "dpo", "--student", tiny_model_dir, "--data", sft_dir, "--out", str(tmp_path), "--packing"],
+    )
     assert result.exit_code == 2 and "packing applies to --method sft only" in result.output
-    result = runner.invoke(train_command, ["--method", "dpo", "--student", tiny_model_dir, "--data", sft_dir, "--out", str(tmp_path), "--set", "rpo_alpha=-1"])
+    result = runner.invoke(
+        train_command,
+        [
+            "--method",
+            "dpo",
+            "--student",
+            tiny_model_dir,
+            "--data",
+            sft_dir,
+            "--out",
+            str(tmp_path),
+            "--set",
+            "rpo_alpha=-1",
+        ],
+    )
     assert result.exit_code == 2 and "rpo_alpha must be >= 0, found -1" in result.output
 
 
 def test_command_module_imports_nothing_heavy():
-    probe = "import sys, reasonkit.distill.command; print([m for m in ('torch', 'transformers', 'trl', 'peft', 'datasets') if m in sys.modules])"
-    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    probe = "import sys, reasonkit.distill.command; print([m for m in ('torch', 'transformers', 'trl', 'peft', 'datasets') if m in sys.modules])"  # noqa: E501
+    assert (
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+        == "[]"
+    )
 
 
 def test_resume_onto_a_student_whose_weights_changed_is_refused(tiny_model_dir, sft_dir, tmp_path):

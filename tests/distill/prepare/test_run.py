@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ...helpers.prepare import build_qwen_math_like
 from reasonkit.distill import data
-from reasonkit.distill.lint import checks as lint
 from reasonkit.distill.config import TrainConfig
+from reasonkit.distill.lint import checks as lint
 from reasonkit.distill.prepare.run import PrepareConfig, prepare_student
-from reasonkit.recipes.tasks.train_sets import sft_table, write_stage
 from reasonkit.distill.train import train
 from reasonkit.errors import UserError
 from reasonkit.recipes.tasks import math as task
+from reasonkit.recipes.tasks.train_sets import sft_table, write_stage
+
+from ...helpers.prepare import build_qwen_math_like
 
 
 @pytest.fixture(scope="module")
@@ -30,15 +31,23 @@ def base(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def prepared(base, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("prepared") / "student"
-    return prepare_student(PrepareConfig(model=base, out=str(out), max_positions=32768, rope_theta=300000, template="chatml"))
+    return prepare_student(
+        PrepareConfig(model=base, out=str(out), max_positions=32768, rope_theta=300000, template="chatml")
+    )
 
 
 def lint_checks(student: str, max_length: int) -> list[str]:
     cfg = TrainConfig(method="sft", student=student, data="unused", out="unused", max_length=max_length)
     tok = data.load_tokenizer(cfg)
     data.resolve_template(tok, cfg)
-    found, _ = lint.lint(tok, data.load_rows(sft_table(8), "sft", "t"), cfg, max_length=max_length,
-                         stops=data.stop_ids(tok, student), max_positions=data.max_positions(student))
+    found, _ = lint.lint(
+        tok,
+        data.load_rows(sft_table(8), "sft", "t"),
+        cfg,
+        max_length=max_length,
+        stops=data.stop_ids(tok, student),
+        max_positions=data.max_positions(student),
+    )
     return [f.check for f in found]
 
 
@@ -51,8 +60,11 @@ def test_the_lint_finds_the_three_problems_before_and_none_after(base, prepared)
 def test_train_on_the_base_stops_at_the_lint_naming_the_prepare_command(base, tmp_path):
     sft = write_stage(tmp_path / "sft", "sft", sft_table(8))
     cfg = TrainConfig(method="sft", student=base, data=str(sft), out=str(tmp_path / "out"), max_length=16384)
-    with pytest.raises(UserError, match=r"lint \(context\): --max-length 16384 exceeds the student's context length \(4096 "
-                                        r"positions\).*distill prepare-student .*base --out base-prepared --max-positions 16384 --template chatml"):
+    with pytest.raises(
+        UserError,
+        match=r"lint \(context\): --max-length 16384 exceeds the student's context length \(4096 "
+        r"positions\).*distill prepare-student .*base --out base-prepared --max-positions 16384 --template chatml",
+    ):
         train(cfg)
     messages = {f["check"]: f["message"] for f in json.loads((tmp_path / "out" / "lint.json").read_text())["findings"]}
     assert "ends turns with '<|im_end|>' but generation stops at '<|endoftext|>'" in messages["eos_turn_end"]
@@ -73,7 +85,9 @@ def test_the_prepared_directory(base, prepared):
     # the weights are the base's bytes, linked, not rewritten
     assert os.stat(out / "model.safetensors").st_ino == os.stat(Path(base) / "model.safetensors").st_ino
     model, original = AutoModelForCausalLM.from_pretrained(out), AutoModelForCausalLM.from_pretrained(base)
-    assert all((a == b).all() for a, b in zip(model.state_dict().values(), original.state_dict().values(), strict=True))
+    assert all(
+        (a == b).all() for a, b in zip(model.state_dict().values(), original.state_dict().values(), strict=True)
+    )
     assert model.generation_config.eos_token_id == [im_end, endoftext]
     # assistant-only loss: the mask covers the answer and its turn end, nothing of the prompt
     messages = [{"role": "user", "content": "What is 2 * 3?"}, {"role": "assistant", "content": "6"}]
@@ -95,8 +109,19 @@ def test_a_rerun_returns_and_a_clash_is_refused(base, prepared, tmp_path):
 
 def test_sft_with_assistant_only_loss_runs_on_the_prepared_student(prepared, tmp_path):
     sft = write_stage(tmp_path / "sft", "sft", sft_table(8))
-    report = train(TrainConfig(method="sft", student=prepared["model"], data=str(sft), out=str(tmp_path / "out"), max_length=16384,
-                               max_steps=2, batch_size=4, threads=1, lr=1e-3))
+    report = train(
+        TrainConfig(
+            method="sft",
+            student=prepared["model"],
+            data=str(sft),
+            out=str(tmp_path / "out"),
+            max_length=16384,
+            max_steps=2,
+            batch_size=4,
+            threads=1,
+            lr=1e-3,
+        )
+    )
     assert report["steps"] == 2 and report["lint"] == [] and report["chat_template_note"] is None
     assert report["loss_first"] > 0
 
@@ -105,9 +130,14 @@ def test_the_command_and_the_recipe_stage(base, tmp_path):
     from reasonkit.cli import cli
     from reasonkit.recipes.stages import STAGES
 
-    result = CliRunner().invoke(cli, ["prepare-student", base, "--out", str(tmp_path / "s"), "--max-positions", "8192"])
+    result = CliRunner().invoke(
+        cli, ["prepare-student", base, "--out", str(tmp_path / "s"), "--max-positions", "8192"]
+    )
     assert result.exit_code == 0, result.output
-    assert "max_position_embeddings: 4096 -> 8192" in result.output and "eos: <|endoftext|> -> <|im_end|>" in result.output
+    assert (
+        "max_position_embeddings: 4096 -> 8192" in result.output
+        and "eos: <|endoftext|> -> <|im_end|>" in result.output
+    )
     result = CliRunner().invoke(cli, ["prepare-student", base, "--out", str(tmp_path / "t"), "--rope-scaling", "yarn"])
     assert result.exit_code == 2 and "rope_scaling: expected TYPE:FACTOR" in result.output
     assert STAGES["prepare-student"].config_class() is PrepareConfig
@@ -126,7 +156,9 @@ def test_template_keep_copies_a_reasonkit_student_as_it_is(teacher_dir, tmp_path
 
     plain = tmp_path / "plain"
     shutil.copytree(teacher_dir, plain)
-    (plain / "chat_template.jinja").write_text(before.chat_template.replace("{% generation %}", "").replace("{% endgeneration %}", ""))
+    (plain / "chat_template.jinja").write_text(
+        before.chat_template.replace("{% generation %}", "").replace("{% endgeneration %}", "")
+    )
     with pytest.raises(UserError, match="--template keep: .* no chat template with \\{% generation %\\}"):
         prepare_student(PrepareConfig(model=str(plain), out=str(tmp_path / "refused"), template="keep"))
     assert not (tmp_path / "refused" / "config.json").exists()

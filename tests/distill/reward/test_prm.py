@@ -15,8 +15,8 @@ import torch
 from click.testing import CliRunner
 
 from reasonkit.cli import cli
-from reasonkit.distill.reward import heads
 from reasonkit.distill.config import TrainConfig
+from reasonkit.distill.reward import heads
 from reasonkit.distill.reward.prm import IGNORE, encode_steps, encode_table, first_error, read
 from reasonkit.distill.train import train
 from reasonkit.recipes.tasks import math as task
@@ -37,14 +37,31 @@ def steps_table(n: int, seed: int = 0) -> pa.Table:
             k = rng.choice([i for i, line in enumerate(lines) if re.search(r"(units|tens|hundreds) \d", line)])
             lines = lines[:k] + [re.sub(r"(units|tens|hundreds) \d", r"\1 ?", lines[k], count=1)]
             labels = [True] * k + [False]
-        rows.append({"id": p["id"], "prompt": task.user_content(p["problem"]) + "\n", "completions": lines, "labels": labels,
-                     "soft": [float(g) for g in labels]})
+        rows.append(
+            {
+                "id": p["id"],
+                "prompt": task.user_content(p["problem"]) + "\n",
+                "completions": lines,
+                "labels": labels,
+                "soft": [float(g) for g in labels],
+            }
+        )
     return pa.Table.from_pylist(rows)
 
 
 def config(student, data, out, **kw):
-    base = dict(method="prm", student=str(student), data=str(data), out=str(out), threads=1, batch_size=8, save_steps=1000,
-                lr_scheduler="constant", warmup=0.0, eval_share=0.25)
+    base = dict(
+        method="prm",
+        student=str(student),
+        data=str(data),
+        out=str(out),
+        threads=1,
+        batch_size=8,
+        save_steps=1000,
+        lr_scheduler="constant",
+        warmup=0.0,
+        eval_share=0.25,
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -63,7 +80,10 @@ def test_prm_learns_the_bad_step_on_held_out_solutions(teacher_dir, tmp_path):
     assert held["step_accuracy"] >= held["all_good_step_accuracy"] + 0.05, held
     assert held["first_error_accuracy"] >= held["all_good_first_error_accuracy"] + 0.25, held
     assert held["first_error_accuracy"] > report["heldout_before"]["first_error_accuracy"]
-    assert f"| after training | {held['step_accuracy']:.3f} | {held['first_error_accuracy']:.3f} |" in (tmp_path / "prm" / "report.md").read_text()
+    assert (
+        f"| after training | {held['step_accuracy']:.3f} | {held['first_error_accuracy']:.3f} |"
+        in (tmp_path / "prm" / "report.md").read_text()
+    )
     model_dir = tmp_path / "prm" / "model"
     assert json.loads((model_dir / heads.PRM_FILE).read_text())["step_separator"] == "\n"
     assert json.loads((model_dir / "config.json").read_text())["architectures"] == ["LlamaForTokenClassification"]
@@ -99,12 +119,14 @@ def test_labels_sit_on_the_last_token_of_each_step(teacher_dir):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(teacher_dir)
-    table = pa.Table.from_pylist([{"prompt": "What is 2 * 3?\n", "completions": ["2 * 3 = 6", "units ?"], "labels": [True, False]}])
+    table = pa.Table.from_pylist(
+        [{"prompt": "What is 2 * 3?\n", "completions": ["2 * 3 = 6", "units ?"], "labels": [True, False]}]
+    )
     row = encode_table(tok, table, "\n", max_length=1000)[0]
     marked = [i for i, label in enumerate(row["labels"]) if label != IGNORE]
     assert [row["labels"][i] for i in marked] == [1, 0]
     assert [tok.decode(row["input_ids"][i]) for i in marked] == ["\n", "\n"]  # the separator closing each step
-    assert tok.decode(row["input_ids"][:marked[0] + 1]) == "What is 2 * 3?\n2 * 3 = 6\n"
+    assert tok.decode(row["input_ids"][: marked[0] + 1]) == "What is 2 * 3?\n2 * 3 = 6\n"
     cut = encode_table(tok, table, "\n", max_length=marked[0] + 1)[0]  # max_length drops the second step's label
     assert [label for label in cut["labels"] if label != IGNORE] == [1]
     assert first_error([True, False, False]) == 1 and first_error([True]) is None
@@ -116,22 +138,44 @@ def test_labels_and_steps_that_differ_in_number_are_one_line_naming_the_row(teac
     labels[2] = labels[2] + [True]
     data = tmp_path / "steps.parquet"
     pq.write_table(table.set_column(table.column_names.index("labels"), "labels", pa.array(labels)), data)
-    result = CliRunner().invoke(cli, ["train", "--method", "prm", "--student", teacher_dir, "--data", str(data),
-                                      "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(
+        cli,
+        ["train", "--method", "prm", "--student", teacher_dir, "--data", str(data), "--out", str(tmp_path / "out")],
+    )
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
     row_id = table.column("id")[2].as_py()
     n = len(table.column("completions")[2].as_py())
-    assert "\n" not in line and line == (f"error: {data}: row 2 (id {row_id!r}) has {n + 1} labels for {n} completions (steps); "
-                                         "each step needs exactly one label"), line
+    assert "\n" not in line and line == (
+        f"error: {data}: row 2 (id {row_id!r}) has {n + 1} labels for {n} completions (steps); "
+        "each step needs exactly one label"
+    ), line
     assert not (tmp_path / "out").exists()
 
 
 def test_cli_reads_a_typed_newline_separator_and_records_it_beside_the_weights(teacher_dir, tmp_path):
     data = tmp_path / "steps.parquet"
     pq.write_table(steps_table(8), data)
-    result = CliRunner().invoke(cli, ["train", "--method", "prm", "--student", teacher_dir, "--data", str(data), "--out",
-                                      str(tmp_path / "out"), "--max-steps", "1", "--step-separator", "\\n", "--set", "threads=1"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "--method",
+            "prm",
+            "--student",
+            teacher_dir,
+            "--data",
+            str(data),
+            "--out",
+            str(tmp_path / "out"),
+            "--max-steps",
+            "1",
+            "--step-separator",
+            "\\n",
+            "--set",
+            "threads=1",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "out" / "adapter" / heads.PRM_FILE).read_text())["step_separator"] == "\n"
 
@@ -147,7 +191,9 @@ def test_held_out_split_keeps_prompts_whole_and_may_be_empty():
     table = steps_table(8)
     ids = table.column("id").to_pylist()
     table = pa.concat_tables([table, table.slice(0, 2)])  # a second solution of the first two prompts
-    train_rows, held = heads.split(table, TrainConfig(method="prm", student="m", data="d", out="o", eval_share=0.25, seed=1))
+    train_rows, held = heads.split(
+        table, TrainConfig(method="prm", student="m", data="d", out="o", eval_share=0.25, seed=1)
+    )
     assert held.num_rows >= 2 and not set(held.column("id").to_pylist()) & set(train_rows.column("id").to_pylist())
     train_rows, held = heads.split(table, TrainConfig(method="prm", student="m", data="d", out="o", eval_share=0))
     assert held.num_rows == 0 and train_rows.column("id").to_pylist() == ids + ids[:2]
@@ -178,4 +224,5 @@ def test_a_run_resumed_from_its_checkpoint_ends_as_the_whole_run_and_merges_late
     assert resumed["heldout"] == whole["heldout"]
     merged = train(config(teacher_dir, data, out, resume=True, merge=True, **cfg))["merged"]
     assert json.loads((out / "merged" / "config.json").read_text())["architectures"][0].endswith(
-        "ForSequenceClassification" if method == "rm" else "ForTokenClassification") and merged == str(out / "merged")
+        "ForSequenceClassification" if method == "rm" else "ForTokenClassification"
+    ) and merged == str(out / "merged")

@@ -11,16 +11,26 @@ import torch
 from click.testing import CliRunner
 
 from reasonkit.cli import cli
-from reasonkit.distill.reward import heads
 from reasonkit.distill.config import TrainConfig
+from reasonkit.distill.reward import heads
 from reasonkit.distill.reward.rm import dataset, read
-from reasonkit.recipes.tasks.train_sets import prefs_table, write_prefs
 from reasonkit.distill.train import train
+from reasonkit.recipes.tasks.train_sets import prefs_table, write_prefs
 
 
 def config(student, data, out, **kw):
-    base = dict(method="rm", student=str(student), data=str(data), out=str(out), threads=1, batch_size=8, save_steps=1000,
-                lr_scheduler="constant", warmup=0.0, eval_share=0.25)
+    base = dict(
+        method="rm",
+        student=str(student),
+        data=str(data),
+        out=str(out),
+        threads=1,
+        batch_size=8,
+        save_steps=1000,
+        lr_scheduler="constant",
+        warmup=0.0,
+        eval_share=0.25,
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -73,8 +83,19 @@ def test_lora_reward_model_on_trl_string_prefs_merges_with_its_head(teacher_dir,
     trained score head (modules_to_save), so the merged model scores as the trained one did."""
     rows = prefs_table(16).to_pylist()
     data = tmp_path / "pairs.jsonl"
-    data.write_text("".join(json.dumps({"prompt": r["prompt"][0]["content"], "chosen": r["chosen"][0]["content"],
-                                        "rejected": r["rejected"][0]["content"]}) + "\n" for r in rows))
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "prompt": r["prompt"][0]["content"],
+                    "chosen": r["chosen"][0]["content"],
+                    "rejected": r["rejected"][0]["content"],
+                }
+            )
+            + "\n"
+            for r in rows
+        )
+    )
     report = train(config(teacher_dir, data, tmp_path / "rm", lr=3e-3, max_steps=4, merge=True))
     merged = tmp_path / "rm" / "merged"
     assert report["merged"] == str(merged) and (tmp_path / "rm" / "adapter" / "adapter_config.json").is_file()
@@ -82,8 +103,11 @@ def test_lora_reward_model_on_trl_string_prefs_merges_with_its_head(teacher_dir,
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(merged)
-    heldout = [json.loads(line) for i, line in enumerate(data.read_text().splitlines())
-               if i in heads.held_out_rows(list(range(16)), 0.25, 0)]
+    heldout = [
+        json.loads(line)
+        for i, line in enumerate(data.read_text().splitlines())
+        if i in heads.held_out_rows(list(range(16)), 0.25, 0)
+    ]
     texts = [r["prompt"] + r[side] + tok.eos_token for r in heldout for side in ("chosen", "rejected")]
     scores = rewards(merged, lambda t: tok(t, add_special_tokens=False)["input_ids"], texts)
     assert report["heldout"]["pairs"] == 4
@@ -92,10 +116,15 @@ def test_lora_reward_model_on_trl_string_prefs_merges_with_its_head(teacher_dir,
 
 def test_margin_comes_from_the_scores_where_both_are_given():
     table = prefs_table(3)
-    table = table.set_column(table.column_names.index("chosen_score"), "chosen_score", pa.array([9.0, None, 5.0], pa.float32()))
+    table = table.set_column(
+        table.column_names.index("chosen_score"), "chosen_score", pa.array([9.0, None, 5.0], pa.float32())
+    )
     cfg = TrainConfig(method="rm", student="m", data="d", out="o", margin_scale=0.5)
     assert dataset(table, cfg)["margin"] == [0.5 * 9, 0.0, 0.5 * 5]  # rejected_score is 0 in every row
-    assert "margin" not in dataset(table, TrainConfig(method="rm", student="m", data="d", out="o", margin_scale=0)).column_names
+    assert (
+        "margin"
+        not in dataset(table, TrainConfig(method="rm", student="m", data="d", out="o", margin_scale=0)).column_names
+    )
 
 
 def run_cli(args):
@@ -110,7 +139,11 @@ def test_prefs_without_chosen_is_one_line_and_writes_nothing(teacher_dir, tmp_pa
     result = run_cli(["--student", teacher_dir, "--data", str(data), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
-    assert "\n" not in line and line.startswith(f"error: {data}: --method rm needs a prefs table") and "missing chosen" in line, line
+    assert (
+        "\n" not in line
+        and line.startswith(f"error: {data}: --method rm needs a prefs table")
+        and "missing chosen" in line
+    ), line
     assert not (tmp_path / "out").exists()
 
 
@@ -131,7 +164,12 @@ def test_lint_counts_the_pairs_trl_would_drop_and_center_rewards_reaches_trl(tea
     result = run_cli(["--student", teacher_dir, "--data", data, "--out", str(tmp_path / "out"), "--max-length", "64"])
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
-    assert line.startswith("error: lint (truncation): 16 of 16 examples (100%) are longer than --max-length 64 tokens"), line
+    assert line.startswith(
+        "error: lint (truncation): 16 of 16 examples (100%) are longer than --max-length 64 tokens"
+    ), line
     assert "would be left out of training (TRL's RewardTrainer drops pairs longer than max_length)" in line
     cfg = TrainConfig(method="rm", student="m", data="d", out="o", center_rewards_coefficient=0.01)
-    assert arguments(cfg, dict(output_dir=str(tmp_path / "ck"), use_cpu=True, bf16=False)).center_rewards_coefficient == 0.01
+    assert (
+        arguments(cfg, dict(output_dir=str(tmp_path / "ck"), use_cpu=True, bf16=False)).center_rewards_coefficient
+        == 0.01
+    )

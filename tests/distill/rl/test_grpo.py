@@ -30,16 +30,32 @@ def write_prompts(path, n=16, answers=True):
 
 
 def settings(student, data, out, **kw):
-    return dict(method="grpo", student=str(student), data=str(data), out=str(out), max_steps=STEPS, num_generations=G,
-                batch_size=BATCH, max_completion_length=192, lr=1e-3, warmup=0, threads=1, verifier="int",
-                save_steps=1000, temperature=1.6, **kw)  # the teacher is right ~90% at 1.0: hotter, groups differ
+    return dict(
+        method="grpo",
+        student=str(student),
+        data=str(data),
+        out=str(out),
+        max_steps=STEPS,
+        num_generations=G,
+        batch_size=BATCH,
+        max_completion_length=192,
+        lr=1e-3,
+        warmup=0,
+        threads=1,
+        verifier="int",
+        save_steps=1000,
+        temperature=1.6,
+        **kw,
+    )  # the teacher is right ~90% at 1.0: hotter, groups differ
 
 
 @pytest.fixture(scope="module")
 def run(teacher_dir, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("grpo")
     lines = []
-    report = train(TrainConfig(**settings(teacher_dir, write_prompts(tmp / "prompts.jsonl"), tmp / "run")), log=lines.append)
+    report = train(
+        TrainConfig(**settings(teacher_dir, write_prompts(tmp / "prompts.jsonl"), tmp / "run")), log=lines.append
+    )
     return report, tmp / "run", lines
 
 
@@ -52,8 +68,19 @@ def test_grpo_trains_and_reports(run):
     g = report["grpo"]
     assert set(g["rewards"]) == {"accuracy", "format"} and g["rewards"]["format"]["weight"] == 0.2
     for record in report["history"]:
-        for key in ("reward", "reward_accuracy", "reward_accuracy_std", "reward_format", "frac_reward_zero_std",
-                    "clip_ratio", "completion_length", "truncated_share", "step_s", "generate_s", "reward_s"):
+        for key in (
+            "reward",
+            "reward_accuracy",
+            "reward_accuracy_std",
+            "reward_format",
+            "frac_reward_zero_std",
+            "clip_ratio",
+            "completion_length",
+            "truncated_share",
+            "step_s",
+            "generate_s",
+            "reward_s",
+        ):
             assert key in record, (key, record)
     assert "kl" not in report["history"][0]  # beta 0: no reference model, no KL (TRL logs none)
     assert 0 <= g["frac_reward_zero_std"] <= 1 and g["time_s"]["generate"] > g["time_s"]["reward"] > 0
@@ -91,10 +118,21 @@ def test_rollouts_are_traces_whose_rewards_the_filter_confirms(run, tmp_path):
         std = (sum((x - m) ** 2 for x in rewards) / (G - 1)) ** 0.5
         assert [r["advantage"] for r in g] == pytest.approx([(x - m) / (std + 1e-4) for x in rewards], abs=1e-4)
 
-    report_f = run_filter(FilterConfig(traces=str(out / "rollouts"), out=str(tmp_path / "verified"), verifier="int", lang=None,
-                                       dedup="none", think="required", require_boxed=True))
+    report_f = run_filter(
+        FilterConfig(
+            traces=str(out / "rollouts"),
+            out=str(tmp_path / "verified"),
+            verifier="int",
+            lang=None,
+            dedup="none",
+            think="required",
+            require_boxed=True,
+        )
+    )
     assert report_f["rows_in"] == len(rows)
-    verdicts = pa.concat_tables([read_stage(tmp_path / "verified"), read_stage(tmp_path / "verified" / "rejected")]).to_pylist()
+    verdicts = pa.concat_tables(
+        [read_stage(tmp_path / "verified"), read_stage(tmp_path / "verified" / "rejected")]
+    ).to_pylist()
     by_key = {(v["id"], v["sample"]): v for v in verdicts}
     seen = {True: 0, False: 0}
     for r in rows:
@@ -116,7 +154,10 @@ def test_rollouts_are_traces_whose_rewards_the_filter_confirms(run, tmp_path):
 
 def test_beta_measures_the_kl_to_the_reference(teacher_dir, tmp_path):
     """beta > 0: TRL scores each completion under the reference (LoRA: the adapters disabled) and logs the KL."""
-    s = settings(teacher_dir, write_prompts(tmp_path / "prompts.jsonl", n=8), tmp_path / "run") | {"max_steps": 2, "beta": 0.04}
+    s = settings(teacher_dir, write_prompts(tmp_path / "prompts.jsonl", n=8), tmp_path / "run") | {
+        "max_steps": 2,
+        "beta": 0.04,
+    }
     report = train(TrainConfig(**s))
     kl = [r["kl"] for r in report["history"]]
     assert kl[0] == pytest.approx(0, abs=1e-6)  # step 1: lora_B is zero, the policy is the reference
@@ -127,11 +168,21 @@ def cli_train(*args):
     return CliRunner().invoke(cli, ["train", "--method", "grpo", *args])
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--reward", "speed=1"], "rewards: unknown reward 'speed'; expected one of accuracy, arithmetic, code, cosine, format, language, length"),
-    (["--num-generations", "1"], "num_generations must be >= 2"),
-    (["--num-generations", "3", "--batch-size", "8"], "num_generations 3 must divide the generation batch (batch_size 8"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (
+            ["--reward", "speed=1"],
+            "rewards: unknown reward 'speed'; expected one of accuracy, arithmetic, code, cosine, format, language, "
+            "length",
+        ),
+        (["--num-generations", "1"], "num_generations must be >= 2"),
+        (
+            ["--num-generations", "3", "--batch-size", "8"],
+            "num_generations 3 must divide the generation batch (batch_size 8",
+        ),
+    ],
+)
 def test_bad_settings_are_one_line_exit_2_nothing_written(flags, message, teacher_dir, tmp_path):
     data = write_prompts(tmp_path / "prompts.jsonl", n=4)
     result = cli_train("--student", teacher_dir, "--data", str(data), "--out", str(tmp_path / "out"), *flags)
@@ -156,7 +207,9 @@ def test_use_vllm_with_a_vllm_trl_cannot_drive_validates_but_is_refused_when_tra
     with pytest.raises(UserError, match=refusal) as refused:
         train(cfg)
     assert "\n" not in str(refused.value) and not (tmp_path / "out").exists()
-    result = cli_train("--student", teacher_dir, "--data", str(data), "--out", str(tmp_path / "out"), "--set", "use_vllm=true")
+    result = cli_train(
+        "--student", teacher_dir, "--data", str(data), "--out", str(tmp_path / "out"), "--set", "use_vllm=true"
+    )
     assert result.exit_code == 2 and refusal in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
 
@@ -165,10 +218,24 @@ def test_accuracy_without_an_answer_column_is_one_line_exit_2_nothing_written(te
     data = write_prompts(tmp_path / "prompts.jsonl", n=4, answers=False)
     result = cli_train("--student", teacher_dir, "--data", str(data), "--out", str(tmp_path / "out"))
     assert result.exit_code == 2, result.output
-    assert result.stderr.startswith(f"error: {data}: the accuracy reward needs each prompt's gold answer in an 'answer' column")
+    assert result.stderr.startswith(
+        f"error: {data}: the accuracy reward needs each prompt's gold answer in an 'answer' column"
+    )
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
     # without the accuracy reward the same table is fine as far as reading goes (then the lint: too few prompts)
-    result = cli_train("--student", teacher_dir, "--data", str(data), "--out", str(tmp_path / "out2"), "--reward", "format=1",
-                       "--batch-size", "64")
+    result = cli_train(
+        "--student",
+        teacher_dir,
+        "--data",
+        str(data),
+        "--out",
+        str(tmp_path / "out2"),
+        "--reward",
+        "format=1",
+        "--batch-size",
+        "64",
+    )
     assert result.exit_code == 2, result.output
-    assert "lint (group): 4 prompts, but one generation batch samples 8 distinct prompts" in result.stderr, result.stderr
+    assert "lint (group): 4 prompts, but one generation batch samples 8 distinct prompts" in result.stderr, (
+        result.stderr
+    )

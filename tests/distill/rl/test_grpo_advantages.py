@@ -17,26 +17,47 @@ from reasonkit.distill.rl.rollouts import RolloutLog
 from reasonkit.distill.student import load_model, lora_config, resolve_device, trainer_args
 
 PROMPT = [{"role": "user", "content": "Compute 17 x 23"}]
-RIGHT = ["<think>\n17 * 23 = 17 * 20 + 17 * 3 = 340 + 51 = 391\n</think>\nThe answer is \\boxed{391}.",
-         "<think>\n23 * 17 = 230 + 161 = 391\n</think>\n\\boxed{391}"]
-WRONG = ["<think>\n17 * 23 = 340 + 41 = 381\n</think>\nThe answer is \\boxed{381}.",
-         "<think>\n17 * 23 = 17 * 20 + 3 = 343\n</think>\n\\boxed{343}"]
+RIGHT = [
+    "<think>\n17 * 23 = 17 * 20 + 17 * 3 = 340 + 51 = 391\n</think>\nThe answer is \\boxed{391}.",
+    "<think>\n23 * 17 = 230 + 161 = 391\n</think>\n\\boxed{391}",
+]
+WRONG = [
+    "<think>\n17 * 23 = 340 + 41 = 381\n</think>\nThe answer is \\boxed{381}.",
+    "<think>\n17 * 23 = 17 * 20 + 3 = 343\n</think>\n\\boxed{343}",
+]
 
 
 def trainer_for(student, tmp_path, texts, *, scale_rewards="group", rollouts=None):
     """A trainer built as `distill train --method grpo` builds it, whose generation returns ``texts``."""
-    cfg = TrainConfig(method="grpo", student=student, data="unused", out=str(tmp_path), num_generations=4,
-                      batch_size=len(texts), rewards={"accuracy": 1.0}, scale_rewards=scale_rewards, threads=1)
+    cfg = TrainConfig(
+        method="grpo",
+        student=student,
+        data="unused",
+        out=str(tmp_path),
+        num_generations=4,
+        batch_size=len(texts),
+        rewards={"accuracy": 1.0},
+        scale_rewards=scale_rewards,
+        threads=1,
+    )
     device = resolve_device(cfg)
     args = grpo_arguments(cfg, trainer_args(cfg, device, tmp_path / "checkpoints", 256))
     from datasets import Dataset
-
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(student)
     data = Dataset.from_list([{"prompt": PROMPT, "id": "worked", "answer": "391", "source": None}] * 4)
-    trainer = build_grpo_trainer(cfg, load_model(cfg, device), tok, data, args, lora_config(cfg), [], rollouts=rollouts,
-                                 stamp={"teacher": "t", "gen_config": "g"})
+    trainer = build_grpo_trainer(
+        cfg,
+        load_model(cfg, device),
+        tok,
+        data,
+        args,
+        lora_config(cfg),
+        [],
+        rollouts=rollouts,
+        stamp={"teacher": "t", "gen_config": "g"},
+    )
     trainer.fixed = [tok(t, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for t in texts]
     trainer.model.train()
     return trainer
@@ -72,9 +93,15 @@ def test_the_worked_example_two_right_two_wrong(teacher_dir, tmp_path):
 
 def test_a_group_of_equal_rewards_has_zero_advantage_beside_one_that_differs(teacher_dir, tmp_path):
     """Two groups in one batch: each is normalised by its own mean and std; the all-right group gets zero."""
-    log = RolloutLog(tmp_path / "rollouts", names=["accuracy"], run={"fingerprint": "f"}, input_fingerprint="i", data="d")
-    trainer = trainer_for(teacher_dir, tmp_path, [RIGHT[0], RIGHT[1], RIGHT[0], RIGHT[1], WRONG[0], RIGHT[0], WRONG[1], RIGHT[1]],
-                          rollouts=log)
+    log = RolloutLog(
+        tmp_path / "rollouts", names=["accuracy"], run={"fingerprint": "f"}, input_fingerprint="i", data="d"
+    )
+    trainer = trainer_for(
+        teacher_dir,
+        tmp_path,
+        [RIGHT[0], RIGHT[1], RIGHT[0], RIGHT[1], WRONG[0], RIGHT[0], WRONG[1], RIGHT[1]],
+        rollouts=log,
+    )
     rewards, advantages = score(trainer, 8)
     assert rewards == [1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0]
     assert advantages[:4] == [0.0, 0.0, 0.0, 0.0]

@@ -8,12 +8,13 @@ import sys
 from collections import Counter
 
 import pytest
-from .test_grpo import settings, write_prompts
-from ..test_train_resume import kill_after_first_checkpoint
 
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.train import train
 from reasonkit.store import load_manifest, read_stage
+
+from ..test_train_resume import kill_after_first_checkpoint
+from .test_grpo import settings, write_prompts
 
 STEPS, SAVE, BATCH = 4, 2, 8
 
@@ -27,7 +28,9 @@ def past_the_checkpoint(out):
             rows = json.loads((out / "rollouts" / "_manifest.json").read_text())["rows"]
         except (OSError, ValueError):
             return False
-        return (out / "checkpoints" / f"checkpoint-{SAVE}" / "trainer_state.json").exists() and rows >= (SAVE + 1) * BATCH
+        return (out / "checkpoints" / f"checkpoint-{SAVE}" / "trainer_state.json").exists() and rows >= (
+            SAVE + 1
+        ) * BATCH
 
     return ready
 
@@ -37,10 +40,33 @@ def test_sigkill_then_resume_continues_to_the_same_step_without_duplicate_rollou
     data = write_prompts(tmp_path / "prompts.jsonl", n=32)
     out = tmp_path / "run"
     s = settings(teacher_dir, data, out) | {"max_steps": STEPS, "save_steps": SAVE}
-    cmd = [sys.executable, "-m", "reasonkit.distill.command", "--method", "grpo", "--student", s["student"], "--data", s["data"],
-           "--out", s["out"], "--max-steps", str(STEPS), "--num-generations", "4", "--batch-size", str(BATCH),
-           "--max-completion-length", "192", "--lr", "1e-3", "--temperature", "1.6",
-           *[f"--set={k}={s[k]}" for k in ("warmup", "threads", "verifier", "save_steps")], "--set=rollouts_every=1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "reasonkit.distill.command",
+        "--method",
+        "grpo",
+        "--student",
+        s["student"],
+        "--data",
+        s["data"],
+        "--out",
+        s["out"],
+        "--max-steps",
+        str(STEPS),
+        "--num-generations",
+        "4",
+        "--batch-size",
+        str(BATCH),
+        "--max-completion-length",
+        "192",
+        "--lr",
+        "1e-3",
+        "--temperature",
+        "1.6",
+        *[f"--set={k}={s[k]}" for k in ("warmup", "threads", "verifier", "save_steps")],
+        "--set=rollouts_every=1",
+    ]
     code = kill_after_first_checkpoint(cmd, out, tmp_path / "killed.log", ready=past_the_checkpoint(out))
     assert code == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-2000:]
     assert not (out / "report.json").exists()

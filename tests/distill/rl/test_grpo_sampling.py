@@ -5,7 +5,6 @@ whatever the student's generation_config says; the frozen weights come back unch
 import json
 import shutil
 
-import pytest
 import torch
 from safetensors.torch import load_file
 

@@ -46,18 +46,40 @@ def tool_student(tmp_path_factory):
     from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
     out = tmp_path_factory.mktemp("tool_student")
-    build_model(build_tool_tokenizer(["Favi Guges won the Kuge Prize in 1983."] * 4, out, vocab_size=300), out,
-                shape=TinyLlama(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64))
+    build_model(
+        build_tool_tokenizer(["Favi Guges won the Kuge Prize in 1983."] * 4, out, vocab_size=300),
+        out,
+        shape=TinyLlama(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64),
+    )
     return str(out)
 
 
 def settings(student, prompts, corpus, out, **kw):
-    return dict(method="grpo", student=str(student), data=str(prompts), out=str(out), tools="search", corpus=str(corpus),
-                search_k=SEARCH_K, max_turns=TURNS, max_steps=STEPS, num_generations=G, batch_size=BATCH,
-                max_completion_length=320, lr=2e-3, warmup=0, threads=1, save_steps=1000, temperature=1.0,
-                # cosine (open-r1's length-scaled accuracy) gives a group of equally right or wrong trajectories an
-                # advantage too, so the weights move whatever share of answers the tiny teacher gets right
-                rewards={"accuracy": 1.0, "cosine": 0.5}) | kw
+    return (
+        dict(
+            method="grpo",
+            student=str(student),
+            data=str(prompts),
+            out=str(out),
+            tools="search",
+            corpus=str(corpus),
+            search_k=SEARCH_K,
+            max_turns=TURNS,
+            max_steps=STEPS,
+            num_generations=G,
+            batch_size=BATCH,
+            max_completion_length=320,
+            lr=2e-3,
+            warmup=0,
+            threads=1,
+            save_steps=1000,
+            temperature=1.0,
+            # cosine (open-r1's length-scaled accuracy) gives a group of equally right or wrong trajectories an
+            # advantage too, so the weights move whatever share of answers the tiny teacher gets right
+            rewards={"accuracy": 1.0, "cosine": 0.5},
+        )
+        | kw
+    )
 
 
 @pytest.fixture(scope="module")
@@ -66,13 +88,22 @@ def run(agent_teacher_dir, task_files, tmp_path_factory):
     corpus, prompts = task_files
     out = tmp_path_factory.mktemp("grpo_tools") / "run"
     seen = {"generations": [], "loss_masks": []}
-    generate_and_score, compute_loss = RolloutGRPOTrainer._generate_and_score_completions, RolloutGRPOTrainer.compute_loss
+    generate_and_score, compute_loss = (
+        RolloutGRPOTrainer._generate_and_score_completions,
+        RolloutGRPOTrainer.compute_loss,
+    )
 
     def spy_generation(self, inputs):
         output = generate_and_score(self, inputs)
-        seen["generations"].append({"completions": self._sampled[3], "completion_ids": output["completion_ids"].tolist(),
-                                    "completion_mask": output["completion_mask"].tolist(),
-                                    "tool_mask": output["tool_mask"].tolist(), "tokenizer": self._tokenizer})
+        seen["generations"].append(
+            {
+                "completions": self._sampled[3],
+                "completion_ids": output["completion_ids"].tolist(),
+                "completion_mask": output["completion_mask"].tolist(),
+                "tool_mask": output["tool_mask"].tolist(),
+                "tokenizer": self._tokenizer,
+            }
+        )
         return output
 
     def spy_loss(self, model, inputs, *args, **kwargs):
@@ -106,7 +137,9 @@ def test_the_policy_calls_the_real_search_and_its_weights_move(run, task_files):
     search = make_search(str(task_files[0]), k=SEARCH_K)  # the tool as `distill generate --tools search` builds it
     for r in rows:
         observations = [m for m in r["messages"] if m["role"] == "tool"]
-        assert r["tool_calls"] == len(observations) and r["turns"] == sum(m["role"] == "assistant" for m in r["messages"])
+        assert r["tool_calls"] == len(observations) and r["turns"] == sum(
+            m["role"] == "assistant" for m in r["messages"]
+        )
         calls = [c for m in r["messages"] if m["role"] == "assistant" for c in m["tool_calls"] or []]
         for call, seen_back in zip(calls, observations):  # what the model read is what the real BM25 search returns
             assert call["name"] == seen_back["name"] == "search"
@@ -124,7 +157,9 @@ def test_tool_results_are_masked_out_of_the_loss_token_by_token(run):
     checked = 0
     for gen in seen["generations"]:
         tok = gen["tokenizer"]
-        for completion, ids, mask, valid in zip(gen["completions"], gen["completion_ids"], gen["tool_mask"], gen["completion_mask"]):
+        for completion, ids, mask, valid in zip(
+            gen["completions"], gen["completion_ids"], gen["tool_mask"], gen["completion_mask"]
+        ):
             n = sum(valid)
             ids, mask = ids[:n], mask[:n]
             observations = [m["content"] for m in completion if m["role"] == "tool"]
@@ -141,7 +176,10 @@ def test_tool_results_are_masked_out_of_the_loss_token_by_token(run):
             # the observation the tool returned, and starting right after the <|im_end|> of the turn that called
             assert len(spans) == len(observations), (spans, observations)
             for span, content in zip(spans, observations):
-                assert tok.decode(span) == f"\n<|im_start|>user\n<tool_response>\n{content}\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+                assert (
+                    tok.decode(span)
+                    == f"\n<|im_start|>user\n<tool_response>\n{content}\n</tool_response><|im_end|>\n<|im_start|>assistant\n"  # noqa: E501
+                )
             starts = [i for i in range(len(mask)) if mask[i] == 0 and (i == 0 or mask[i - 1] == 1)]
             assert all(i > 0 and ids[i - 1] == tok.eos_token_id for i in starts)
             # everything else is the policy's: its turns, each ending in <|im_end|> (but a last one cut at the limit)
@@ -160,11 +198,15 @@ def test_tool_results_are_masked_out_of_the_loss_token_by_token(run):
 def test_rewards_are_what_distill_filter_says_about_the_same_trajectories(run, tmp_path):
     _, out, _ = run
     rows = read_stage(out / "rollouts").to_pylist()
-    report = run_filter(FilterConfig(traces=str(out / "rollouts"), out=str(tmp_path / "verified"), verifier="math", lang=None,
-                                     dedup="none"))
+    report = run_filter(
+        FilterConfig(
+            traces=str(out / "rollouts"), out=str(tmp_path / "verified"), verifier="math", lang=None, dedup="none"
+        )
+    )
     assert report["rows_in"] == len(rows)
-    verdicts = pa.concat_tables([read_stage(tmp_path / "verified" / "rejected"),
-                                 read_stage(tmp_path / "verified")], promote_options="default").to_pylist()
+    verdicts = pa.concat_tables(
+        [read_stage(tmp_path / "verified" / "rejected"), read_stage(tmp_path / "verified")], promote_options="default"
+    ).to_pylist()
     by_key = {(v["id"], v["sample"]): v for v in verdicts}
     verifier = TrajectoryVerifyFilter("math").verifier
     seen = {True: 0, False: 0}
@@ -190,8 +232,8 @@ def test_the_accuracy_reward_is_the_filters_verdict_on_trajectory_answers(tmp_pa
     final answer: boxed right and wrong, a plain short line, a name as gold (word order matters: math-verify alone
     would call "Vell Ada" equal to "Ada Vell"), and a turn limit hit; written through the rollouts log as a tool run
     writes them, read back by `distill filter`, whose verdict must be the reward's for every one."""
-    from reasonkit.distill.rl.tools import trajectory_row
     from reasonkit.distill.rl.rollouts import RolloutLog
+    from reasonkit.distill.rl.tools import trajectory_row
     from reasonkit.filters.rewards import make_rewards
 
     corpus = agent_task.write_corpus(tmp_path / "corpus.jsonl", agent_task.make_world(0, 60))
@@ -200,31 +242,62 @@ def test_the_accuracy_reward_is_the_filters_verdict_on_trajectory_answers(tmp_pa
     year, name = questions[0]["answer"], questions[0]["author"]
     first, last = name.split()
     endings = [  # (final turn, gold)
-        (f"The answer is \\boxed{{{year}}}.", year), (f"The answer is \\boxed{{{int(year) + 1}}}.", year), (f"{year}.", year),
-        (f"\\boxed{{{name}}}", name), (f"\\boxed{{{last} {first}}}", name), (None, year)]
+        (f"The answer is \\boxed{{{year}}}.", year),
+        (f"The answer is \\boxed{{{int(year) + 1}}}.", year),
+        (f"{year}.", year),
+        (f"\\boxed{{{name}}}", name),
+        (f"\\boxed{{{last} {first}}}", name),
+        (None, year),
+    ]
     examples, completions = [], []
     for i, ((final, gold), q) in enumerate(zip(endings, questions)):
         messages = agent_task.reference_messages(q, search)
-        prompt, completion = messages[:1], messages[1:-1] if final is None else [*messages[1:-1], {"role": "assistant", "content": final}]
+        prompt, completion = (
+            messages[:1],
+            messages[1:-1] if final is None else [*messages[1:-1], {"role": "assistant", "content": final}],
+        )
         examples.append({"id": f"q{i}", "prompt": prompt, "answer": gold, "source": agent_task.SOURCE})
         completions.append(completion)
     [accuracy], _ = make_rewards({"accuracy": 1.0}, max_completion_length=512, trajectory=True)
-    rewards = accuracy([e["prompt"] for e in examples], completions, [[5, 9]] * len(examples), answer=[e["answer"] for e in examples])
+    rewards = accuracy(
+        [e["prompt"] for e in examples], completions, [[5, 9]] * len(examples), answer=[e["answer"] for e in examples]
+    )
     assert rewards[:3] == [1.0, 0.0, 1.0] and rewards[5] == 0.0  # a plain "1987." counts; no final turn, no answer
 
-    log = RolloutLog(tmp_path / "rollouts", names=["accuracy"], run={"fingerprint": "f"}, input_fingerprint="i", data="p", tools=True)
+    log = RolloutLog(
+        tmp_path / "rollouts",
+        names=["accuracy"],
+        run={"fingerprint": "f"},
+        input_fingerprint="i",
+        data="p",
+        tools=True,
+    )
     rows = []
     for example, completion, reward in zip(examples, completions, rewards):
         row = trajectory_row(example, completion, [1, 2], [5, 9], [1, 1], {9}, [])
         row.pop("completion")
-        rows.append({**row, "response": completion[-1]["content"], "teacher": "t", "gen_config": "g", "step": 1,
-                     "reward": reward, "reward_accuracy": reward, "advantage": 0.0})
+        rows.append(
+            {
+                **row,
+                "response": completion[-1]["content"],
+                "teacher": "t",
+                "gen_config": "g",
+                "step": 1,
+                "reward": reward,
+                "reward_accuracy": reward,
+                "advantage": 0.0,
+            }
+        )
     log.add(rows)
     log.finish()
-    run_filter(FilterConfig(traces=str(tmp_path / "rollouts"), out=str(tmp_path / "verified"), verifier="math", lang=None,
-                            dedup="none"))
-    verdicts = pa.concat_tables([read_stage(tmp_path / "verified" / "rejected"), read_stage(tmp_path / "verified")],
-                                promote_options="default").to_pylist()
+    run_filter(
+        FilterConfig(
+            traces=str(tmp_path / "rollouts"), out=str(tmp_path / "verified"), verifier="math", lang=None, dedup="none"
+        )
+    )
+    verdicts = pa.concat_tables(
+        [read_stage(tmp_path / "verified" / "rejected"), read_stage(tmp_path / "verified")], promote_options="default"
+    ).to_pylist()
     by_id = {v["id"]: v for v in verdicts}
     assert [by_id[f"q{i}"]["drop_reason"] for i in range(6)] == [None, "wrong", None, None, "wrong", "max_turns"]
     for i, reward in enumerate(rewards[:5]):
@@ -235,14 +308,20 @@ def cli_train(*args):
     return CliRunner().invoke(cli, ["train", "--method", "grpo", *args])
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--tools", "search,serch", "--corpus", "CORPUS"], "tools: unknown tool 'serch'; expected one of search, python"),
-    (["--tools", "search", "--corpus", "CORPUS", "--max-turns", "0"], "max_turns must be >= 1"),
-    (["--tools", "search"], "tools: search needs a corpus (--corpus FILE"),
-    (["--tools", "search", "--corpus", "MISSING"], "missing.jsonl"),
-    (["--tools", "python", "--corpus", "CORPUS"], "only the search tool reads a corpus"),
-    (["--tools", "search", "--corpus", "CORPUS", "--search-k", "0"], "search_k must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (
+            ["--tools", "search,serch", "--corpus", "CORPUS"],
+            "tools: unknown tool 'serch'; expected one of search, python",
+        ),
+        (["--tools", "search", "--corpus", "CORPUS", "--max-turns", "0"], "max_turns must be >= 1"),
+        (["--tools", "search"], "tools: search needs a corpus (--corpus FILE"),
+        (["--tools", "search", "--corpus", "MISSING"], "missing.jsonl"),
+        (["--tools", "python", "--corpus", "CORPUS"], "only the search tool reads a corpus"),
+        (["--tools", "search", "--corpus", "CORPUS", "--search-k", "0"], "search_k must be >= 1"),
+    ],
+)
 def test_bad_tool_settings_are_one_line_exit_2_nothing_written(flags, message, tool_student, task_files, tmp_path):
     corpus, prompts = task_files
     flags = [{"CORPUS": str(corpus), "MISSING": str(tmp_path / "missing.jsonl")}.get(f, f) for f in flags]
@@ -255,8 +334,18 @@ def test_bad_tool_settings_are_one_line_exit_2_nothing_written(flags, message, t
 def test_a_template_without_tool_calls_is_one_line_exit_2_nothing_written(teacher_dir, task_files, tmp_path):
     """The arithmetic teacher's template renders no tool call: TRL could not run the loop, so nothing starts."""
     corpus, prompts = task_files
-    result = cli_train("--student", teacher_dir, "--data", str(prompts), "--out", str(tmp_path / "out"),
-                       "--tools", "search", "--corpus", str(corpus))
+    result = cli_train(
+        "--student",
+        teacher_dir,
+        "--data",
+        str(prompts),
+        "--out",
+        str(tmp_path / "out"),
+        "--tools",
+        "search",
+        "--corpus",
+        str(corpus),
+    )
     assert result.exit_code == 2, result.output
     assert "cannot render a tool call and its result" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
@@ -267,8 +356,13 @@ def test_the_fingerprint_holds_the_tools_and_the_corpus_content_and_plain_runs_a
     corpus.write_text(json.dumps({"id": "a", "contents": "Favi Guges won the Kuge Prize in 1983."}) + "\n")
     base = dict(method="grpo", student="m", data="d", out="o")
     plain = TrainConfig(**base).fingerprinted()
-    assert not {"tools", "corpus", "max_turns", "tool_timeout", "search_k"} & set(plain)  # GRPO runs from before tools still resume
+    assert not {"tools", "corpus", "max_turns", "tool_timeout", "search_k"} & set(
+        plain
+    )  # GRPO runs from before tools still resume
     tooled = TrainConfig(**base, tools="search", corpus=str(corpus), max_turns=4).fingerprinted()
     assert tooled["tools"] == "search" and tooled["max_turns"] == 4
     corpus.write_text(json.dumps({"id": "a", "contents": "Favi Guges won the Kuge Prize in 1984."}) + "\n")
-    assert TrainConfig(**base, tools="search", corpus=str(corpus), max_turns=4).fingerprinted()["corpus"] != tooled["corpus"]
+    assert (
+        TrainConfig(**base, tools="search", corpus=str(corpus), max_turns=4).fingerprinted()["corpus"]
+        != tooled["corpus"]
+    )

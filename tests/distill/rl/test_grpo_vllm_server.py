@@ -19,9 +19,15 @@ def arguments(tmp_path, monkeypatch, **settings):
 
 
 def test_the_server_host_port_and_timeout_reach_grpoconfig(tmp_path, monkeypatch):
-    args = arguments(tmp_path, monkeypatch, vllm_server_host="10.0.0.7", vllm_server_port=8001, vllm_server_timeout=900)
-    assert (args.vllm_mode, args.vllm_server_host, args.vllm_server_port, args.vllm_server_timeout) == \
-        ("server", "10.0.0.7", 8001, 900)
+    args = arguments(
+        tmp_path, monkeypatch, vllm_server_host="10.0.0.7", vllm_server_port=8001, vllm_server_timeout=900
+    )
+    assert (args.vllm_mode, args.vllm_server_host, args.vllm_server_port, args.vllm_server_timeout) == (
+        "server",
+        "10.0.0.7",
+        8001,
+        900,
+    )
     assert args.vllm_server_base_url is None
 
 
@@ -31,14 +37,17 @@ def test_a_base_url_reaches_grpoconfig_and_unset_keys_keep_trls_defaults(tmp_pat
     assert (args.vllm_server_host, args.vllm_server_port, args.vllm_server_timeout) == ("0.0.0.0", 8000, 240.0)
 
 
-@pytest.mark.parametrize("settings, message", [
-    (dict(vllm_server_port=0), "vllm_server_port must be a TCP port, 1 to 65535, found 0"),
-    (dict(vllm_server_port=70000), "vllm_server_port must be a TCP port, 1 to 65535, found 70000"),
-    (dict(vllm_server_base_url="http://a:1", vllm_server_host="b"), "not both"),
-    (dict(vllm_server_base_url="node1:8000"), "must be an http:// or https:// URL"),
-    (dict(vllm_server_timeout=0), "vllm_server_timeout must be > 0"),
-    (dict(vllm_mode="colocate", vllm_server_host="b"), "vllm_server_host apply with vllm_mode: server"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (dict(vllm_server_port=0), "vllm_server_port must be a TCP port, 1 to 65535, found 0"),
+        (dict(vllm_server_port=70000), "vllm_server_port must be a TCP port, 1 to 65535, found 70000"),
+        (dict(vllm_server_base_url="http://a:1", vllm_server_host="b"), "not both"),
+        (dict(vllm_server_base_url="node1:8000"), "must be an http:// or https:// URL"),
+        (dict(vllm_server_timeout=0), "vllm_server_timeout must be > 0"),
+        (dict(vllm_mode="colocate", vllm_server_host="b"), "vllm_server_host apply with vllm_mode: server"),
+    ],
+)
 def test_server_settings_trl_would_ignore_or_fail_on_are_refused(settings, message):
     settings = {"vllm_mode": "server", **settings}
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):

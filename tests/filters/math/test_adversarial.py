@@ -7,8 +7,8 @@ import pytest
 from reasonkit.filters.base import apply
 from reasonkit.filters.math.extract import extract_answer
 from reasonkit.filters.math.pool import TimeoutPool
+from reasonkit.filters.math.verify import Verifier, VerifyFilter
 from reasonkit.filters.synthetic import trace, traces_table
-from reasonkit.filters.math.verify import VerifyFilter, Verifier
 
 TIMEOUT = 1.0
 
@@ -48,8 +48,11 @@ def test_each_adversarial_answer_is_none_with_a_reason(verifier):
 
 
 def test_adversarial_responses_through_the_filter(verifier):
-    rows = [trace(f"adv{i}", 0, response=rf"So \boxed{{{text}}}.", answer="5") for i, text in enumerate(ADVERSARIAL.values())
-            if "\ud800" not in text]  # Arrow strings are UTF-8: a lone surrogate cannot be in a table
+    rows = [
+        trace(f"adv{i}", 0, response=rf"So \boxed{{{text}}}.", answer="5")
+        for i, text in enumerate(ADVERSARIAL.values())
+        if "\ud800" not in text
+    ]  # Arrow strings are UTF-8: a lone surrogate cannot be in a table
     rows.append(trace("ok", 0, response=r"\boxed{5}", answer="5"))
     f = VerifyFilter("math", timeout=TIMEOUT, workers=2)
     f.verifier = verifier
@@ -62,7 +65,10 @@ def test_adversarial_responses_through_the_filter(verifier):
         assert (reason != "wrong") == (why is not None)
     # Runaway boxes are no answer (too long to be one, or never closed); the rest reach the verifier.
     assert sorted(w for r, w in zip(reasons, whys) if r == "no_answer") == [
-        "answer_too_long", "answer_too_long", "unbalanced_box"]
+        "answer_too_long",
+        "answer_too_long",
+        "unbalanced_box",
+    ]
 
 
 def test_extraction_of_hostile_text_is_bounded():

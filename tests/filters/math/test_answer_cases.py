@@ -26,8 +26,11 @@ CASES = [
     ("$\\text{Carla}$", r"Carla is fastest, so $\boxed{\text{Carla}}$ is the answer.", 1),
     ("$(3, \\frac{\\pi}{2})$", r"In polar form the point is $\boxed{\left( 3, \frac{\pi}{2} \right)}$.", 1),
     # --- Several boxes that together are one answer set.
-    ("$(1, 2), (2, 1), (-3, -8), (-8, -3)$",
-     "The solutions are:\n\n\\[\n\\boxed{(1, 2)}, \\boxed{(2, 1)}, \\boxed{(-3, -8)}, \\boxed{(-8, -3)}\n\\]", 1),
+    (
+        "$(1, 2), (2, 1), (-3, -8), (-8, -3)$",
+        "The solutions are:\n\n\\[\n\\boxed{(1, 2)}, \\boxed{(2, 1)}, \\boxed{(-3, -8)}, \\boxed{(-8, -3)}\n\\]",
+        1,
+    ),
     ("$(2, 5), (7, 3)$", r"$$\boxed{(2, 5)} \quad \text{and} \quad \boxed{(7, 3)}$$", 1),
     ("$\\{2, 4, 6\\}$", r"The even roots are \boxed{2}, \boxed{4}, \boxed{6}", 1),
     ("$\\{2, 4, 6\\}$", r"The even roots are \boxed{2} and \boxed{4} and \boxed{6}", 1),
@@ -44,14 +47,26 @@ CASES = [
     ("$10$", r"We find $a = \boxed{3}$ and $b = \boxed{7}$, so $a + b = \boxed{10}$.", 1),
     ("$3$", r"We find $a = \boxed{3}$ and $b = \boxed{7}$, so $a + b = \boxed{10}$.", 0),
     ("$9$", r"\boxed{8} \text{ is wrong; the count misses one, so it should be } \boxed{9}", 1),
-    ("$840$", "So \\boxed{840}, but let me check the count once more.\n\n6 * 140 = 840.\n\n**Final Answer**\n\\boxed{840}", 1),
+    (
+        "$840$",
+        "So \\boxed{840}, but let me check the count once more.\n\n6 * 140 = 840.\n\n**Final Answer**\n\\boxed{840}",
+        1,
+    ),
     ("$004$", "the remainder is \\boxed{004}. Check: 2,552,004 ends in 004.\n\n**Final Answer**\n\\boxed{004}", 1),
     # --- A "final answer is" phrase after the last box is the final answer.
-    ("$10455$", r"The interest is $\boxed{255}$. So the balance is $10,200 + 255 = 10,455$. "
-                r"Final Answer: The final answer is $10,455$. I hope it is correct.", 1),
+    (
+        "$10455$",
+        r"The interest is $\boxed{255}$. So the balance is $10,200 + 255 = 10,455$. "
+        r"Final Answer: The final answer is $10,455$. I hope it is correct.",
+        1,
+    ),
     ("$15$", r"So the count is \boxed{12}. I forgot the corners; adding 3, the final answer is 15.", 1),
     ("$12$", r"So the count is \boxed{12}. I forgot the corners; adding 3, the final answer is 15.", 0),
-    ("$42$", r"Final Answer: \boxed{40}. Checking again, $6 \cdot 7 = 42$. Final Answer: The final answer is \(42\).", 1),
+    (
+        "$42$",
+        r"Final Answer: \boxed{40}. Checking again, $6 \cdot 7 = 42$. Final Answer: The final answer is \(42\).",
+        1,
+    ),
     # ... but a phrase that names no value, or one before the box, is not it.
     ("$4$", r"Thus \boxed{4}. I hope the answer is correct.", 1),
     ("$8$", r"The final answer is $6$. No: I misread the question; recomputing gives \boxed{8}.", 1),
@@ -90,8 +105,9 @@ def _ours(cases):
 
 
 def _math_verify_alone(cases):
-    with TimeoutPool("reasonkit.filters.math.check:check_response", workers=2, timeout=5,
-                     preload=["reasonkit.filters.math.check"]) as pool:
+    with TimeoutPool(
+        "reasonkit.filters.math.check:check_response", workers=2, timeout=5, preload=["reasonkit.filters.math.check"]
+    ) as pool:
         results = pool.map([(response, gold) for gold, response, _ in cases])
     return [(ok is True) == bool(label) for (ok, _), (_, _, label) in zip(results, cases)]
 
@@ -112,7 +128,9 @@ def test_ours_agrees_at_least_as_often_as_math_verify_alone(agreement):
 def test_math_verify_alone_is_measured_not_assumed(agreement):
     # The baseline really runs: it agrees on the plain cases and misses the cut responses.
     _, alone = agreement
-    plain = [i for i, (_, r, _) in enumerate(CASES) if r.count("\\boxed") == 1 and r.rstrip().endswith((".", "$", "}"))]
+    plain = [
+        i for i, (_, r, _) in enumerate(CASES) if r.count("\\boxed") == 1 and r.rstrip().endswith((".", "$", "}"))
+    ]
     assert sum(alone[i] for i in plain) >= len(plain) - 4
     torn = [i for i, (_, r, label) in enumerate(CASES) if r.endswith("\\boxed{")]
     assert torn and not all(alone[i] for i in torn)

@@ -5,10 +5,11 @@ import random
 
 import pytest
 
-from ...helpers.exact_cases import random_pairs
-from reasonkit.filters.math.exact import exact_verdict
 from reasonkit.filters.math.check import check_math
+from reasonkit.filters.math.exact import exact_verdict
 from reasonkit.filters.math.verify import Verifier
+
+from ...helpers.exact_cases import random_pairs
 
 # (pred, gold, the fast path's verdict); None: math-verify's call.
 CASES = [
@@ -138,9 +139,14 @@ def test_random_pairs_agree_with_math_verify():
 def test_verifier_decides_exact_answers_without_the_pool():
     v = Verifier("math", timeout=5, workers=1)
     try:
-        assert v.check([(r"\frac{91}{29}", r"\frac{29}{91}"), ("29/91", r"\frac{29}{91}"),
-                        ("(-15, 18]", "[-15, 18]"), ("0.25", r"\frac14")]) == [
-            (False, None), (True, None), (False, None), (True, None)]
+        assert v.check(
+            [
+                (r"\frac{91}{29}", r"\frac{29}{91}"),
+                ("29/91", r"\frac{29}{91}"),
+                ("(-15, 18]", "[-15, 18]"),
+                ("0.25", r"\frac14"),
+            ]
+        ) == [(False, None), (True, None), (False, None), (True, None)]
         assert v._pool is None and v.fast == 4
         assert v.check([(r"5 \sqrt 10", r"5\sqrt{10}")]) == [(False, None)]  # math-verify's reading
         assert v.pooled == 1

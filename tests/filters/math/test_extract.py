@@ -70,8 +70,10 @@ def test_box_beats_phrase_and_last_box_wins():
         (r"First \boxed{5}. Wait, that ignores the carry; redoing it gives \boxed{7}.", "7"),
         (r"\boxed{8} \text{ is wrong; it should be } \boxed{9}", "9"),
         # A "final answer is" phrase after the last box is the final answer.
-        (r"Interest: $\boxed{255}$. So $10,200 + 255 = 10,455$. The final answer is $10,455$. I hope it is correct.",
-         "10,455"),
+        (
+            r"Interest: $\boxed{255}$. So $10,200 + 255 = 10,455$. The final answer is $10,455$. I hope it is correct.",  # noqa: E501
+            "10,455",
+        ),
         (r"\boxed{12}. I forgot the corners; adding 3, the final answer is 15.", "15"),
         (r"Final Answer: \boxed{40}. Checking again... Final Answer: The final answer is \(42\).", "42"),
         # ... but not a phrase that names no value, nor one before the box.

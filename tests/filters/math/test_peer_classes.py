@@ -12,12 +12,13 @@ import random
 
 import pytest
 
-from ...helpers.exact_cases import random_pairs
-from ...helpers.peer_cases import CASES
-from reasonkit.filters.math.extract import extract_answer
 from reasonkit.filters.math.check import check_math
+from reasonkit.filters.math.extract import extract_answer
 from reasonkit.filters.math.pool import TimeoutPool
 from reasonkit.filters.math.verify import Verifier, fast_verdict
+
+from ...helpers.exact_cases import random_pairs
+from ...helpers.peer_cases import CASES
 
 ALL = [(cls, *case) for cls, cases in CASES.items() for case in cases]
 
@@ -30,8 +31,9 @@ def verdicts():
         ours = [ok for ok, _ in v.check(pairs)]
     finally:
         v.close()
-    with TimeoutPool("reasonkit.filters.math.check:check_response", workers=2, timeout=10,
-                     preload=["reasonkit.filters.math.check"]) as pool:
+    with TimeoutPool(
+        "reasonkit.filters.math.check:check_response", workers=2, timeout=10, preload=["reasonkit.filters.math.check"]
+    ) as pool:
         alone = [ok for ok, _ in pool.map([(response, gold) for _, gold, response, _ in ALL])]
     return ours, alone
 
@@ -58,7 +60,11 @@ def test_no_false_positive(verdicts):
 def test_math_verify_alone_misses_some_cases_ours_gets(verdicts):
     # The baseline is measured, not assumed: it really runs and differs where the issue says it does.
     ours, alone = verdicts
-    gained = {ALL[i][0] for i in range(len(ALL)) if (ours[i] is True) == bool(ALL[i][3]) != ((alone[i] is True) == bool(ALL[i][3]))}
+    gained = {
+        ALL[i][0]
+        for i in range(len(ALL))
+        if (ours[i] is True) == bool(ALL[i][3]) != ((alone[i] is True) == bool(ALL[i][3]))
+    }
     assert {"gold_not_latex", "separators_units", "last_box"} <= gained
 
 
@@ -113,8 +119,17 @@ def _int_spellings(rng: random.Random) -> list[tuple[str, str]]:
     for _ in range(150):
         n = rng.choice([rng.randrange(0, 100), rng.randrange(1000, 10**7)])
         m = n + rng.choice([0, 0, 1, -1, 1000])
-        spelled = rng.choice([f"{m:,}", f"{m:,}".replace(",", r"\,"), f"{m:,}".replace(",", "{,}"), f"{m}.0",
-                              f"0{m}", f"${m}$", f"-{m}"])
+        spelled = rng.choice(
+            [
+                f"{m:,}",
+                f"{m:,}".replace(",", r"\,"),
+                f"{m:,}".replace(",", "{,}"),
+                f"{m}.0",
+                f"0{m}",
+                f"${m}$",
+                f"-{m}",
+            ]
+        )
         out.append((spelled, str(n)))
     return out
 

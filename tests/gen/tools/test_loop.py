@@ -9,7 +9,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from ...helpers.gen_tools import ScriptedBackend, call_text, lookup_script, make_echo, make_slow
 
 from reasonkit.gen.backend import Request, Sampling
 from reasonkit.gen.tools import base
@@ -18,35 +17,50 @@ from reasonkit.gen.tools.calls import openai_messages, parse_turn, template_mess
 from reasonkit.gen.tools.loop import rollouts
 from reasonkit.schema import schema
 
+from ...helpers.gen_tools import ScriptedBackend, call_text, lookup_script, make_echo, make_slow
+
 
 # -- parsing ------------------------------------------------------------------------------------
 def test_parse_keeps_the_text_before_the_calls_and_every_call_in_order():
-    text = ('I will search twice.\n<tool_call>\n{"name": "search", "arguments": {"query": "Vell Orrin"}}\n</tool_call>\n'
-            '<tool_call>\n{"name": "python", "arguments": {"code": "print({1: 2})"}}\n</tool_call>')
+    text = (
+        'I will search twice.\n<tool_call>\n{"name": "search", "arguments": {"query": "Vell Orrin"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "python", "arguments": {"code": "print({1: 2})"}}\n</tool_call>'
+    )
     turn = parse_turn(text)
     assert turn.content == "I will search twice."
     assert [(c.name, json.loads(c.arguments), c.error) for c in turn.calls] == [
-        ("search", {"query": "Vell Orrin"}, None), ("python", {"code": "print({1: 2})"}, None)]
+        ("search", {"query": "Vell Orrin"}, None),
+        ("python", {"code": "print({1: 2})"}, None),
+    ]
 
 
-@pytest.mark.parametrize("text, name, error", [
-    ('<tool_call>\n{"name": "search", "arguments": {"query": }\n</tool_call>', "search", "not valid JSON"),
-    ('<tool_call>\n{"name": "search", "arguments": [1, 2]}\n</tool_call>', "search", "not a JSON object"),
-    ('<tool_call>\n{"arguments": {}}\n</tool_call>', "", 'expected {"name"'),
-    ('<tool_call>\n</tool_call>', "", "not valid JSON"),
-    ('<tool_call>\n{"name": "search", "arguments": {"query": "cut off', "search", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text, name, error",
+    [
+        ('<tool_call>\n{"name": "search", "arguments": {"query": }\n</tool_call>', "search", "not valid JSON"),
+        ('<tool_call>\n{"name": "search", "arguments": [1, 2]}\n</tool_call>', "search", "not a JSON object"),
+        ('<tool_call>\n{"arguments": {}}\n</tool_call>', "", 'expected {"name"'),
+        ("<tool_call>\n</tool_call>", "", "not valid JSON"),
+        ('<tool_call>\n{"name": "search", "arguments": {"query": "cut off', "search", "not valid JSON"),
+    ],
+)
 def test_a_malformed_call_is_kept_with_its_error(text, name, error):
     [call] = parse_turn(text).calls
     assert call.name == name and error in call.error
 
 
 def test_the_three_shapes_of_a_conversation():
-    stored = [{"role": "user", "content": "q", "tool_calls": None, "name": None},
-              {"role": "assistant", "content": "", "name": None,
-               "tool_calls": [{"name": "a", "arguments": '{"x": 1}'}, {"name": "b", "arguments": "{}"}]},
-              {"role": "tool", "content": "1", "tool_calls": None, "name": "a"},
-              {"role": "tool", "content": "2", "tool_calls": None, "name": "b"}]
+    stored = [
+        {"role": "user", "content": "q", "tool_calls": None, "name": None},
+        {
+            "role": "assistant",
+            "content": "",
+            "name": None,
+            "tool_calls": [{"name": "a", "arguments": '{"x": 1}'}, {"name": "b", "arguments": "{}"}],
+        },
+        {"role": "tool", "content": "1", "tool_calls": None, "name": "a"},
+        {"role": "tool", "content": "2", "tool_calls": None, "name": "b"},
+    ]
     template = template_messages(stored)
     assert template[0] == {"role": "user", "content": "q"}
     assert template[1]["tool_calls"][0] == {"type": "function", "function": {"name": "a", "arguments": {"x": 1}}}
@@ -63,18 +77,21 @@ def test_the_qwen_template_renders_stored_calls_as_the_model_wrote_them(tmp_path
     tok = build_tool_tokenizer(["search 1987"], tmp_path, vocab_size=300)
     box = ToolBox([make_echo()])
     call = call_text("echo", text="hi")
-    messages = [{"role": "user", "content": "q"},
-                {"role": "assistant", "content": "", "tool_calls": [{"name": "echo", "arguments": '{"text": "hi"}'}]},
-                {"role": "tool", "name": "echo", "content": "HI"}]
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "tool_calls": [{"name": "echo", "arguments": '{"text": "hi"}'}]},
+        {"role": "tool", "name": "echo", "content": "HI"},
+    ]
     text = prompt_text(tok, messages, tools=box.schemas())
     assert call in text and "<tool_response>\nHI\n</tool_response>" in text and '"name": "echo"' in text
-    assert parse_turn(text[text.index(call):]).calls[0].arguments == '{"text": "hi"}'
+    assert parse_turn(text[text.index(call) :]).calls[0].arguments == '{"text": "hi"}'
 
 
 # -- the loop -----------------------------------------------------------------------------------
 def prompts(n, samples=1, seed=0):
-    return [Request(f"q{i}", [{"role": "user", "content": f"word{i}"}], samples, Sampling(seed=seed + i))
-            for i in range(n)]
+    return [
+        Request(f"q{i}", [{"role": "user", "content": f"word{i}"}], samples, Sampling(seed=seed + i)) for i in range(n)
+    ]
 
 
 def run(script, box, reqs, **kw):
@@ -88,10 +105,15 @@ def test_a_call_then_an_answer():
     t = out[("q1", 0)]
     assert (t.finish_reason, t.turns, t.tool_calls, t.tool_errors) == ("stop", 2, 1, 0)
     assert t.response == "The answer is WORD1."
-    assert [(m["role"], m["name"]) for m in t.messages] == [("user", None), ("assistant", None), ("tool", "echo"),
-                                                             ("assistant", None)]
+    assert [(m["role"], m["name"]) for m in t.messages] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "echo"),
+        ("assistant", None),
+    ]
     assert t.messages[1]["content"] == "Let me check." and t.messages[1]["tool_calls"] == [
-        {"name": "echo", "arguments": '{"text": "word1"}'}]
+        {"name": "echo", "arguments": '{"text": "word1"}'}
+    ]
     assert t.messages[2]["content"] == "WORD1" and t.messages[3]["tool_calls"] is None
     assert (t.prompt_tokens, t.completion_tokens) == (10 + 30, 10)  # summed over the two turns
     assert all(r.tools and r.tools[0]["function"]["name"] == "echo" for r in backend.requests)
@@ -116,12 +138,15 @@ def test_one_turn_allowed_means_no_tool_ever_runs():
     assert (out[("q0", 0)].finish_reason, out[("q0", 0)].tool_calls) == ("max_turns", 0)
 
 
-@pytest.mark.parametrize("bad, kind", [
-    ('<tool_call>\n{"name": "echo", "arguments": {"text": \n</tool_call>', "bad tool call: not valid JSON"),
-    (call_text("echo", words="x"), "bad arguments for echo"),
-    (call_text("mul", a=1), "unknown tool 'mul'"),
-    (call_text("echo", text="boom"), "echo failed: RuntimeError: the echo broke"),
-])
+@pytest.mark.parametrize(
+    "bad, kind",
+    [
+        ('<tool_call>\n{"name": "echo", "arguments": {"text": \n</tool_call>', "bad tool call: not valid JSON"),
+        (call_text("echo", words="x"), "bad arguments for echo"),
+        (call_text("mul", a=1), "unknown tool 'mul'"),
+        (call_text("echo", text="boom"), "echo failed: RuntimeError: the echo broke"),
+    ],
+)
 def test_tool_errors_are_observations_the_model_reads_and_recovers_from(bad, kind):
     def script(messages, request):
         if messages[-1]["role"] == "user":
@@ -212,16 +237,33 @@ def echo_tool(monkeypatch):
 
 
 def write_questions(path, n=7):
-    pq.write_table(pa.table({"id": [f"p{i}" for i in range(n)], "problem": [f"word{i}" for i in range(n)],
-                             "answer": [f"WORD{i}" for i in range(n)], "topic": ["t"] * n}), path)
+    pq.write_table(
+        pa.table(
+            {
+                "id": [f"p{i}" for i in range(n)],
+                "problem": [f"word{i}" for i in range(n)],
+                "answer": [f"WORD{i}" for i in range(n)],
+                "topic": ["t"] * n,
+            }
+        ),
+        path,
+    )
     return str(path)
 
 
 def tool_config(tmp_path, **kw):
     from reasonkit.gen.stage import GenerateConfig
 
-    base_kw = dict(prompts=write_questions(tmp_path / "q.parquet"), teacher="fake-teacher", out=str(tmp_path / "out"),
-                   n=2, shard_size=3, tools="echo", max_turns=4, instruction="")
+    base_kw = dict(
+        prompts=write_questions(tmp_path / "q.parquet"),
+        teacher="fake-teacher",
+        out=str(tmp_path / "out"),
+        n=2,
+        shard_size=3,
+        tools="echo",
+        max_turns=4,
+        instruction="",
+    )
     return GenerateConfig(**{**base_kw, **kw})
 
 
@@ -279,13 +321,16 @@ def distill(args):
     return CliRunner().invoke(cli, ["generate", *args])
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--tools", "search,calculator", "--corpus", "c.jsonl"], "unknown tool 'calculator'"),
-    (["--tools", "python", "--max-turns", "0"], "--max-turns 0: expected at least 1"),
-    (["--tools", "search"], "--tools search needs --corpus"),
-    (["--corpus", "c.jsonl"], "only the search tool reads a corpus"),
-    (["--tools", ","], "no tool named"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--tools", "search,calculator", "--corpus", "c.jsonl"], "unknown tool 'calculator'"),
+        (["--tools", "python", "--max-turns", "0"], "--max-turns 0: expected at least 1"),
+        (["--tools", "search"], "--tools search needs --corpus"),
+        (["--corpus", "c.jsonl"], "only the search tool reads a corpus"),
+        (["--tools", ","], "no tool named"),
+    ],
+)
 def test_bad_tool_options_are_one_line_exit_2_nothing_written(tmp_path, extra, message):
     (tmp_path / "c.jsonl").write_text('{"id": "d1", "contents": "Vell Orrin wrote The Salt Road."}\n')
     prompts = write_questions(tmp_path / "q.parquet")

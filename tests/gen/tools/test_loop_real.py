@@ -56,8 +56,21 @@ def tool_engine(tool_model):
 
 def tool_config(task, model, out, **kw):
     corpus, prompts = task
-    base = dict(prompts=prompts, teacher=model, out=str(out), n=1, max_tokens=64, temperature=0.0, shard_size=2,
-                dtype="float32", max_model_len=MAX_MODEL_LEN, tools="search", corpus=corpus, max_turns=4, search_k=SEARCH_K)
+    base = dict(
+        prompts=prompts,
+        teacher=model,
+        out=str(out),
+        n=1,
+        max_tokens=64,
+        temperature=0.0,
+        shard_size=2,
+        dtype="float32",
+        max_model_len=MAX_MODEL_LEN,
+        tools="search",
+        corpus=corpus,
+        max_turns=4,
+        search_k=SEARCH_K,
+    )
     return GenerateConfig(**{**base, **kw})
 
 
@@ -79,14 +92,18 @@ def check_trajectories(out, n_rows):
         firsts = [next(m["content"] for m in r["messages"] if m["role"] == "tool") for r in rows]
         assert all(" is a novel by " in o for o in firsts), firsts  # its title search hits the book's passage
         boxed = [r for r in rows if r["finish_reason"] == "stop" and "\\boxed{" in r["response"]]
-        assert len(boxed) >= len(rows) / 2, [r["response"] for r in rows]  # measured: 5 of 8 sampled at T 0.7, 3 of 4 greedy
+        assert len(boxed) >= len(rows) / 2, [
+            r["response"] for r in rows
+        ]  # measured: 5 of 8 sampled at T 0.7, 3 of 4 greedy
     return rows
 
 
 def test_vllm_offline_runs_the_tool_loop(tmp_path, task, tool_model, tool_engine):
     cfg = tool_config(task, tool_model, tmp_path / "out", n=2, temperature=0.7, top_p=1.0)
     manifest = generate(cfg, backend=make_backend(cfg, llm=tool_engine))
-    assert manifest["complete"] and manifest["kind"] == "trajectories" and manifest["backend_info"]["backend"] == "vllm"
+    assert (
+        manifest["complete"] and manifest["kind"] == "trajectories" and manifest["backend_info"]["backend"] == "vllm"
+    )
     check_trajectories(tmp_path / "out", 8)
     # per-turn seeds: the same run again draws the same trajectories
     cfg_b = tool_config(task, tool_model, tmp_path / "again", n=2, temperature=0.7, top_p=1.0)
@@ -117,7 +134,17 @@ def test_openai_backend_reads_the_servers_parsed_tool_calls(tmp_path, task, tool
             box = load_tools("search", corpus=task[0], k=SEARCH_K)
             question = rows[0]["messages"][:1]
             backend = OpenAIBackend(tool_model, base_url=url)
-            [done] = backend.generate([Request("q", question, 1, Sampling(temperature=0.0, top_p=1.0, max_tokens=64, seed=0), tools=box.schemas())])
+            [done] = backend.generate(
+                [
+                    Request(
+                        "q",
+                        question,
+                        1,
+                        Sampling(temperature=0.0, top_p=1.0, max_tokens=64, seed=0),
+                        tools=box.schemas(),
+                    )
+                ]
+            )
             assert done.tool_calls and done.tool_calls[0].name == "search" and "<tool_call>" not in done.text
 
 
@@ -127,9 +154,36 @@ def test_sigkill_mid_run_resumes_with_nothing_lost_or_repeated(tmp_path, task, t
     # shards and resume are the same on every backend
     prompts = agent_task.write_prompts(tmp_path / "p.parquet", 4, split="test")
     out = tmp_path / "out"
-    args = ["--prompts", prompts, "--teacher", tool_model, "--out", str(out), "--backend", "hf", "--n", "2",
-            "--max-tokens", "32", "--temperature", "0", "--shard-size", "1", "--batch-size", "4", "--dtype", "float32",
-            "--tools", "search", "--corpus", corpus, "--max-turns", "4", "--search-k", str(SEARCH_K)]
+    args = [
+        "--prompts",
+        prompts,
+        "--teacher",
+        tool_model,
+        "--out",
+        str(out),
+        "--backend",
+        "hf",
+        "--n",
+        "2",
+        "--max-tokens",
+        "32",
+        "--temperature",
+        "0",
+        "--shard-size",
+        "1",
+        "--batch-size",
+        "4",
+        "--dtype",
+        "float32",
+        "--tools",
+        "search",
+        "--corpus",
+        corpus,
+        "--max-turns",
+        "4",
+        "--search-k",
+        str(SEARCH_K),
+    ]
     killed = kill_after_first_shard(distill_generate(args), out, tmp_path / "log")
     assert not killed["complete"] and 0 < killed["rows"] < 8
     done = subprocess.run(distill_generate(args), capture_output=True, text=True, timeout=600)

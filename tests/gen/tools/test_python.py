@@ -88,7 +88,9 @@ def test_write_outside_its_directory(box):
         assert not target.exists()
         if "minroot" in ISOLATION and not str(REPO).startswith("/tmp/"):  # the repository is not in the view
             # (its skeleton is read-only; a clone under /tmp has it on the private /tmp, where a write vanishes)
-            assert obs.error == "tool_error" and ("Read-only file system" in obs.content or "FileNotFoundError" in obs.content)
+            assert obs.error == "tool_error" and (
+                "Read-only file system" in obs.content or "FileNotFoundError" in obs.content
+            )
     finally:
         target.unlink(missing_ok=True)
 

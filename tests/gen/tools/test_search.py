@@ -51,15 +51,18 @@ def test_reads_every_passage_in_file_order(corpus_file):
     assert corpus.contents == [r["contents"] for r in ROWS]
 
 
-@pytest.mark.parametrize("query, first", [
-    ("The Glass Orchard", "novel-0"),
-    ("Salt and Lanterns", "novel-1"),
-    ("Vell Ardo Kuge Prize", "won-0"),
-    ("Mira Tosk Kuge Prize", "won-1"),
-    ("Vell Ardo Orrin Medal", "won-2"),
-    ("When was Mira Tosk born?", "born-1"),
-    ("harbour towns", "7"),
-])
+@pytest.mark.parametrize(
+    "query, first",
+    [
+        ("The Glass Orchard", "novel-0"),
+        ("Salt and Lanterns", "novel-1"),
+        ("Vell Ardo Kuge Prize", "won-0"),
+        ("Mira Tosk Kuge Prize", "won-1"),
+        ("Vell Ardo Orrin Medal", "won-2"),
+        ("When was Mira Tosk born?", "born-1"),
+        ("harbour towns", "7"),
+    ],
+)
 def test_a_literal_query_finds_its_passage_first(corpus_file, query, first):
     lines = make_search(corpus_file)(query).splitlines()
     assert lines[0].startswith(f"[{first}] ")
@@ -115,15 +118,21 @@ def test_one_index_per_corpus_content(tmp_path):
     assert index_for(read_corpus(a)) is not index_for(read_corpus(c))
 
 
-@pytest.mark.parametrize("name, rows, expected", [
-    ("nocontents.jsonl", [{"id": "a", "text": "x"}], r"nocontents\.jsonl:1: no 'contents' column"),
-    ("noid.jsonl", [{"id": "a", "contents": "x"}, {"contents": "y"}], r"noid\.jsonl:2: no 'id' column"),
-    ("nocontents.parquet", [{"id": "a", "text": "x"}], r"nocontents\.parquet: no 'contents' column"),
-    ("noid.parquet", [{"doc": "a", "contents": "x"}], r"noid\.parquet: no 'id' column"),
-    ("nullcontents.parquet", [{"id": "a", "contents": "x"}, {"id": "b", "contents": None}],
-     r"nullcontents\.parquet: row 1: 'contents' is NoneType"),
-    ("empty.jsonl", [], r"empty\.jsonl: no passages"),
-])
+@pytest.mark.parametrize(
+    "name, rows, expected",
+    [
+        ("nocontents.jsonl", [{"id": "a", "text": "x"}], r"nocontents\.jsonl:1: no 'contents' column"),
+        ("noid.jsonl", [{"id": "a", "contents": "x"}, {"contents": "y"}], r"noid\.jsonl:2: no 'id' column"),
+        ("nocontents.parquet", [{"id": "a", "text": "x"}], r"nocontents\.parquet: no 'contents' column"),
+        ("noid.parquet", [{"doc": "a", "contents": "x"}], r"noid\.parquet: no 'id' column"),
+        (
+            "nullcontents.parquet",
+            [{"id": "a", "contents": "x"}, {"id": "b", "contents": None}],
+            r"nullcontents\.parquet: row 1: 'contents' is NoneType",
+        ),
+        ("empty.jsonl", [], r"empty\.jsonl: no passages"),
+    ],
+)
 def test_a_bad_corpus_is_one_user_error_naming_the_file(tmp_path, name, rows, expected):
     path = write(tmp_path / name, rows)
     with pytest.raises(UserError, match=expected) as err:

@@ -1,17 +1,18 @@
-"""`distill score`: a real reward model's numbers, batched as alone, resumed without redoing or duplicating, bad input."""
+"""`distill score`: a real reward model's numbers, batched as alone, resumed without redoing or duplicating, bad input."""  # noqa: E501
 
 import json
 
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
-from ...helpers.score import TEACHER, arithmetic_traces, build_reward_model
 
 from reasonkit.cli import cli
 from reasonkit.filters.synthetic import write_traces
 from reasonkit.judges.score.run import ScoreConfig, run_score
 from reasonkit.judges.score.scorer import Scorer, inspect_model, turn_of
 from reasonkit.store import load_manifest, read_stage
+
+from ...helpers.score import TEACHER, arithmetic_traces, build_reward_model
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,10 @@ def traces(tmp_path_factory):
 
 def _scored(out) -> dict:
     t = read_stage(out)
-    return {(i, s): (r, sr) for i, s, r, sr in zip(*(t.column(c).to_pylist() for c in ("id", "sample", "reward", "step_rewards")))}
+    return {
+        (i, s): (r, sr)
+        for i, s, r, sr in zip(*(t.column(c).to_pylist() for c in ("id", "sample", "reward", "step_rewards")))
+    }
 
 
 def _direct(model_dir, rows):
@@ -140,7 +144,9 @@ def test_resume_after_a_partial_run_neither_redoes_nor_duplicates(models, traces
     assert len(keys) == len(set(keys)) == 24
     run_score(ScoreConfig(input=traces, out=str(tmp_path / "whole"), model=models["rm"], batch_size=3))
     whole = _scored(tmp_path / "whole")
-    assert {k: v[0] for k, v in _scored(tmp_path / "r").items()} == pytest.approx({k: v[0] for k, v in whole.items()}, abs=1e-5)
+    assert {k: v[0] for k, v in _scored(tmp_path / "r").items()} == pytest.approx(
+        {k: v[0] for k, v in whole.items()}, abs=1e-5
+    )
     third = _Dies(scorer, after=0)  # complete: a rerun scores nothing
     assert run_score(cfg, scorer=third)["scored_this_run"] == 0
 
@@ -152,8 +158,16 @@ def test_a_lora_adapter_is_accepted(models, traces, tmp_path):
 
     torch.manual_seed(1)
     base = AutoModelForSequenceClassification.from_pretrained(str(TEACHER), num_labels=1)
-    peft = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], task_type="SEQ_CLS",
-                                           modules_to_save=["score"], init_lora_weights=False))
+    peft = get_peft_model(
+        base,
+        LoraConfig(
+            r=4,
+            target_modules=["q_proj", "v_proj"],
+            task_type="SEQ_CLS",
+            modules_to_save=["score"],
+            init_lora_weights=False,
+        ),
+    )
     with torch.no_grad():
         peft.base_model.model.score.modules_to_save["default"].weight.normal_(0, 1)
     peft.save_pretrained(tmp_path / "adapter")
@@ -196,13 +210,19 @@ def test_bad_input_is_one_line_exit_2_nothing_written(case, models, traces, tmp_
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    expected = {"causal_lm": "LlamaForCausalLM", "missing": "no such model directory", "no_completion": "missing column 'sample'"}
+    expected = {
+        "causal_lm": "LlamaForCausalLM",
+        "missing": "no such model directory",
+        "no_completion": "missing column 'sample'",
+    }
     assert expected[case] in lines[0]
     assert not out.exists()
 
 
 def test_report_and_cli_output(models, traces, tmp_path):
-    result = CliRunner().invoke(cli, ["score", traces, "--model", models["rm"], "--out", str(tmp_path / "c"), "--batch-size", "4"])
+    result = CliRunner().invoke(
+        cli, ["score", traces, "--model", models["rm"], "--out", str(tmp_path / "c"), "--batch-size", "4"]
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "c" / "report.json").read_text())
     assert report["rows"] == 24 and report["unscored"] == 0 and report["reward"]["min"] < report["reward"]["max"]
@@ -212,6 +232,10 @@ def test_the_command_and_config_import_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys, reasonkit.judges.score.command, reasonkit.judges.score.run, reasonkit.filters.reward_model; "
-            "print(sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'pyarrow') if m in sys.modules))")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    code = (
+        "import sys, reasonkit.judges.score.command, reasonkit.judges.score.run, reasonkit.filters.reward_model; "
+        "print(sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'pyarrow') if m in sys.modules))"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    )

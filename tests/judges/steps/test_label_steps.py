@@ -6,13 +6,14 @@ import dataclasses
 
 import pytest
 from click.testing import CliRunner
-from ...helpers.steps import corrupt, corrupted_stage, problems, reasoning_lines, traces_stage
 
 from reasonkit.cli import cli
-from reasonkit.judges.steps.run import run_label_steps
 from reasonkit.judges.steps.config import LabelStepsConfig
+from reasonkit.judges.steps.run import run_label_steps
 from reasonkit.recipes.tasks.math import render, solution
 from reasonkit.store import load_manifest, read_stage
+
+from ...helpers.steps import corrupt, corrupted_stage, problems, reasoning_lines, traces_stage
 
 
 def check_labels(out, p, text):
@@ -20,7 +21,9 @@ def check_labels(out, p, text):
     row = read_stage(out).to_pylist()[0]
     good, bad = reasoning_lines(solution(p)), reasoning_lines(text)
     assert good[:2] == bad[:2] and good[2] != bad[2]
-    assert row["completions"][:5] == bad and row["completions"][5] == "</think>\nThe answer is \\boxed{%s}." % p["answer"]
+    assert (
+        row["completions"][:5] == bad and row["completions"][5] == "</think>\nThe answer is \\boxed{%s}." % p["answer"]
+    )
     # lines 1-2 can still be finished correctly; after the slip in line 3 the greedy teacher cannot
     assert row["labels"][:3] == [True, True, False], row["labels"]
     assert row["soft"][:3] == [1.0, 1.0, 0.0] and row["first_error"] == 2 and row["rollouts"] == 1
@@ -37,8 +40,9 @@ def check_labels(out, p, text):
 def test_labels_and_pair_of_a_wrong_third_line_hf(tmp_path, teacher_dir):
     src, p, text = corrupted_stage(tmp_path / "traces")
     out = tmp_path / "steps"
-    report = run_label_steps(LabelStepsConfig(input=src, out=str(out), policy=teacher_dir, backend="hf",
-                                              temperature=0, n=3))
+    report = run_label_steps(
+        LabelStepsConfig(input=src, out=str(out), policy=teacher_dir, backend="hf", temperature=0, n=3)
+    )
     check_labels(out, p, text)
     assert report["solutions"] == 1 and report["pairs"] == 1 and report["rollouts_per_step"] == 1
     assert load_manifest(out)["kind"] == "steps" and load_manifest(out / "step_dpo")["kind"] == "prefs_text"
@@ -81,8 +85,10 @@ def test_sampled_rollouts_soft_labels(tmp_path, teacher_dir, vllm_engine):
     ps = problems(2)
     src = traces_stage(tmp_path / "traces", ps, [solution(q) for q in ps])
     out = tmp_path / "steps"
-    run_label_steps(LabelStepsConfig(input=src, out=str(out), policy=teacher_dir, n=3, temperature=1.0, limit=1),
-                    backend=VllmBackend(llm=vllm_engine))
+    run_label_steps(
+        LabelStepsConfig(input=src, out=str(out), policy=teacher_dir, n=3, temperature=1.0, limit=1),
+        backend=VllmBackend(llm=vllm_engine),
+    )
     (row,) = read_stage(out).to_pylist()  # --limit 1
     assert row["rollouts"] == 3 and len(row["soft"]) == len(row["labels"]) == len(row["completions"])
     assert all(lab == (s > 0) for lab, s in zip(row["labels"], row["soft"]))
@@ -101,13 +107,17 @@ def test_bad_input_one_line_exit_2(tmp_path, teacher_dir, case):
     text = {"empty": ""}.get(case, solution(p[0]))
     src = traces_stage(tmp_path / "traces", p, [text], answers=[None] if case == "no_gold" else None)
     out = tmp_path / "steps"
-    code, output = _cli([src, "--policy", teacher_dir, "--out", str(out), "--backend", "hf",
-                         *(["--n", "0"] if case == "n0" else [])])
+    code, output = _cli(
+        [src, "--policy", teacher_dir, "--out", str(out), "--backend", "hf", *(["--n", "0"] if case == "n0" else [])]
+    )
     assert code == 2, output
     lines = [line for line in output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), output
-    expected = {"no_gold": f"row 0 (id {p[0]['id']!r}, sample 0): no gold answer",
-                "empty": "empty solution, no step to label", "n0": "--n 0: expected at least 1"}[case]
+    expected = {
+        "no_gold": f"row 0 (id {p[0]['id']!r}, sample 0): no gold answer",
+        "empty": "empty solution, no step to label",
+        "n0": "--n 0: expected at least 1",
+    }[case]
     assert expected in lines[0]
     assert not out.exists()  # nothing written
 
@@ -121,8 +131,10 @@ def test_command_module_imports_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys, reasonkit.judges.steps.command, reasonkit.judges.steps.config; "
-            "print(sorted(m for m in ('pyarrow', 'torch', 'vllm', 'transformers') if m in sys.modules))")
+    code = (
+        "import sys, reasonkit.judges.steps.command, reasonkit.judges.steps.config; "
+        "print(sorted(m for m in ('pyarrow', 'torch', 'vllm', 'transformers') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -136,14 +148,19 @@ def test_wrong_only_labels_the_solutions_with_a_wrong_answer(tmp_path, teacher_d
     texts[1] = texts[1].replace("\\boxed{%s}" % ps[1]["answer"], "\\boxed{%d}" % (int(ps[1]["answer"]) + 1))
     src = traces_stage(tmp_path / "traces", ps, texts)
     out = tmp_path / "steps"
-    report = run_label_steps(LabelStepsConfig(input=src, out=str(out), policy=teacher_dir, temperature=0, wrong_only=True),
-                             backend=VllmBackend(llm=vllm_engine))
+    report = run_label_steps(
+        LabelStepsConfig(input=src, out=str(out), policy=teacher_dir, temperature=0, wrong_only=True),
+        backend=VllmBackend(llm=vllm_engine),
+    )
     (row,) = read_stage(out).to_pylist()
     assert row["id"] == ps[1]["id"] and row["correct"] is False and report["rows_skipped"] == {"correct": 2}
     # every line is right, only the boxed answer is not: the first wrong step is the last one
     assert row["labels"] == [True] * (len(row["labels"]) - 1) + [False]
     (pair,) = read_stage(out / "step_dpo").to_pylist()
-    assert pair["rejected"] == row["completions"][-1] + "\n" and pair["chosen"] == "</think>\nThe answer is \\boxed{%s}.\n" % ps[1]["answer"]
+    assert (
+        pair["rejected"] == row["completions"][-1] + "\n"
+        and pair["chosen"] == "</think>\nThe answer is \\boxed{%s}.\n" % ps[1]["answer"]
+    )
 
 
 def test_reads_kept_rows_and_the_rejected_wrong_ones(tmp_path):
@@ -160,7 +177,9 @@ def test_reads_kept_rows_and_the_rejected_wrong_ones(tmp_path):
     dropped = read_stage(traces_stage(tmp_path / "x", ps[1:], texts)).to_pylist()
     for row, (reason, finish) in zip(dropped, [("wrong", "stop"), ("language", "stop"), ("wrong", "length")]):
         row.update(drop_reason=reason, finish_reason=finish)
-    writer = StageWriter(tmp_path / "verified" / "rejected", stage="filter", kind=None, config={}, keys=("id", "sample"))
+    writer = StageWriter(
+        tmp_path / "verified" / "rejected", stage="filter", kind=None, config={}, keys=("id", "sample")
+    )
     writer.commit(pa.Table.from_pylist(dropped))
     writer.finish()
     cfg = LabelStepsConfig(input=kept, out=str(tmp_path / "o"), policy="m", separator="\n")

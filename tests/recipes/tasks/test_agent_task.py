@@ -1,4 +1,4 @@
-"""The synthetic tool-use task: a deterministic world, a Search-R1 corpus, prompts split by book, reference trajectories."""
+"""The synthetic tool-use task: a deterministic world, a Search-R1 corpus, prompts split by book, reference trajectories."""  # noqa: E501
 
 import json
 
@@ -6,7 +6,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from reasonkit.errors import UserError
-from reasonkit.recipes.tasks.agent import corpus, make_world, questions, reference_messages, write_corpus, write_prompts
+from reasonkit.recipes.tasks.agent import (
+    corpus,
+    make_world,
+    questions,
+    reference_messages,
+    write_corpus,
+    write_prompts,
+)
 
 
 def test_world_is_deterministic_per_seed_and_consistent():
@@ -23,7 +30,9 @@ def test_names_are_the_worlds_own_and_short():
     from reasonkit.recipes.tasks.agent import N_AUTHORS
 
     w = make_world()
-    words = {word for name, _ in w.authors for word in name.split()} | {word for t, _, _ in w.books for word in t.split()}
+    words = {word for name, _ in w.authors for word in name.split()} | {
+        word for t, _, _ in w.books for word in t.split()
+    }
     assert all(word.isalpha() and len(word) <= 5 for word in words)
     assert len(w.authors) == N_AUTHORS
 
@@ -89,7 +98,9 @@ def test_reference_trajectory_renders_parses_back_and_the_filter_reads_its_answe
     add_response_schema(tok)
     parsed = []
     for end in (2, 4, 6):  # each assistant turn parsed back from its tokens, as TRL reads a generation
-        prefix = tok.apply_chat_template(msgs[: end - 1], tools=[search], add_generation_prompt=True, tokenize=True, return_dict=False)
+        prefix = tok.apply_chat_template(
+            msgs[: end - 1], tools=[search], add_generation_prompt=True, tokenize=True, return_dict=False
+        )
         full = tok.apply_chat_template(msgs[:end], tools=[search], tokenize=True, return_dict=False)
         parsed.append(parse_response(tok, full[len(prefix) :], prefix=prefix))
     first, second, final = parsed

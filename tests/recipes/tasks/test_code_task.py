@@ -24,14 +24,40 @@ def test_reference_programs_pass_and_a_memorised_example_fails(tmp_path):
     rows = []
     for variant in ("mul", "aime"):
         for p in code_task.make_problems(3, seed=2, variant=variant):
-            rows.append(trace(p["id"], 0, problem=p["problem"], reasoning=None, response=code_task.solution(p),
-                              answer=None, tests=p["tests"]))
+            rows.append(
+                trace(
+                    p["id"],
+                    0,
+                    problem=p["problem"],
+                    reasoning=None,
+                    response=code_task.solution(p),
+                    answer=None,
+                    tests=p["tests"],
+                )
+            )
             example = json.loads(p["tests"])["outputs"][0].strip()
-            rows.append(trace(p["id"], 1, problem=p["problem"], reasoning=None, answer=None, tests=p["tests"],
-                              response=f"```python\nprint({example})\n```"))
+            rows.append(
+                trace(
+                    p["id"],
+                    1,
+                    problem=p["problem"],
+                    reasoning=None,
+                    answer=None,
+                    tests=p["tests"],
+                    response=f"```python\nprint({example})\n```",
+                )
+            )
     write_traces(tmp_path / "traces", rows)
-    report = run_filter(FilterConfig(traces=str(tmp_path / "traces"), out=str(tmp_path / "out"), verifier="code",
-                                     lang=None, dedup="none", verify_timeout=2.0))
+    report = run_filter(
+        FilterConfig(
+            traces=str(tmp_path / "traces"),
+            out=str(tmp_path / "out"),
+            verifier="code",
+            lang=None,
+            dedup="none",
+            verify_timeout=2.0,
+        )
+    )
     kept = read_stage(tmp_path / "out", kind="verdicts")
     assert report["rows_out"] == 6 and set(kept.column("sample").to_pylist()) == {0}
     rejected = read_stage(tmp_path / "out" / "rejected", kind="verdicts")

@@ -18,4 +18,6 @@ def test_train_and_test_share_one_corpus_and_no_book(tmp_path):
     row = test[0]
     assert row["author"] in search(row["book"]), "the first hop: the book's passage names its author"
     assert row["answer"] in search(f"{row['author']} {row['prize']}"), "the second hop: the year"
-    assert row["messages"][0]["content"].startswith(f'What year did the author of "{row["book"]}" win the {row["prize"]}?')
+    assert row["messages"][0]["content"].startswith(
+        f'What year did the author of "{row["book"]}" win the {row["prize"]}?'
+    )

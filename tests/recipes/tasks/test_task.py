@@ -76,7 +76,9 @@ def test_every_step_of_the_worked_solution_is_true(variant):
 
 def test_held_out_never_shares_a_factor_pair_with_training():
     train = {frozenset(_factors(r["problem"])) for v in task.VARIANTS for r in task.make_problems(7000, 0, v)}
-    test = {frozenset(_factors(r["problem"])) for v in task.VARIANTS for r in task.make_problems(900, 0, v, split="test")}
+    test = {
+        frozenset(_factors(r["problem"])) for v in task.VARIANTS for r in task.make_problems(900, 0, v, split="test")
+    }
     assert train.isdisjoint(test)
     assert len(task.pairs("train")) + len(task.pairs("test")) == 90 * 90
     assert 700 <= len(task.pairs("test")) <= 1000  # about a tenth held out
@@ -103,7 +105,11 @@ def test_corpus_is_chat_rendered_and_mixes_both_variants():
     texts = task.corpus(n=11, seed=0)
     assert len(texts) == 11
     for text in texts:
-        assert re.fullmatch(r"<\|user\|>[^<]+\n\nPlease reason step by step, and put your final answer within "
-                            r"\\boxed\{\}\.<\|end\|><\|assistant\|><think>\n.+\n</think>\nThe answer is "
-                            r"\\boxed\{\d+\}\.<\|end\|>", text, flags=re.S), text
+        assert re.fullmatch(
+            r"<\|user\|>[^<]+\n\nPlease reason step by step, and put your final answer within "
+            r"\\boxed\{\}\.<\|end\|><\|assistant\|><think>\n.+\n</think>\nThe answer is "
+            r"\\boxed\{\d+\}\.<\|end\|>",
+            text,
+            flags=re.S,
+        ), text
     assert sum("remainder" in t for t in texts) in (5, 6)

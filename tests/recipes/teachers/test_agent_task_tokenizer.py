@@ -55,7 +55,9 @@ def test_tools_render_and_trl_parses_the_call_back(tok):
     assert '<tool_call>\n{"name": "search", "arguments": {"query": "Dovan Keth"}}\n</tool_call><|im_end|>' in text
     assert "<tool_response>\nDovan Keth is a novel by Sira Mol.\n</tool_response>" in text
     add_response_schema(tok)  # raises on a template TRL does not know
-    prefix = tok.apply_chat_template(MESSAGES[:1], tools=[search], add_generation_prompt=True, tokenize=True, return_dict=False)
+    prefix = tok.apply_chat_template(
+        MESSAGES[:1], tools=[search], add_generation_prompt=True, tokenize=True, return_dict=False
+    )
     full = tok.apply_chat_template(MESSAGES[:2], tools=[search], tokenize=True, return_dict=False)
     assert full[: len(prefix)] == prefix  # the template is prefix-preserving: generation continues the prompt
     parsed = parse_response(tok, full[len(prefix) :], prefix=prefix)

@@ -9,12 +9,22 @@ import json
 import pytest
 
 from reasonkit.recipes.tasks import agent as agent_task
-from reasonkit.recipes.teachers.agent import DEFAULT_DIR, REPORT, SEARCH_K, common_prefix, encode, shared_prefix_loss, solve
+from reasonkit.recipes.teachers.agent import (
+    DEFAULT_DIR,
+    REPORT,
+    SEARCH_K,
+    common_prefix,
+    encode,
+    shared_prefix_loss,
+    solve,
+)
 
 #: Held-out questions the shipped teacher is run on here (greedy, so the figure is exact for these).
 N_QUESTIONS = 24
-shipped = pytest.mark.skipif(not (DEFAULT_DIR / "model.safetensors").exists(),
-                             reason="recipes/assets/agent_teacher not trained yet (distill make-teacher --task agent)")
+shipped = pytest.mark.skipif(
+    not (DEFAULT_DIR / "model.safetensors").exists(),
+    reason="recipes/assets/agent_teacher not trained yet (distill make-teacher --task agent)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +92,9 @@ def test_loss_mask_covers_the_assistant_turns_only():
     trained = tok.decode([i for i, m in zip(ids, mask, strict=True) if m])
     call = '<tool_call>\n{{"name": "search", "arguments": {{"query": "{}"}}}}\n</tool_call><|im_end|>'
     expected = call.format(msgs[1]["tool_calls"][0]["function"]["arguments"]["query"])
-    expected += call.format(msgs[3]["tool_calls"][0]["function"]["arguments"]["query"]) + msgs[5]["content"] + "<|im_end|>"
+    expected += (
+        call.format(msgs[3]["tool_calls"][0]["function"]["arguments"]["query"]) + msgs[5]["content"] + "<|im_end|>"
+    )
     assert trained == expected  # no observation, no prompt, no newline after <|im_end|>
 
 
@@ -98,7 +110,9 @@ def test_shared_prefix_loss_equals_the_plain_forward():
     search = make_search(agent_task.corpus(world), k=SEARCH_K)
     schemas = [__import__("transformers").utils.get_json_schema(search)]
     tok = build_tool_tokenizer(["x"], vocab_size=400)
-    examples = [encode(tok, agent_task.reference_messages(q, search), schemas) for q in agent_task.questions(world)[:4]]
+    examples = [
+        encode(tok, agent_task.reference_messages(q, search), schemas) for q in agent_task.questions(world)[:4]
+    ]
     shared = common_prefix(examples)
     assert shared > 100  # the system and tools preamble
     model = build_model(tok, shape=TinyLlama(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64))
@@ -142,9 +156,13 @@ def test_snapshots_and_continued_training_keep_the_tokenizer(tmp_path):
     from reasonkit.recipes.teachers.tiny import TinyLlama
 
     shape = TinyLlama(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
-    first = make_agent_teacher(tmp_path / "a", n_train=16, max_steps=3, n_eval=1, snapshots=(2,), shape=shape, log=None)
+    first = make_agent_teacher(
+        tmp_path / "a", n_train=16, max_steps=3, n_eval=1, snapshots=(2,), shape=shape, log=None
+    )
     assert (tmp_path / "a" / "step_2" / "model.safetensors").is_file() and first["steps"] == 3
-    again = make_agent_teacher(tmp_path / "b", n_train=16, max_steps=1, n_eval=1, init_from=tmp_path / "a" / "step_2", log=None)
+    again = make_agent_teacher(
+        tmp_path / "b", n_train=16, max_steps=1, n_eval=1, init_from=tmp_path / "a" / "step_2", log=None
+    )
     assert again["parameters"] == first["parameters"] and again["shape"] == first["shape"]
     assert again["init_from"]["identity"].startswith("sha256:")
     a, b = (AutoTokenizer.from_pretrained(tmp_path / d) for d in ("a", "b"))

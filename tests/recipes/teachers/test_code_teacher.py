@@ -38,7 +38,9 @@ def test_prompt_is_what_generate_builds_from_the_chat_template(teacher):
 
     _, tok = teacher
     p = code_task.make_problems(1, 0, "aime", split="test")[0]
-    messages = build_messages([{"role": "user", "content": p["problem"]}], problem=p["problem"], instruction=INSTRUCTION)
+    messages = build_messages(
+        [{"role": "user", "content": p["problem"]}], problem=p["problem"], instruction=INSTRUCTION
+    )
     assert tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False) == prompt_text(p)
     ids, n_prompt = encode(tok, p)
     assert tok.decode(ids[n_prompt:]) == code_task.solution(p) + "<|end|>"
@@ -66,8 +68,10 @@ def test_make_teacher_task_code_writes_a_loadable_teacher_and_report(tmp_path):
     from reasonkit.cli import cli
 
     out = tmp_path / "t"
-    result = CliRunner().invoke(cli, ["make-teacher", "--task", "code", "--out", str(out), "--n-train", "64",
-                                      "--max-steps", "2", "--n-eval", "2"])
+    result = CliRunner().invoke(
+        cli,
+        ["make-teacher", "--task", "code", "--out", str(out), "--n-train", "64", "--max-steps", "2", "--n-eval", "2"],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output.strip().splitlines()[-1])
     assert summary["steps"] == 2 and set(summary["greedy_pass_at_1"]) == {"mul", "aime"}

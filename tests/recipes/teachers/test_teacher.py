@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.recipes.tasks import math as task
-from reasonkit.recipes.teachers.math import DEFAULT_DIR, REPORT, accuracy, complete, make_teacher
 from reasonkit.recipes.teachers.command import make_teacher_command
+from reasonkit.recipes.teachers.math import DEFAULT_DIR, REPORT, accuracy, complete, make_teacher
 
 
 def test_importing_the_module_imports_no_torch():
-    code = "import sys, reasonkit.recipes.teachers.math; sys.exit('torch' in sys.modules or 'transformers' in sys.modules)"
+    code = "import sys, reasonkit.recipes.teachers.math; sys.exit('torch' in sys.modules or 'transformers' in sys.modules)"  # noqa: E501
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -35,7 +35,9 @@ def test_make_teacher_for_a_few_steps_writes_a_loadable_model_and_a_report(tmp_p
 def test_make_teacher_command(tmp_path):
     runner = CliRunner()
     assert "--max-steps" in runner.invoke(make_teacher_command, ["--help"]).output
-    result = runner.invoke(make_teacher_command, ["--out", str(tmp_path), "--n-train", "16", "--max-steps", "2", "--n-eval", "1"])
+    result = runner.invoke(
+        make_teacher_command, ["--out", str(tmp_path), "--n-train", "16", "--max-steps", "2", "--n-eval", "1"]
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "model.safetensors").is_file() and (tmp_path / REPORT).is_file()
     assert '"steps": 2' in result.output

@@ -37,7 +37,9 @@ def test_chat_template_matches_the_task_rendering(loaded):
     _, tok = loaded
     problem = "What is 37 * 48?"
     prompt = [{"role": "user", "content": task.user_content(problem)}]
-    assert tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True) == task.render(problem, with_solution=False)
+    assert tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True) == task.render(
+        problem, with_solution=False
+    )
     full = prompt + [{"role": "assistant", "content": task.solution(problem)}]
     assert tok.apply_chat_template(full, tokenize=False) == task.render(problem)
 
@@ -45,7 +47,10 @@ def test_chat_template_matches_the_task_rendering(loaded):
 def test_assistant_mask_covers_only_the_assistant_turn(loaded):
     _, tok = loaded
     problem = "What is 12 * 34?"
-    full = [{"role": "user", "content": task.user_content(problem)}, {"role": "assistant", "content": task.solution(problem)}]
+    full = [
+        {"role": "user", "content": task.user_content(problem)},
+        {"role": "assistant", "content": task.solution(problem)},
+    ]
     enc = tok.apply_chat_template(full, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
     masked = [i for i, m in zip(enc["input_ids"], enc["assistant_masks"], strict=True) if m]
     assert tok.decode(masked) == task.solution(problem) + EOS
