@@ -27,20 +27,18 @@ def test_the_student_learns_as_the_readme_says(quickstart):
     out = quickstart.out
     state = json.loads((out / "_recipe_state.json").read_text())
     assert len(state) == STEPS and all(record["done"] for record in state.values())
-    # The teacher holds on every CPU measured: 0.9125 (219/240). The student does not yet (issue 36: its SFT crosses a
-    # cliff late in training, so the CPU's kernels move where it lands), pass@1 over 4 samples of 60 problems:
-    #   SFT  0.875 where the README was written; 0.842 on an Intel Xeon (Sapphire Rapids, AVX-512: this test and
-    #        the same run of 927ec9c, before issue 35's changes), 0.917 there with torch/oneDNN/MKL held to AVX2;
-    #        0.708 on an AMD EPYC (Zen 3, AVX2);
-    #   DPO  0.875, 0.842, 0.708; GRPO 0.871, 0.846, 0.683 on the same machines.
-    # Until the quickstart lands in a stable regime, the bars are the lowest of those less a few samples: a student
-    # that learned (it starts at 0.000), on any of the CPU kinds measured (bench/quickstart_spread.py reruns them).
+    # Measured (issue 36; README's table), pass@1 over 8 samples of 200 held-out problems, bench/quickstart_spread.py:
+    # on a 2-core AMD EPYC Zen 4 (AVX-512), seed 0 (this test's): teacher 0.932, SFT 0.916, DPO 0.915, GRPO 0.918
+    # with its own kernels (the same from a fresh clone); 0.932, 0.936, 0.936, 0.936 with torch/oneDNN/MKL/vLLM held
+    # to AVX2 (what a Zen 3 runs). Over seeds 0-2 the SFT student ranged 0.866-0.937: it still moves with the seed more
+    # than the 0.03 issue 36 asks. The bars are the lowest SFT figure less a few samples, and the teacher's less 0.03:
+    # a student that learned (it starts at 0.000) on every setting and seed measured.
     figures = {step: pass_at_1(out, step) for step in EVALS}
-    assert figures["eval_teacher"] >= 0.89, figures
+    assert figures["eval_teacher"] >= 0.90, figures
     assert figures["eval_student_before"] <= 0.02, figures
-    assert figures["eval_student_sft"] >= 0.68, figures
-    assert figures["eval_student_dpo"] >= 0.68, figures
-    assert figures["eval_student_grpo"] >= 0.65, figures
+    assert figures["eval_student_sft"] >= 0.83, figures
+    assert figures["eval_student_dpo"] >= 0.83, figures
+    assert figures["eval_student_grpo"] >= 0.83, figures
     report = (out / "report.md").read_text()
     for heading in (
         "## Steps",
