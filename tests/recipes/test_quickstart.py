@@ -96,4 +96,4 @@ def test_grpo_keeps_its_rollouts_and_is_compared_with_sft(quickstart):
     assert report["steps"] == 30 and report["method"] == "grpo"
     assert "rewards (first step -> last steps): accuracy" in (quickstart.out / "report.md").read_text()
     text = (quickstart.out / "report.md").read_text().split("## Paired comparisons")[1]
-    assert "paired bootstrap over 60 problems" in text
+    assert "paired bootstrap over 200 problems" in text
