@@ -171,15 +171,20 @@ def _compare_pairs(raw: Any, steps: list[Step], path: str) -> tuple[tuple[str, s
     return tuple(pairs)
 
 
+def placeholders(value: Any) -> list[str]:
+    """Every ``${name}`` anywhere inside a config value: step names and builtins."""
+    if isinstance(value, str):
+        return REF.findall(value)
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in placeholders(v)]
+    if isinstance(value, (list, tuple)):
+        return [r for v in value for r in placeholders(v)]
+    return []
+
+
 def references(value: Any) -> list[str]:
     """Step names referenced anywhere inside a config value."""
-    if isinstance(value, str):
-        return [r for r in REF.findall(value) if r not in BUILTINS]
-    if isinstance(value, dict):
-        return [r for v in value.values() for r in references(v)]
-    if isinstance(value, (list, tuple)):
-        return [r for v in value for r in references(v)]
-    return []
+    return [r for r in placeholders(value) if r not in BUILTINS]
 
 
 def resolve(value: Any, recipe: Recipe) -> Any:

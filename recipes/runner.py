@@ -29,7 +29,7 @@ from reasonkit.distill.config import LAUNCH_FIELDS
 from reasonkit.engine import ENGINE_FIELDS
 from reasonkit.errors import UserError
 from reasonkit.recipes.isolate import MODEL_STAGES, StepTask, isolating, jsonable, run_in_child
-from reasonkit.recipes.recipe import REF, Recipe, Step, references, resolve, step_dir
+from reasonkit.recipes.recipe import Recipe, Step, placeholders, references, resolve, step_dir
 from reasonkit.recipes.stages import STAGES
 from reasonkit.store import fingerprint
 
@@ -105,20 +105,9 @@ def _semantic(step: Step, spec, config) -> dict[str, Any]:
         k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FINGERPRINTED and k != spec.out_field
     }
     for key, raw in step.config.items():
-        if key in semantic and _names_a_path(raw):
+        if key in semantic and placeholders(raw):
             semantic[key] = raw
     return semantic
-
-
-def _names_a_path(value: Any) -> bool:
-    """Whether a raw config value holds a ``${...}`` (a step's directory or a builtin path) anywhere."""
-    if isinstance(value, str):
-        return REF.search(value) is not None
-    if isinstance(value, dict):
-        return any(_names_a_path(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_names_a_path(v) for v in value)
-    return False
 
 
 def _contents(step: Step, spec, config, recipe: Recipe) -> dict[str, list[str]]:
