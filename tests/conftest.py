@@ -77,8 +77,14 @@ def ray_cluster() -> str:
     environment set above. Imported here, not at the top: only the Ray tests pay for Ray."""
     import ray
 
+    from ray import cloudpickle
+
     from reasonkit.ray_engine import connect
 
+    # A class a test defines travels to Ray's workers by value: pytest imports this folder as a package
+    # named after the checkout's folder (main.tests in a clone named main), which no worker can import, so
+    # a reference to it failed there (ModuleNotFoundError: No module named 'main').
+    cloudpickle.register_pickle_by_value(sys.modules[__package__])
     connect(num_cpus=2, object_store_mb=200)
     try:
         yield ray.get_runtime_context().gcs_address
