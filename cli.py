@@ -1,57 +1,20 @@
 """The ``distill`` command line: a click group whose subcommands load only when run.
 
-Each stage owns its command next to its code (``reasonkit.gen.command:generate`` and so on); this
-file only maps names to those places. Nothing heavy is imported until a command actually runs, so
-``distill --help`` is instant (tests/test_cli.py holds it under one second).
+Each stage owns its command next to its code (``reasonkit.gen.command:generate`` and so on); the spine's
+registry (stages.py, which the recipe runner reads too) maps names to those places. Nothing heavy is imported
+until a command actually runs, so ``distill --help`` is instant (tests/test_cli.py holds it under one second).
 
-Bad input surfaces as :class:`reasonkit.errors.UserError`: one line on stderr, exit status 2,
-never a traceback.
+Bad input surfaces as :class:`reasonkit.errors.UserError`: one line on stderr, exit status 2, never a
+traceback (options.ExitOnUserError, which the group below holds).
 """
 
 from __future__ import annotations
-
-import importlib
 
 import click
 
 from reasonkit import __version__
 from reasonkit.options import ExitOnUserError
-
-# name -> (import path of a click command, one-line help shown by `distill --help`).
-COMMANDS: dict[str, tuple[str, str]] = {
-    "generate": (
-        "reasonkit.gen.command:generate",
-        "Sample teacher reasoning traces (vLLM, OpenAI-compatible, transformers).",
-    ),
-    "filter": ("reasonkit.filters.command:filter", "Verify, language-check, dedup and decontaminate traces."),
-    "pairs": ("reasonkit.judges.command:pairs", "Build DPO pairs from verified and rejected samples."),
-    "judge": ("reasonkit.judges.command:judge", "LLM-as-judge preferences (pointwise or pairwise)."),
-    "critique": ("reasonkit.judges.command:critique", "Constitutional critique and revision (RLAIF)."),
-    "label-steps": (
-        "reasonkit.judges.steps.command:label_steps",
-        "Math-Shepherd step labels from policy rollouts, and Step-DPO pairs.",
-    ),
-    "score": ("reasonkit.judges.score.command:score", "Score traces with a reward model (or a PRM, per step)."),
-    "prepare-student": (
-        "reasonkit.distill.prepare.command:prepare_student_command",
-        "Longer context, RoPE, a marked chat template and EOS = turn end for a base model.",
-    ),
-    "train": ("reasonkit.distill.command:train", "SFT, DPO, GRPO, reward and process reward models (TRL + peft)."),
-    "eval": ("reasonkit.distill.eval.command:eval_", "pass@1 over k samples, cons@k, pass@k; protocol recorded."),
-    "push": ("reasonkit.hub.push:push_command", "Publish a stage directory to the Hugging Face Hub."),
-    "run": ("reasonkit.recipes.command:run", "Run a whole recipe YAML, resuming finished stages."),
-    "validate": ("reasonkit.recipes.command:validate", "Check a recipe YAML without loading any model."),
-    "quickstart": ("reasonkit.recipes.command:quickstart", "The whole loop on this CPU with the embedded teacher."),
-    "inspect": ("reasonkit.inspect_stage:inspect", "Show a stage directory: manifest, schema, counts, a sample row."),
-    "view": (
-        "reasonkit.view.command:view",
-        "One offline HTML page of a stage directory or a run: funnel, rows, evals.",
-    ),
-    "make-teacher": (
-        "reasonkit.recipes.teachers.command:make_teacher_command",
-        "Train the embedded tiny teacher from scratch.",
-    ),
-}
+from reasonkit.stages import COMMANDS, load
 
 
 class LazyGroup(ExitOnUserError, click.Group):
@@ -64,16 +27,15 @@ class LazyGroup(ExitOnUserError, click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        target, help_text = COMMANDS[name]
-        module_name, attr = target.split(":")
-        command = getattr(importlib.import_module(module_name), attr)
-        command.short_help = command.short_help or help_text
+        spec = COMMANDS[name]
+        command = load(spec.command)
+        command.short_help = command.short_help or spec.help
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # Listing uses the table above, so `distill --help` imports no stage module at all.
+        # Listing reads the registry's help lines, so `distill --help` imports no stage module at all.
         with formatter.section("Commands"):
-            formatter.write_dl([(name, help_text) for name, (_, help_text) in COMMANDS.items()])
+            formatter.write_dl([(name, spec.help) for name, spec in COMMANDS.items()])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

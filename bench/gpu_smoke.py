@@ -230,7 +230,7 @@ def child(step: str, work: Path, device: str, tiny: bool, imports: str | None) -
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     from reasonkit.config import from_dict
-    from reasonkit.recipes.stages import STAGES
+    from reasonkit.stages import STAGES
 
     stage, values = step_stage_config(step, work, device, sizes(tiny))
     spec = STAGES[stage]

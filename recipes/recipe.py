@@ -76,7 +76,7 @@ def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | No
 
     ``--set traces.n=8`` sets key ``n`` of step ``traces``; ``--set out=DIR`` moves the run.
     """
-    from reasonkit.recipes.stages import STAGES
+    from reasonkit.stages import STAGES
 
     data = dict(data)
     for key in data:

@@ -30,7 +30,7 @@ from reasonkit.engine import ENGINE_FIELDS
 from reasonkit.errors import UserError
 from reasonkit.recipes.isolate import MODEL_STAGES, StepTask, isolating, jsonable, run_in_child
 from reasonkit.recipes.recipe import Recipe, Step, placeholders, references, resolve, step_dir
-from reasonkit.recipes.stages import STAGES
+from reasonkit.stages import STAGES
 from reasonkit.store import fingerprint
 
 STATE = "_recipe_state.json"

@@ -42,8 +42,7 @@ def _card_meta(text: str) -> dict:
 
 @pytest.fixture
 def distill(monkeypatch):
-    """The `distill` group with `push` wired to this module (as cli.py will map it)."""
-    monkeypatch.setitem(cli_module.COMMANDS, "push", ("reasonkit.hub.push:push_command", "Publish a stage directory."))
+    """The `distill` group's `push` (the registry, stages.py, maps it to this module)."""
     return lambda *args: CliRunner().invoke(cli_module.cli, ["push", *map(str, args)])
 
 

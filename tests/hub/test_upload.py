@@ -116,7 +116,6 @@ def _distill_subprocess(args: list, hub, tmp_path: Path, token: str | None = TOK
         env["HF_TOKEN"] = token
     runner = textwrap.dedent("""
         from reasonkit import cli
-        cli.COMMANDS["push"] = ("reasonkit.hub.push:push_command", "Publish a stage directory.")
         cli.main()
     """)
     return subprocess.run(

@@ -22,7 +22,7 @@ from reasonkit.errors import UserError
 from reasonkit.recipes import isolate, preflight
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import load_state, run
-from reasonkit.recipes.stages import STAGES, StageSpec
+from reasonkit.stages import STAGES, StageSpec
 
 # the probe stage by the name a step's child process imports too (the editable install maps reasonkit.tests)
 PROBE = StageSpec(
@@ -161,7 +161,8 @@ def test_auto_isolates_where_a_gpu_is_visible(tmp_path, monkeypatch):
 # ``distill run`` with a hanging probe step, its child's grace after Ctrl-C cut short
 HANGING = f"""
 import sys
-from reasonkit.recipes import isolate, stages
+from reasonkit import stages
+from reasonkit.recipes import isolate
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import run
 stages.STAGES["judge"] = stages.StageSpec({PROBE.config!r}, {PROBE.run!r})

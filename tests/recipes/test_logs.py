@@ -11,7 +11,7 @@ import yaml
 LIBRARY_LINES = ("VLLM-INFO-LINE", "VLLM-WARNING-LINE", "TRANSFORMERS-WARNING-LINE", "LIBRARY-USERWARNING-LINE")
 PROBE = """
 import sys
-from reasonkit.recipes import stages
+from reasonkit import stages
 stages.STAGES["noisy"] = stages.StageSpec("reasonkit.tests.helpers.noisy_stage:NoisyConfig",
                                            "reasonkit.tests.helpers.noisy_stage:run_noisy")
 from reasonkit.cli import main

@@ -9,10 +9,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from reasonkit import stages
 from reasonkit.cli import cli
 from reasonkit.config import load_yaml
 from reasonkit.errors import UserError
-from reasonkit.recipes import stages
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import run, validate
 

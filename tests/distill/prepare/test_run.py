@@ -128,7 +128,7 @@ def test_sft_with_assistant_only_loss_runs_on_the_prepared_student(prepared, tmp
 
 def test_the_command_and_the_recipe_stage(base, tmp_path):
     from reasonkit.cli import cli
-    from reasonkit.recipes.stages import STAGES
+    from reasonkit.stages import STAGES
 
     result = CliRunner().invoke(
         cli, ["prepare-student", base, "--out", str(tmp_path / "s"), "--max-positions", "8192"]
