@@ -25,7 +25,7 @@ import difflib
 import os
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union
 
@@ -102,24 +102,83 @@ def load_json_object(path: str | os.PathLike) -> dict:
 
 
 def from_dict(cls: type[T], data: Mapping[str, Any] | None, path: str = "") -> T:
-    """Build the frozen dataclass ``cls`` from ``data``, checking keys and types recursively."""
+    """Build the frozen dataclass ``cls`` from ``data``, checking keys and types recursively.
+
+    Every problem is found before one :class:`UserError` names them all, each at its field's path: the unknown keys,
+    the values of the wrong type, and what the config's own checks (:class:`Checks`) say.
+
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Step:
+    ...     n: int = 1
+    ...     lr: float = 0.1
+    ...     def __post_init__(self):
+    ...         check = Checks()
+    ...         check(self.lr > 0, "lr", f"expected a number > 0, found {self.lr}")
+    ...         check.done()
+    >>> from_dict(Step, {"n": "two", "lr": -1, "seed": 0}, "steps[3].with")
+    Traceback (most recent call last):
+    ...
+    reasonkit.errors.UserError: steps[3].with.seed: unknown key; expected one of n, lr; steps[3].with.n: expected an integer, found 'two'
+    >>> from_dict(Step, {"lr": -1}, "steps[3].with")
+    Traceback (most recent call last):
+    ...
+    reasonkit.errors.UserError: steps[3].with.lr: expected a number > 0, found -1.0
+    """  # noqa: E501
     data = {} if data is None else data
     if not isinstance(data, Mapping):
         raise UserError(f"{path or cls.__name__}: expected a mapping, found {type(data).__name__} {data!r}")
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     hints = typing.get_type_hints(cls)
-    for key in data:
-        if key not in fields:
-            raise UserError(f"{_join(path, key)}: unknown key{suggest(str(key), fields)}")
+    problems = [f"{_join(path, key)}: unknown key{suggest(str(key), fields)}" for key in data if key not in fields]
     values = {}
     for name, value in data.items():
-        values[name] = _coerce(value, hints[name], _join(path, name))
+        if name in fields:
+            try:
+                values[name] = _coerce(value, hints[name], _join(path, name))
+            except UserError as e:
+                problems += e.problems
+    if problems:  # the config's own checks need every value well typed: they run once these are fixed
+        raise UserError(*problems)
     try:
         return cls(**values)
     except TypeError as e:  # a required field without a value
         raise UserError(f"{path or cls.__name__}: {e}") from None
-    except ValueError as e:  # __post_init__ checks
+    except UserError as e:  # __post_init__ checks: each problem names its field
+        raise UserError(*(_join(path, p) for p in e.problems)) from None
+    except ValueError as e:  # a parser a config's property calls (a GPU list, a tracker's name) says what is wrong
         raise UserError(f"{path or cls.__name__}: {e}") from None
+
+
+class Checks:
+    """A config's checks (its ``__post_init__``): each failed one names its field, and :meth:`done` raises them all
+    as one :class:`UserError`; :func:`from_dict` puts the config's path before each (``steps[3].with.lr: ...``).
+
+    >>> check = Checks()
+    >>> check(1 > 0, "n", "expected at least 1, found 1")
+    >>> check(-1 > 0, "lr", "expected a number > 0, found -1")
+    >>> check.done()
+    Traceback (most recent call last):
+    ...
+    reasonkit.errors.UserError: lr: expected a number > 0, found -1
+    """
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def __call__(self, ok: bool, field: str, message: str) -> None:
+        if not ok:
+            self.problems.append(f"{field}: {message}")
+
+    def run(self, check: Callable[[], None]) -> None:
+        """Run a check that raises a UserError of its own (a helper shared by several configs); keep what it says."""
+        try:
+            check()
+        except UserError as e:
+            self.problems += e.problems
+
+    def done(self) -> None:
+        if self.problems:
+            raise UserError(*self.problems)
 
 
 def override(config: T, assignments: Sequence[str], path: str = "") -> T:

@@ -6,7 +6,16 @@ class UserError(Exception):
     """Bad input the user can fix: the CLI prints ``error: <message>`` on stderr and exits 2.
 
     The message must name what is wrong and where (file, row, column or key) and what was
-    expected, in one line.
+    expected, in one line. One error may carry several problems (a config's every bad field, a recipe's every
+    bad step: ``problems``), each such a line; its message joins them with "; ".
+
+    >>> e = UserError("lr: expected a number > 0, found -1", "epochs: expected a number > 0, found 0")
+    >>> str(e), len(e.problems)
+    ('lr: expected a number > 0, found -1; epochs: expected a number > 0, found 0', 2)
     """
 
     exit_code = 2
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("; ".join(map(str, problems)))
+        self.problems = [str(p) for p in problems]

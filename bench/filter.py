@@ -83,7 +83,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def end_to_end(kind: str, n: int, out: Path, repeats: int, extra: Sequence[str] = ()) -> dict:
     """``distill filter`` (defaults + ``extra`` flags) and the open-r1 baseline as two processes on
     the same traces directory, timed end to end, alternating order ``repeats`` times; ratios per round."""
-    from reasonkit.filters.synthetic import synthetic_rows, write_traces
+    from reasonkit.tests.helpers.synthetic import synthetic_rows, write_traces
 
     traces = out / f"traces-{kind}-{n}"
     if not (traces / "_manifest.json").is_file():
@@ -222,8 +222,8 @@ if __name__ == "__main__":
 
 
 def peak_rss(rows: int, work: Path) -> dict:
-    from reasonkit.filters.synthetic import synthetic_rows, traces_table
     from reasonkit.store import StageWriter
+    from reasonkit.tests.helpers.synthetic import synthetic_rows, traces_table
 
     traces, out = work / f"traces-{rows}", work / f"out-{rows}"
     for path in (traces, out):
@@ -242,8 +242,8 @@ def engines(n: int, workers: int, out: Path, rounds: int = 2) -> dict:
     """Wall time of the filter stage on the local engine and on a local Ray cluster, same input."""
     from reasonkit.filters.config import FilterConfig
     from reasonkit.filters.stage import run_filter
-    from reasonkit.filters.synthetic import synthetic_rows, write_traces
     from reasonkit.ray_engine import connect
+    from reasonkit.tests.helpers.synthetic import synthetic_rows, write_traces
 
     traces = write_traces(out / "traces", synthetic_rows(n // 4, "int", seed=1), shard_rows=2000)
     start = time.perf_counter()

@@ -22,7 +22,7 @@ def preload():
 
 def main():
     from reasonkit.filters.math.extract import extract_answer
-    from reasonkit.filters.synthetic import synthetic_rows
+    from reasonkit.tests.helpers.synthetic import synthetic_rows
 
     rows = synthetic_rows(int(sys.argv[1]) // 4, "latex", seed=0)
     pairs = list(dict.fromkeys((extract_answer(r["response"])[0], r["answer"]) for r in rows))

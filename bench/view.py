@@ -3,7 +3,7 @@
     python bench/view.py                     # 100,000 rows (25,000 prompts x 4 samples), 3 loads each
     python bench/view.py --prompts 2500 --repeats 5
 
-A traces stage of R1-shaped literal rows (filters/synthetic.py: a think block of ~60 words, a boxed answer) is
+A traces stage of R1-shaped literal rows (tests/helpers/synthetic.py: a think block of ~60 words, a boxed answer) is
 written once; then, in the same run:
 
 - ``pandas``: ``pd.read_parquet`` of its shards, the baseline (what a person does today before seeing a row);
@@ -37,7 +37,7 @@ from pathlib import Path
 
 
 def make_traces(folder: Path, prompts: int) -> Path:
-    from reasonkit.filters.synthetic import synthetic_rows, traces_table, write_traces
+    from reasonkit.tests.helpers.synthetic import synthetic_rows, traces_table, write_traces
 
     rows = synthetic_rows(prompts, "int", samples=4, seed=0)
     return write_traces(folder / "traces", traces_table(rows), shard_rows=10_000)

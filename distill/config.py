@@ -11,14 +11,14 @@ and a recipe builds it from YAML with :func:`reasonkit.config.from_dict`, both b
 >>> TrainConfig(method="sft", student="m", data="d", out="o", batch_size=0)
 Traceback (most recent call last):
 ...
-ValueError: batch_size must be >= 1, found 0
+reasonkit.errors.UserError: batch_size: must be >= 1, found 0
 >>> g = TrainConfig(method="grpo", student="m", data="d", out="o")
 >>> g.learning_rate, g.kl_beta, g.rewards, g.generation_batch_size()
 (1e-05, 0.0, {'accuracy': 1.0, 'format': 0.2}, 8)
 >>> TrainConfig(method="grpo", student="m", data="d", out="o", batch_size=4, num_generations=8)
 Traceback (most recent call last):
 ...
-ValueError: num_generations 8 must divide the generation batch (batch_size 4 x steps_per_generation 1 x 1 processes = 4 completions): every prompt's group of 8 completions must fit in it
+reasonkit.errors.UserError: num_generations: 8 must divide the generation batch (batch_size 4 x steps_per_generation 1 x 1 processes = 4 completions): every prompt's group of 8 completions must fit in it
 """  # noqa: E501
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
-from reasonkit.config import setting
+from reasonkit.config import Checks, setting
 from reasonkit.distill.trackers import REPORT_TO
 from reasonkit.gen.render import R1_INSTRUCTION
 
@@ -332,177 +332,219 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
     )
 
     def __post_init__(self) -> None:
-        for name in (
-            "lora_r",
-            "lora_alpha",
-            "batch_size",
-            "grad_accum",
-            "save_steps",
-            "save_total_limit",
-            "lint_rows",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, found {getattr(self, name)}")
-        for name in ("max_steps", "max_length", "threads", "num_processes"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1 when given, found {value}")
-        if self.epochs <= 0:
-            raise ValueError(f"epochs must be > 0, found {self.epochs}")
-        if self.lr is not None and self.lr <= 0:
-            raise ValueError(f"lr must be > 0, found {self.lr}")
-        if not 0 <= self.lora_dropout < 1:
-            raise ValueError(f"lora_dropout must be in [0, 1), found {self.lora_dropout}")
-        if self.method == "dpo" and self.kl_beta <= 0:
-            raise ValueError(f"beta must be > 0 for DPO, found {self.kl_beta}")
-        if self.kl_beta < 0:
-            raise ValueError(f"beta must be >= 0, found {self.kl_beta}")
-        if self.rpo_alpha < 0:
-            raise ValueError(f"rpo_alpha must be >= 0, found {self.rpo_alpha}")
-        if not 0 <= self.max_truncated_share <= 1:
-            raise ValueError(f"max_truncated_share must be in [0, 1], found {self.max_truncated_share}")
-        if self.warmup < 0:
-            raise ValueError(f"warmup must be >= 0, found {self.warmup}")
-        if self.packing and self.method != "sft":
-            raise ValueError("packing applies to --method sft only (DPO pairs are scored whole)")
-        self._check_levers()
-        self.trackers  # noqa: B018 (raises on a name that is no tracker)
-        if not 0 <= self.eval_share < 1:
-            raise ValueError(f"eval_share must be in [0, 1), found {self.eval_share}")
-        if self.margin_scale < 0 or (self.center_rewards_coefficient or 0) < 0:
-            raise ValueError(
-                f"margin_scale and center_rewards_coefficient must be >= 0, found {self.margin_scale} and "
-                f"{self.center_rewards_coefficient}"
-            )
-        if not self.step_separator:
-            raise ValueError("step_separator must not be empty (the PRM reads each step's label at its last token)")
+        check = Checks()
+        self._check_counts(check)
+        self._check_objective(check)
+        self._check_levers(check)
+        check.run(lambda: self.trackers)  # a name that is no tracker
         if self.method == "grpo":
-            self._check_grpo()
-        elif self.tools or self.corpus:
-            raise ValueError(
+            self._check_grpo(check)
+        else:
+            check(
+                not (self.tools or self.corpus),
+                "tools",
                 f"tools and corpus apply to --method grpo (SFT reads the tools a trajectory was generated with "
-                f"from its table), found method {self.method}"
+                f"from its table), found method {self.method}",
             )
-        if self.launcher != "accelerate" and (self.num_processes or self.num_machines != 1):
-            raise ValueError("num_processes and num_machines apply with launcher: accelerate only")
-        if self.launcher == "none" and self.accelerate_config:
-            raise ValueError("accelerate_config applies with launcher: accelerate or auto only")
-        gpus = self.gpu_indices  # raises on a malformed list
-        if gpus is not None and self.num_processes and len(gpus) * self.num_machines != self.num_processes:
-            raise ValueError(
-                f"gpus {self.gpus} on each of {self.num_machines} machine(s) is {len(gpus) * self.num_machines} "
-                f"processes, but num_processes is {self.num_processes}; expected them equal (or leave one unset)"
-            )
-        if self.num_machines < 1 or (self.machine_rank is not None and not 0 <= self.machine_rank < self.num_machines):
-            raise ValueError(
-                f"num_machines must be >= 1 and machine_rank in [0, num_machines), found {self.num_machines} "
-                f"and {self.machine_rank}"
-            )
-        if self.num_processes and self.num_processes % self.num_machines:
-            raise ValueError(
-                f"num_processes {self.num_processes} (every machine's) must be a multiple of num_machines "
-                f"{self.num_machines}"
-            )
+        self._check_launch(check)
+        check.done()
 
-    def _check_levers(self) -> None:
+    def _check_counts(self, check: Checks) -> None:
+        for name in ("lora_r", "lora_alpha", "batch_size", "grad_accum", "save_steps", "save_total_limit", "lint_rows"):
+            check(getattr(self, name) >= 1, name, f"must be >= 1, found {getattr(self, name)}")
+        for name in ("max_steps", "max_length", "threads", "num_processes", "dataset_num_proc"):
+            value = getattr(self, name)
+            check(value is None or value >= 1, name, f"must be >= 1 when given, found {value}")
+        check(self.epochs > 0, "epochs", f"must be > 0, found {self.epochs}")
+        check(self.lr is None or self.lr > 0, "lr", f"must be > 0, found {self.lr}")
+        check(0 <= self.lora_dropout < 1, "lora_dropout", f"must be in [0, 1), found {self.lora_dropout}")
+        check(self.warmup >= 0, "warmup", f"must be >= 0, found {self.warmup}")
+        check(0 <= self.eval_share < 1, "eval_share", f"must be in [0, 1), found {self.eval_share}")
+        check(
+            0 <= self.max_truncated_share <= 1,
+            "max_truncated_share",
+            f"must be in [0, 1], found {self.max_truncated_share}",
+        )
+
+    def _check_objective(self, check: Checks) -> None:
+        """What the loss and the data need: beta, RPO, packing, the reward models' margins, the PRM's steps."""
+        check(not (self.method == "dpo" and self.kl_beta <= 0), "beta", f"must be > 0 for DPO, found {self.kl_beta}")
+        check(self.kl_beta >= 0, "beta", f"must be >= 0, found {self.kl_beta}")
+        check(self.rpo_alpha >= 0, "rpo_alpha", f"must be >= 0, found {self.rpo_alpha}")
+        check(
+            not self.packing or self.method == "sft",
+            "packing",
+            "applies to --method sft only (DPO pairs are scored whole)",
+        )
+        check(
+            self.margin_scale >= 0 and (self.center_rewards_coefficient or 0) >= 0,
+            "margin_scale",
+            f"margin_scale and center_rewards_coefficient must be >= 0, found {self.margin_scale} and "
+            f"{self.center_rewards_coefficient}",
+        )
+        check(
+            bool(self.step_separator),
+            "step_separator",
+            "must not be empty (the PRM reads each step's label at its last token)",
+        )
+
+    def _check_launch(self, check: Checks) -> None:
+        """The launcher, the processes and the machines, and the GPUs they name."""
+        check(
+            self.launcher == "accelerate" or not (self.num_processes or self.num_machines != 1),
+            "launcher",
+            "num_processes and num_machines apply with launcher: accelerate only",
+        )
+        check(
+            not (self.launcher == "none" and self.accelerate_config),
+            "accelerate_config",
+            "applies with launcher: accelerate or auto only",
+        )
+        machines_ok = self.num_machines >= 1 and (
+            self.machine_rank is None or 0 <= self.machine_rank < self.num_machines
+        )
+        check(
+            machines_ok,
+            "num_machines",
+            f"num_machines must be >= 1 and machine_rank in [0, num_machines), found {self.num_machines} "
+            f"and {self.machine_rank}",
+        )
+        try:
+            gpus = self.gpu_indices
+        except ValueError as e:
+            check(False, "gpus", str(e))
+            gpus = None
+        if not machines_ok:  # the counts below divide by num_machines
+            return
+        check(
+            gpus is None or not self.num_processes or len(gpus) * self.num_machines == self.num_processes,
+            "gpus",
+            f"gpus {self.gpus} on each of {self.num_machines} machine(s) is "
+            f"{len(gpus or ()) * self.num_machines} processes, but num_processes is {self.num_processes}; "
+            "expected them equal (or leave one unset)",
+        )
+        check(
+            not (self.num_processes and self.num_processes % self.num_machines),
+            "num_processes",
+            f"num_processes {self.num_processes} (every machine's) must be a multiple of num_machines "
+            f"{self.num_machines}",
+        )
+
+    def _check_levers(self, check: Checks) -> None:
         from reasonkit.distill.levers import AUTO, is_flash_attention
 
-        if self.dataset_num_proc is not None and self.dataset_num_proc < 1:
-            raise ValueError(f"dataset_num_proc must be >= 1 when given, found {self.dataset_num_proc}")
-        if self.gpu_memory_gb is not None and self.gpu_memory_gb <= 0:
-            raise ValueError(f"gpu_memory_gb must be > 0 when given, found {self.gpu_memory_gb}")
-        if self.lr_scheduler == "cosine_with_min_lr" and not {"min_lr", "min_lr_rate"} & set(
-            self.lr_scheduler_kwargs or {}
-        ):
-            raise ValueError(
-                "lr_scheduler cosine_with_min_lr needs lr_scheduler_kwargs with min_lr_rate (a share of the peak, "
-                "open-r1: 0.1) or min_lr"
-            )
-        if self.padding_free:
-            if self.method != "sft" or not self.packing:
-                raise ValueError(
-                    "padding_free applies to --method sft with packing (TRL 1.16 cannot cut unpacked "
-                    "padding-free rows to max_length, and its DPO trainer has padding-free disabled)"
-                )
-            if not is_flash_attention(self.attn_implementation) and self.attn_implementation != AUTO:
-                raise ValueError(
-                    f"padding_free needs a FlashAttention attn_implementation (flash_attention_2, "
-                    f"kernels-community/flash-attn3, ..., or auto: padding-free where it resolves to "
-                    f"FlashAttention), found {self.attn_implementation!r}: under it a flattened batch is one "
-                    "B*L x B*L attention mask"
-                )
+        check(
+            self.gpu_memory_gb is None or self.gpu_memory_gb > 0,
+            "gpu_memory_gb",
+            f"must be > 0 when given, found {self.gpu_memory_gb}",
+        )
+        check(
+            self.lr_scheduler != "cosine_with_min_lr"
+            or bool({"min_lr", "min_lr_rate"} & set(self.lr_scheduler_kwargs or {})),
+            "lr_scheduler",
+            "cosine_with_min_lr needs lr_scheduler_kwargs with min_lr_rate (a share of the peak, "
+            "open-r1: 0.1) or min_lr",
+        )
+        if not self.padding_free:
+            return
+        check(
+            self.method == "sft" and self.packing,
+            "padding_free",
+            "applies to --method sft with packing (TRL 1.16 cannot cut unpacked "
+            "padding-free rows to max_length, and its DPO trainer has padding-free disabled)",
+        )
+        check(
+            is_flash_attention(self.attn_implementation) or self.attn_implementation == AUTO,
+            "padding_free",
+            f"needs a FlashAttention attn_implementation (flash_attention_2, "
+            f"kernels-community/flash-attn3, ..., or auto: padding-free where it resolves to "
+            f"FlashAttention), found {self.attn_implementation!r}: under it a flattened batch is one "
+            "B*L x B*L attention mask",
+        )
 
-    def _check_grpo(self) -> None:
-        from reasonkit.filters.rewards import REWARDS
-
-        if self.num_generations < 2:
-            raise ValueError(
-                f"num_generations must be >= 2 (GRPO compares each completion with the others of its group), "
-                f"found {self.num_generations}"
-            )
+    def _check_grpo(self, check: Checks) -> None:
+        check(
+            self.num_generations >= 2,
+            "num_generations",
+            f"must be >= 2 (GRPO compares each completion with the others of its group), found {self.num_generations}",
+        )
         for name in ("max_completion_length", "num_iterations"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, found {getattr(self, name)}")
+            check(getattr(self, name) >= 1, name, f"must be >= 1, found {getattr(self, name)}")
         for name in ("max_prompt_length", "steps_per_generation", "rollouts_every"):
             value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1 when given, found {value}")
-        if self.epsilon <= 0 or (self.epsilon_high is not None and self.epsilon_high < self.epsilon):
-            raise ValueError(
-                f"epsilon must be > 0 and epsilon_high >= epsilon, found {self.epsilon} and {self.epsilon_high}"
-            )
-        if self.temperature <= 0 or not 0 < self.top_p <= 1:
-            raise ValueError(f"temperature must be > 0 and top_p in (0, 1], found {self.temperature} and {self.top_p}")
-        if not 0 < self.vllm_gpu_memory_utilization <= 1:
-            raise ValueError(
-                f"vllm_gpu_memory_utilization must be in (0, 1], found {self.vllm_gpu_memory_utilization}"
-            )
-        self._check_vllm_server()
-        if not self.rewards:
-            raise ValueError(f"rewards: name at least one reward ({', '.join(sorted(REWARDS))})")
-        self._check_tools()
-        if ("rm" in self.rewards) != (self.reward_model is not None):
-            raise ValueError(
-                "rewards: the rm reward and reward_model come together (--reward rm=PATH or rm=PATH:WEIGHT)"
-            )
-        for name, weight in self.rewards.items():
-            if name not in REWARDS and name != "rm":
-                raise ValueError(f"rewards: unknown reward {name!r}; expected one of {', '.join(sorted(REWARDS))}")
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-                raise ValueError(f"rewards.{name}: the weight must be a number, found {weight!r}")
-        processes = (
-            self.num_processes or 1
-        )  # the processes the batch counts; launch.layout keeps it on any other count
+            check(value is None or value >= 1, name, f"must be >= 1 when given, found {value}")
+        check(
+            self.epsilon > 0 and (self.epsilon_high is None or self.epsilon_high >= self.epsilon),
+            "epsilon",
+            f"epsilon must be > 0 and epsilon_high >= epsilon, found {self.epsilon} and {self.epsilon_high}",
+        )
+        check(
+            self.temperature > 0 and 0 < self.top_p <= 1,
+            "temperature",
+            f"temperature must be > 0 and top_p in (0, 1], found {self.temperature} and {self.top_p}",
+        )
+        check(
+            0 < self.vllm_gpu_memory_utilization <= 1,
+            "vllm_gpu_memory_utilization",
+            f"must be in (0, 1], found {self.vllm_gpu_memory_utilization}",
+        )
+        self._check_vllm_server(check)
+        self._check_rewards(check)
+        self._check_tools(check)
+        processes = self.num_processes or 1  # the processes the batch counts; launch.layout keeps it on any other
         batch = self.generation_batch_size(processes)
-        if batch % self.num_generations:
-            raise ValueError(
-                f"num_generations {self.num_generations} must divide the generation batch (batch_size "
-                f"{self.batch_size} x "
-                f"steps_per_generation {self.steps_per_generation or self.grad_accum} x {processes} processes = "
-                f"{batch} "
-                f"completions): every prompt's group of {self.num_generations} completions must fit in it"
+        check(
+            self.num_generations < 1 or not batch % self.num_generations,
+            "num_generations",
+            f"{self.num_generations} must divide the generation batch (batch_size {self.batch_size} x "
+            f"steps_per_generation {self.steps_per_generation or self.grad_accum} x {processes} processes = "
+            f"{batch} completions): every prompt's group of {self.num_generations} completions must fit in it",
+        )
+
+    def _check_rewards(self, check: Checks) -> None:
+        from reasonkit.filters.rewards import REWARDS
+
+        known = ", ".join(sorted(REWARDS))
+        check(bool(self.rewards), "rewards", f"name at least one reward ({known})")
+        check(
+            ("rm" in self.rewards) == (self.reward_model is not None),
+            "rewards",
+            "the rm reward and reward_model come together (--reward rm=PATH or rm=PATH:WEIGHT)",
+        )
+        for name, weight in self.rewards.items():
+            check(name in REWARDS or name == "rm", "rewards", f"unknown reward {name!r}; expected one of {known}")
+            check(
+                not isinstance(weight, bool) and isinstance(weight, (int, float)),
+                f"rewards.{name}",
+                f"the weight must be a number, found {weight!r}",
             )
 
-    def _check_tools(self) -> None:
+    def _check_tools(self, check: Checks) -> None:
         """The tool settings that can be judged without loading anything (the corpus is read by the tool)."""
         from reasonkit.gen.tools.base import TOOL_NAMES
 
-        if self.max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1 (assistant turns per completion), found {self.max_turns}")
-        if self.search_k < 1:
-            raise ValueError(f"search_k must be >= 1 (passages per search observation), found {self.search_k}")
-        if self.tool_timeout <= 0:
-            raise ValueError(f"tool_timeout must be > 0 seconds, found {self.tool_timeout}")
+        check(
+            self.max_turns >= 1,
+            "max_turns",
+            f"must be >= 1 (assistant turns per completion), found {self.max_turns}",
+        )
+        check(self.search_k >= 1, "search_k", f"must be >= 1 (passages per search observation), found {self.search_k}")
+        check(self.tool_timeout > 0, "tool_timeout", f"must be > 0 seconds, found {self.tool_timeout}")
         names = self.tool_names
-        if self.tools is not None and not names:
-            raise ValueError(f"tools: no tool named; expected a comma-separated list of {', '.join(TOOL_NAMES)}")
+        tools = ", ".join(TOOL_NAMES)
+        check(self.tools is None or bool(names), "tools", f"no tool named; expected a comma-separated list of {tools}")
         for name in names:
-            if name not in TOOL_NAMES:
-                raise ValueError(f"tools: unknown tool {name!r}; expected one of {', '.join(TOOL_NAMES)}")
-        if "search" in names and not self.corpus:
-            raise ValueError("tools: search needs a corpus (--corpus FILE: JSONL or Parquet with id and contents)")
-        if self.corpus and "search" not in names:
-            raise ValueError(f"corpus {self.corpus}: only the search tool reads a corpus; add search to --tools")
+            check(name in TOOL_NAMES, "tools", f"unknown tool {name!r}; expected one of {tools}")
+        check(
+            "search" not in names or bool(self.corpus),
+            "tools",
+            "search needs a corpus (--corpus FILE: JSONL or Parquet with id and contents)",
+        )
+        check(
+            not self.corpus or "search" in names,
+            "corpus",
+            f"{self.corpus}: only the search tool reads a corpus; add search to --tools",
+        )
 
     @property
     def gpu_indices(self) -> list[int] | None:
@@ -529,28 +571,37 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
         """``tools`` as a list: ``" search, python"`` -> ``["search", "python"]``."""
         return [n.strip() for n in (self.tools or "").split(",") if n.strip()]
 
-    def _check_vllm_server(self) -> None:
+    def _check_vllm_server(self, check: Checks) -> None:
         """The server settings TRL would ignore or fail on only once training starts."""
         given = [k for k in VLLM_SERVER_FIELDS if getattr(self, k) is not None]
-        if given and self.vllm_mode != "server":
-            raise ValueError(f"{', '.join(given)} apply with vllm_mode: server, found vllm_mode {self.vllm_mode}")
-        if self.vllm_server_base_url is not None and (
-            self.vllm_server_host is not None or self.vllm_server_port is not None
-        ):
-            raise ValueError(
-                "vllm_server_base_url or vllm_server_host/vllm_server_port, not both (TRL ignores the host and "
-                "port when a base URL is given)"
-            )
+        check(
+            not given or self.vllm_mode == "server",
+            "vllm_mode",
+            f"{', '.join(given)} apply with vllm_mode: server, found vllm_mode {self.vllm_mode}",
+        )
+        check(
+            self.vllm_server_base_url is None or (self.vllm_server_host is None and self.vllm_server_port is None),
+            "vllm_server_base_url",
+            "vllm_server_base_url or vllm_server_host/vllm_server_port, not both (TRL ignores the host and "
+            "port when a base URL is given)",
+        )
         url = self.vllm_server_base_url
-        if url is not None and not url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"vllm_server_base_url must be an http:// or https:// URL (e.g. http://node1:8000), found {url!r}"
-            )
+        check(
+            url is None or url.startswith(("http://", "https://")),
+            "vllm_server_base_url",
+            f"must be an http:// or https:// URL (e.g. http://node1:8000), found {url!r}",
+        )
         port = self.vllm_server_port
-        if port is not None and (isinstance(port, bool) or not 1 <= port <= 65535):
-            raise ValueError(f"vllm_server_port must be a TCP port, 1 to 65535, found {port}")
-        if self.vllm_server_timeout is not None and self.vllm_server_timeout <= 0:
-            raise ValueError(f"vllm_server_timeout must be > 0 seconds, found {self.vllm_server_timeout}")
+        check(
+            port is None or (not isinstance(port, bool) and 1 <= port <= 65535),
+            "vllm_server_port",
+            f"must be a TCP port, 1 to 65535, found {port}",
+        )
+        check(
+            self.vllm_server_timeout is None or self.vllm_server_timeout > 0,
+            "vllm_server_timeout",
+            f"must be > 0 seconds, found {self.vllm_server_timeout}",
+        )
 
     def generation_batch_size(self, world_size: int = 1) -> int:
         """Completions sampled at once (TRL's generation_batch_size): per device x processes x steps per generation."""

@@ -74,7 +74,7 @@ def test_inspect_shows_each_config_with_the_line_that_loads_it(tmp_path):
     printed); a directory from before the card says so, and --write-card gives it one."""
     import datasets
 
-    from reasonkit.filters.synthetic import trace, write_traces
+    from .helpers.synthetic import trace, write_traces
 
     out = write_traces(tmp_path / "traces", [trace(f"p{i}") for i in range(3)], shard_rows=2)
     sft = StageWriter(out / "sft", stage="filter", kind="sft", config={}, keys=("id",))

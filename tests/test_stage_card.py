@@ -28,13 +28,14 @@ from reasonkit.distill.rl.rollouts import open_rollouts
 from reasonkit.errors import UserError
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
-from reasonkit.filters.synthetic import synthetic_rows, trace, traces_table, write_traces
 from reasonkit.judges.config import PairsConfig
 from reasonkit.judges.pairs import run_pairs
 from reasonkit.readers import read_table
 from reasonkit.schema import MESSAGES, TOOL_MESSAGES, validate
 from reasonkit.stage_card import CARD, is_ours
 from reasonkit.store import MANIFEST, StageWriter, load_manifest, read_stage, write_card
+
+from .helpers.synthetic import synthetic_rows, trace, traces_table, write_traces
 
 TEACHER = Path(__file__).resolve().parent.parent / "recipes" / "assets" / "teacher"
 TRL = str(Path(sys.executable).with_name("trl"))

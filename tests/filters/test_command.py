@@ -7,7 +7,8 @@ import sys
 from click.testing import CliRunner
 
 from reasonkit.filters.command import filter as filter_command
-from reasonkit.filters.synthetic import trace, write_traces
+
+from ..helpers.synthetic import trace, write_traces
 
 
 def _traces(tmp_path):

@@ -9,7 +9,8 @@ import pytest
 from reasonkit.errors import UserError
 from reasonkit.filters.base import apply
 from reasonkit.filters.decontam import DecontamFilter, EvalSet, contaminated_by, load_eval_sets, parse_spec
-from reasonkit.filters.synthetic import trace, traces_table
+
+from ..helpers.synthetic import trace, traces_table
 
 AIME = "Find the number of ordered pairs (m, n) of positive integers such that m^2 n = 20^20."
 

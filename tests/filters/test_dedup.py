@@ -4,8 +4,9 @@ import numpy as np
 
 from reasonkit.filters.base import apply
 from reasonkit.filters.dedup import Deduper, DedupFilter, MinHasher, lsh_params
-from reasonkit.filters.synthetic import trace, traces_table
 from reasonkit.filters.text import ngram_hashes, normalize, stable_hash64
+
+from ..helpers.synthetic import trace, traces_table
 
 LONG = (
     "okay so we need the remainder when the product is divided by one thousand and I will first split "

@@ -4,7 +4,8 @@ import pytest
 
 from reasonkit.filters.base import apply
 from reasonkit.filters.format import FormatFilter, assistant_turn, format_reason, repetition_score
-from reasonkit.filters.synthetic import trace, traces_table
+
+from ..helpers.synthetic import trace, traces_table
 
 GOOD = ("<think>2 + 2 = 4.</think>The answer is \\boxed{4}.", "The answer is \\boxed{4}.", "stop", 12)
 

@@ -9,8 +9,9 @@ import pytest
 from reasonkit.errors import UserError
 from reasonkit.filters.base import apply
 from reasonkit.filters.language import LanguageFilter, lang_ratio, lang_ratios
-from reasonkit.filters.synthetic import trace, traces_table
 from reasonkit.filters.words import CJK_CHARS_PER_WORD, clean, runs
+
+from ..helpers.synthetic import trace, traces_table
 
 EN = "Let me compute the product of these two numbers first."  # 10 words
 FR = "Alors nous calculons le produit de ces deux nombres."  # 9 words

@@ -19,8 +19,9 @@ from reasonkit.filters.language import DEFAULT_CANDIDATES, LanguageFilter
 from reasonkit.filters.lookahead import Lookahead
 from reasonkit.filters.pass1 import build_deduper, build_filters, filter_shards
 from reasonkit.filters.stage import run_filter
-from reasonkit.filters.synthetic import trace, traces_table, write_traces
 from reasonkit.store import read_stage
+
+from ..helpers.synthetic import trace, traces_table, write_traces
 
 EN = "Let me compute the product of these two numbers first, then check it against an estimate."
 FR = "Alors nous calculons le produit de ces deux nombres, puis nous le vérifions avec une estimation."

@@ -4,8 +4,9 @@
 
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
-from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.store import read_stage
+
+from ..helpers.synthetic import trace, write_traces
 
 ANSWER = "12 * 34 = 408, so the answer is \\boxed{408}."
 
@@ -32,7 +33,8 @@ def test_plain_answers_are_kept_by_default(tmp_path):
 def test_think_required_drops_them_as_no_think():
     from reasonkit.filters.base import apply
     from reasonkit.filters.format import FormatFilter
-    from reasonkit.filters.synthetic import traces_table
+
+    from ..helpers.synthetic import traces_table
 
     rows = [
         trace("p0", reasoning=None, response=ANSWER),

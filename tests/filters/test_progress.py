@@ -6,10 +6,10 @@ from click.testing import CliRunner
 from reasonkit.cli import cli
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
-from reasonkit.filters.synthetic import write_traces
 from reasonkit.ticker import EVERY_ENV
 
 from ..helpers.score import arithmetic_traces
+from ..helpers.synthetic import write_traces
 
 
 def config(tmp_path) -> FilterConfig:

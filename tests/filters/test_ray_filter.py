@@ -9,12 +9,12 @@ import pytest
 
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import WORK, run_filter
-from reasonkit.filters.synthetic import synthetic_rows, write_traces
 from reasonkit.gen.stage import GenerateConfig, generate
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest
 
 from ..helpers.ray import filters_that_kill_once, ship_to_workers, stage_rows
+from ..helpers.synthetic import synthetic_rows, write_traces
 
 pytestmark = pytest.mark.slow
 

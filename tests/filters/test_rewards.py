@@ -20,8 +20,9 @@ from reasonkit.filters.format import FormatFilter
 from reasonkit.filters.language import LanguageFilter
 from reasonkit.filters.math.arithmetic import claims, score
 from reasonkit.filters.math.verify import VerifyFilter
-from reasonkit.filters.synthetic import synthetic_rows, trace, traces_table
 from reasonkit.recipes.tasks import math as task
+
+from ..helpers.synthetic import synthetic_rows, trace, traces_table
 
 LIMIT = 4096  # max_completion_length of the rewards under test
 TIMEOUT = 1.0  # seconds per answer in the verifier's pool

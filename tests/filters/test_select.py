@@ -5,7 +5,8 @@ import pytest
 from reasonkit.filters.base import apply
 from reasonkit.filters.math.verify import VerifyFilter
 from reasonkit.filters.select import SelectFilter, select
-from reasonkit.filters.synthetic import trace, traces_table
+
+from ..helpers.synthetic import trace, traces_table
 
 IDS, SAMPLES, TOKENS = ["p", "p", "p", "q", "q"], [0, 1, 2, 0, 1], [30, 10, 10, 5, 50]
 

@@ -9,8 +9,9 @@ from reasonkit.cli import cli
 from reasonkit.filters.base import apply
 from reasonkit.filters.math.verify import VerifyFilter
 from reasonkit.filters.select import SelectFilter, reward_pick, reward_scores, select_by_reward
-from reasonkit.filters.synthetic import trace, traces_table, write_traces
 from reasonkit.store import StageWriter, read_stage
+
+from ..helpers.synthetic import trace, traces_table, write_traces
 
 
 def _row(id, sample, pred, reward, steps=None, answer="4"):

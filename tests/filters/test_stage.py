@@ -8,8 +8,9 @@ import pytest
 from reasonkit.errors import UserError
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
-from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.store import MANIFEST, StageWriter, read_stage
+
+from ..helpers.synthetic import trace, write_traces
 
 AIME = "Find the number of ordered pairs (m, n) of positive integers such that m^2 n = 20^20."
 MIXED = "Let me compute. 然后我们计算这两个数的乘积并检查结果是否正确。"

@@ -8,9 +8,10 @@ from click.testing import CliRunner
 
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
-from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.recipes.tasks import math as task
 from reasonkit.store import read_stage
+
+from ..helpers.synthetic import trace, write_traces
 
 TEACHER = Path(__file__).resolve().parents[2] / "recipes" / "assets" / "teacher"
 

@@ -3,8 +3,9 @@
 import pytest
 
 from reasonkit.filters.format import repetition_score
-from reasonkit.filters.synthetic import synthetic_rows
 from reasonkit.filters.text import repetition_scores
+
+from ..helpers.synthetic import synthetic_rows
 
 
 def test_repetition_scores_equal_the_one_by_one_scores():

@@ -10,10 +10,11 @@ from reasonkit.errors import UserError
 from reasonkit.filters.command import filter as filter_command
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
-from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.filters.trajectory import unrecovered_error
 from reasonkit.schema import validate
 from reasonkit.store import StageWriter, read_stage
+
+from ..helpers.synthetic import trace, write_traces
 
 QUESTION = "What year did the author of The Glass Orchard win the Orrin Prize?"
 SCHEMAS = [

@@ -10,10 +10,10 @@ import pytest
 from reasonkit.config import from_dict
 from reasonkit.errors import UserError
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.synthetic import synthetic_rows, write_traces
 from reasonkit.gen.stage import GenerateConfig
 
 from ..helpers.ray import distill
+from ..helpers.synthetic import synthetic_rows, write_traces
 
 
 def closed_port() -> int:

@@ -34,7 +34,7 @@ def arithmetic_traces(n_prompts: int = 6, samples: int = 4, seed: int = 0) -> li
     """Traces rows of the teacher's task shape, of varied lengths, some answers wrong."""
     import random
 
-    from reasonkit.filters.synthetic import trace
+    from ..helpers.synthetic import trace
 
     rng = random.Random(seed)
     rows = []

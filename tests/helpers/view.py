@@ -15,8 +15,9 @@ from pathlib import Path
 import pyarrow as pa
 from click.testing import CliRunner
 
-from reasonkit.filters.synthetic import trace, traces_table, write_traces
 from reasonkit.store import StageWriter
+
+from ..helpers.synthetic import trace, traces_table, write_traces
 
 WRONG_PROMPT = "p-wrong"  # every one of its ten samples answers 5 to a gold 4
 WRONG_SAMPLES = 10

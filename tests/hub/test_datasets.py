@@ -221,7 +221,8 @@ def test_decontamination_against_both_benchmark_folders(aime, math500):
 
 def test_distill_filter_decontaminates_against_hub_shaped_folders(aime, math500, tmp_path):
     from reasonkit.filters.command import filter as filter_command
-    from reasonkit.filters.synthetic import trace, write_traces
+
+    from ..helpers.synthetic import trace, write_traces
 
     leaked = trace("leak", 0, problem=AIME[0][1], response=r"\boxed{204}", answer="204")
     traces = write_traces(tmp_path / "traces", [leaked, trace("clean", 0)])

@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit import cli as cli_module
-from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.hub.secrets import find_secrets
+
+from ..helpers.synthetic import trace, write_traces
 
 HF = "hf_" + secrets.token_hex(17)  # 34 characters after hf_, as Hugging Face issues them
 AWS = "AKIA" + "".join(secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16))

@@ -15,11 +15,11 @@ from click.testing import CliRunner
 
 from reasonkit import sandbox
 from reasonkit.errors import UserError
-from reasonkit.filters.synthetic import write_traces
 from reasonkit.sandbox import runner
 
 from ..filters.code.test_stage import rows
 from ..helpers.as_nobody import NOBODY, run_as_nobody
+from ..helpers.synthetic import write_traces
 
 DISTILL = str(Path(sys.executable).parent / "distill")
 

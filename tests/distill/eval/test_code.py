@@ -8,8 +8,9 @@ import pytest
 from reasonkit.distill.eval.run import EvalConfig, run_eval
 from reasonkit.distill.eval.score import score, verify_samples
 from reasonkit.errors import UserError
-from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.store import read_stage
+
+from ...helpers.synthetic import trace, write_traces
 
 TESTS = json.dumps({"inputs": ["1 2", "4 4", "10 5"], "outputs": ["3", "8", "15"]})
 RIGHT = [

@@ -9,8 +9,9 @@ from reasonkit.errors import UserError
 from reasonkit.filters.command import filter as filter_command
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
-from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.store import read_stage
+
+from ...helpers.synthetic import trace, write_traces
 
 TESTS = json.dumps({"inputs": ["1 2\n", "5 5\n", "0 9\n"], "outputs": ["3\n", "10\n", "9\n"]})
 RIGHT = "Read both numbers and add them.\n```python\na, b = map(int, input().split())\nprint(a + b)\n```"

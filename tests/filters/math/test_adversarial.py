@@ -8,7 +8,8 @@ from reasonkit.filters.base import apply
 from reasonkit.filters.math.extract import extract_answer
 from reasonkit.filters.math.pool import TimeoutPool
 from reasonkit.filters.math.verify import Verifier, VerifyFilter
-from reasonkit.filters.synthetic import trace, traces_table
+
+from ...helpers.synthetic import trace, traces_table
 
 TIMEOUT = 1.0
 

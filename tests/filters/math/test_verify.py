@@ -5,7 +5,8 @@ import pytest
 from reasonkit.filters.base import apply
 from reasonkit.filters.math.check import check_math
 from reasonkit.filters.math.verify import Verifier, VerifyFilter, check_int, parse_int
-from reasonkit.filters.synthetic import trace, traces_table
+
+from ...helpers.synthetic import trace, traces_table
 
 
 @pytest.mark.parametrize(
@@ -217,10 +218,11 @@ def test_synthetic_latex_answers_meant_right_are_right():
     import random
 
     from reasonkit.filters.math.check import check_math
-    from reasonkit.filters.synthetic import _latex_case
+
+    from ...helpers.synthetic import latex_case
 
     rng = random.Random(0)
-    cases = [_latex_case(rng) for _ in range(60)]
+    cases = [latex_case(rng) for _ in range(60)]
     assert {(pred, gold): check_math(pred, gold)[0] for gold, right, _ in cases for pred in right} == {
         (pred, gold): True for gold, right, _ in cases for pred in right
     }

@@ -1,11 +1,11 @@
 """`distill score` with stderr in a file: plain lines, rows committed of the input's rows, rows/s, rows scored this
 run, time left, at a steady interval rather than a line per shard (issue 36, item 4)."""
 
-from reasonkit.filters.synthetic import write_traces
 from reasonkit.judges.score.run import ScoreConfig, run_score
 from reasonkit.ticker import EVERY_ENV
 
 from ...helpers.score import arithmetic_traces, build_reward_model
+from ...helpers.synthetic import write_traces
 
 
 def test_score_prints_rows_of_the_total_rate_and_time_left(tmp_path, monkeypatch, capsys):

@@ -7,12 +7,12 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.cli import cli
-from reasonkit.filters.synthetic import write_traces
 from reasonkit.judges.score.run import ScoreConfig, run_score
 from reasonkit.judges.score.scorer import Scorer, inspect_model, turn_of
 from reasonkit.store import load_manifest, read_stage
 
 from ...helpers.score import TEACHER, arithmetic_traces, build_reward_model
+from ...helpers.synthetic import write_traces
 
 
 @pytest.fixture(scope="module")

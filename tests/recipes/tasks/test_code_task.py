@@ -5,10 +5,11 @@ import json
 
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.stage import run_filter
-from reasonkit.filters.synthetic import trace, write_traces
 from reasonkit.recipes.tasks import code as code_task
 from reasonkit.recipes.tasks import math as task
 from reasonkit.store import read_stage
+
+from ...helpers.synthetic import trace, write_traces
 
 
 def test_problems_are_distinct_seeded_and_keep_the_math_split():

@@ -82,7 +82,7 @@ _FILLER = (
 )
 
 
-def _latex_case(rng: random.Random) -> tuple[str, list[str], list[str]]:
+def latex_case(rng: random.Random) -> tuple[str, list[str], list[str]]:
     """(gold, equivalent predictions, wrong predictions) from fractions, radicals or intervals."""
     kind = rng.randrange(3)
     if kind == 0:
@@ -121,7 +121,7 @@ def synthetic_rows(
             right = [gold, f"{a * b:,}", f"0{a * b}", f"{a * b}.0"]
             problem = f"What is {a} * {b}?"
         else:
-            gold, right, bad = _latex_case(rng)
+            gold, right, bad = latex_case(rng)
             problem = f"Problem {p}: simplify the expression built from {a} and {b}."
         for s in range(samples):
             if kind == "int":
