@@ -1,6 +1,6 @@
 """Reading user input into contract tables: prompts from Parquet, JSONL, CSV, a stage directory
 or a Hugging Face dataset (a Hub id or a Hub-layout folder, with its config and split:
-hub/datasets.py), with column mapping.
+dataset_ref.py), with column mapping.
 
 >>> import json, tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "p.jsonl")
@@ -42,19 +42,19 @@ def read_table(
     """Any supported input as an Arrow table, and a short name of it for error messages.
 
     A Hugging Face dataset, by Hub id or as a folder in the Hub's layout, is named by a reference
-    (``HuggingFaceH4/MATH-500:test``, ``open-r1/OpenR1-Math-220k:default:train``: hub/datasets.py)
+    (``HuggingFaceH4/MATH-500:test``, ``open-r1/OpenR1-Math-220k:default:train``: dataset_ref.py)
     and read by ``datasets.load_dataset``; ``split`` names its split as ``:SPLIT`` does (files and
     stage directories have none, and ignore it).
     """
-    from reasonkit.hub import datasets as hub_data
+    from reasonkit import dataset_ref
 
     text = str(path)
     p = Path(path)
     if p.is_dir() and is_stage_dir(p):
         return read_stage(p, allow_incomplete=allow_incomplete), text
-    ref = hub_data.parse(text, split)
+    ref = dataset_ref.parse(text, split)
     if ref is not None:
-        return hub_data.load_table(ref), ref.text
+        return dataset_ref.load_table(ref), ref.text
     if p.is_dir():
         files = sorted(f for f in p.iterdir() if f.suffix in _SUFFIXES)
         if not files:

@@ -55,11 +55,11 @@ def fingerprint(obj: Any) -> str:
 
 
 def fingerprint_path(path: str | os.PathLike, split: str | None = None) -> str:
-    """Fingerprint of an input by its content (identity.py, hub/datasets.py): a stage directory by its manifest, a
+    """Fingerprint of an input by its content (identity.py, dataset_ref.py): a stage directory by its manifest, a
     file by its bytes, a folder of data files by theirs, a Hugging Face dataset (a Hub id at its
     revision SHA, or a Hub-layout folder) by the config and split it reads (``split``: as
     readers.read_table's). Only a name that resolves to nothing is fingerprinted by the name itself."""
-    from reasonkit.hub.datasets import dataset_identity
+    from reasonkit.dataset_ref import dataset_identity
     from reasonkit.identity import data_files, directory_identity, file_sha256
 
     path = Path(path)

@@ -53,12 +53,12 @@ def parse_spec(spec: str) -> tuple[str, str]:
     """``NAME=PATH`` or ``PATH`` (named by its file stem, a dataset by its own name) -> ``(name, path)``.
 
     PATH is anything readers.read_table reads, a Hugging Face dataset included
-    (``math500=HuggingFaceH4/MATH-500:test``; hub/datasets.py).
+    (``math500=HuggingFaceH4/MATH-500:test``; dataset_ref.py).
 
     >>> parse_spec("HuggingFaceH4/aime_2024:train")
     ('aime_2024', 'HuggingFaceH4/aime_2024:train')
     """
-    from reasonkit.hub.datasets import parse
+    from reasonkit.dataset_ref import parse
 
     if "=" in spec and not Path(spec).exists():
         name, path = spec.split("=", 1)

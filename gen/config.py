@@ -27,7 +27,7 @@ class GenerateConfig(SamplingSettings, PromptSettings, BackendSettings, ToolSett
     limit: int | None = setting(None, "Only the first N prompts.")
     shard_size: int = setting(1000, "Prompts per committed shard.")
     columns: ColumnMap = setting(factory=ColumnMap, flags="--{}-col")
-    # of a Hugging Face dataset: its only split unless named (hub/datasets.py)
+    # of a Hugging Face dataset: its only split unless named (dataset_ref.py)
     split: str | None = setting(None, "Split of a Hugging Face dataset (default: its only split); or write ID:SPLIT.")
     overwrite: bool = setting(False, "Replace an --out written with other settings.")
 

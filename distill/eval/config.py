@@ -47,7 +47,7 @@ class EvalConfig(SamplingSettings, PromptSettings, BackendSettings, ToolSettings
     limit: int | None = setting(None, "Evaluate only the first N problems.")
     split: str | None = setting(
         None, cli=False
-    )  # of a Hugging Face dataset: its only split unless named (hub/datasets.py)
+    )  # of a Hugging Face dataset: its only split unless named (dataset_ref.py)
     decontam_against: tuple[str, ...] = setting(
         (), "Training-data directory to check eval problems against (repeatable)."
     )

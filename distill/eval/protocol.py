@@ -109,7 +109,7 @@ def _tools(config) -> dict:
 
 def hub_revision_of(reference: str | None, repo_type: str) -> str | None:
     """The commit SHA a Hub ``reference`` resolves to, or None for a local path or an id that
-    neither the Hub nor the cache knows. A dataset reference (hub/datasets.py) may name its config,
+    neither the Hub nor the cache knows. A dataset reference (dataset_ref.py) may name its config,
     split and ``@REVISION``: the SHA is the revision's (``main`` when none is named).
 
     Offline (``HF_HUB_OFFLINE=1``) it is the snapshot the local cache's refs name: what
@@ -119,7 +119,7 @@ def hub_revision_of(reference: str | None, repo_type: str) -> str | None:
     if not reference:
         return None
     if repo_type == "dataset":
-        from reasonkit.hub.datasets import is_hub_id, parse
+        from reasonkit.dataset_ref import is_hub_id, parse
 
         ref = parse(reference)
         if ref is None or not is_hub_id(ref.source):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from reasonkit import dataset_ref
 from reasonkit.config import load_yaml
-from reasonkit.hub import datasets as hub_data
 from reasonkit.recipes.plan import plan
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import load_state, validate
@@ -45,7 +45,7 @@ def test_grpo_uses_r1_zeros_published_settings(steps):
     # use_vllm auto: vLLM colocated wherever CUDA and a vLLM TRL supports are (distill/rl/grpo.py resolve_vllm)
     assert g.use_vllm is None and g.vllm_mode == "colocate" and g.vllm_gpu_memory_utilization == 0.35
     assert g.launcher == "accelerate" and g.accelerate_config == "zero3" and g.bf16 and g.gradient_checkpointing
-    ref = hub_data.parse(g.data)
+    ref = dataset_ref.parse(g.data)
     assert ref.source == "open-r1/OpenR1-Math-220k" and re.fullmatch(r"[0-9a-f]{40}", ref.revision or ""), (
         "pinned to a commit"
     )

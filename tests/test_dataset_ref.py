@@ -1,4 +1,4 @@
-"""Hugging Face datasets by reference (hub/datasets.py): splits, configs, and a folder in the Hub's
+"""Hugging Face datasets by reference (dataset_ref.py): splits, configs, and a folder in the Hub's
 layout read exactly as its Hub id, through ``datasets.load_dataset``.
 
 The folders are shaped like the three datasets the GPU recipes name (column names and types as
@@ -222,7 +222,7 @@ def test_decontamination_against_both_benchmark_folders(aime, math500):
 def test_distill_filter_decontaminates_against_hub_shaped_folders(aime, math500, tmp_path):
     from reasonkit.filters.command import filter as filter_command
 
-    from ..helpers.synthetic import trace, write_traces
+    from .helpers.synthetic import trace, write_traces
 
     leaked = trace("leak", 0, problem=AIME[0][1], response=r"\boxed{204}", answer="204")
     traces = write_traces(tmp_path / "traces", [leaked, trace("clean", 0)])
