@@ -50,9 +50,9 @@ def build_model(out: Path) -> str:
 
 
 def write_rows(path: Path, rows: int, group: int = 4, slip: float = 0.5) -> str:
-    from reasonkit.gen.think import split
     from reasonkit.recipes.tasks import math as task
     from reasonkit.tests.helpers.synthetic import trace, write_traces
+    from reasonkit.think import split
 
     rng = random.Random(0)
     out = []

@@ -1,6 +1,6 @@
 """A GRPO completion read as the filter reads a traces row: its raw text (string or conversational),
 whether the prompt opened the think block, reasoning and response split as generation splits them
-(gen/think.py), and whether it was cut at the token limit. The rewards (filters/rewards.py) and the
+(think.py), and whether it was cut at the token limit. The rewards (filters/rewards.py) and the
 rollouts (distill/rl/grpo.py) both read completions through here, so they see the same text.
 """
 
@@ -43,7 +43,7 @@ def completion_text(completion) -> str:
         content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
     reasoning = message.get("reasoning_content") or message.get("reasoning") or message.get("thinking")
     if reasoning:  # a response parser split the think block off: put it back as the model wrote it
-        from reasonkit.gen.think import join
+        from reasonkit.think import join
 
         return join(reasoning.strip(), content.strip())
     return content
@@ -52,7 +52,7 @@ def completion_text(completion) -> str:
 def prompt_opens_think(prompt) -> bool:
     """Whether a prompt leaves a think block open: a rendered string whose generation prompt ends in
     ``<think>``, or a conversational prompt ending with an assistant prefill that opens one."""
-    from reasonkit.gen.think import opens_think
+    from reasonkit.think import opens_think
 
     if isinstance(prompt, str):
         return opens_think(prompt)
@@ -71,13 +71,13 @@ def samples(
     limit: int | None = None,
     eos_token_ids: Sequence[int] = (),
 ) -> list[Sample]:
-    """Each completion split as generation splits a trace (gen/think.py), with its truncation at
+    """Each completion split as generation splits a trace (think.py), with its truncation at
     ``limit`` tokens (TRL's max_completion_length) unless it ends with one of ``eos_token_ids``.
 
     >>> [s.reasoning for s in samples(["p"], ["<think>a</think>b"], None)]
     ['a']
     """
-    from reasonkit.gen.think import split
+    from reasonkit.think import split
 
     out = []
     eos = set(eos_token_ids)

@@ -133,19 +133,3 @@ class FormatFilter(RowFilter):
             scores = repetition_scores([cols[0][i] for i in rows], n)
             reasons = [r if r is not None or s <= limit else "repetitive" for r, s in zip(reasons, scores)]
         return reasons
-
-
-def assistant_turn(reasoning: str | None, response: str) -> str:
-    r"""The assistant turn an SFT row carries for a kept trace: R1's layout
-    ``<think>\n{reasoning}\n</think>\n\n{response}`` when the trace had a think block (a prefilled
-    one included: ``reasoning`` holds it), the response alone when it had none -- a non-reasoning
-    teacher's answer is not wrapped in a block it never wrote.
-
-    >>> assistant_turn("2 * 3 = 6", "\\boxed{6}")
-    '<think>\n2 * 3 = 6\n</think>\n\n\\boxed{6}'
-    >>> assistant_turn(None, "\\boxed{6}")
-    '\\boxed{6}'
-    """
-    from reasonkit.gen.think import join
-
-    return join(None if reasoning is None else reasoning.strip(), response.strip())

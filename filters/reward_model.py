@@ -91,7 +91,7 @@ class ModelReward:
     ) -> list[str | None]:
         """The assistant turn of each completion, as ``distill score`` reads a rollout's row."""
         from reasonkit.filters.completions import samples
-        from reasonkit.gen.think import join
+        from reasonkit.think import join
 
         setup = self.setup
         parsed = samples(

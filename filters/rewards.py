@@ -1,7 +1,7 @@
 r"""Reward functions for GRPO: the filter's verdicts, as numbers.
 
 Each reward runs the code the filter runs on the same text, so a reward and a filter verdict can
-never disagree: the same think split (gen/think.py), the same answer extractor (filters/math/extract.py),
+never disagree: the same think split (think.py), the same answer extractor (filters/math/extract.py),
 the same :class:`~reasonkit.filters.math.verify.Verifier` (integer fast path, then math-verify in the
 killable pool), the same format checks (filters/format.py) and the same language ratio
 (filters/language.py). They have TRL's reward signature,
@@ -38,7 +38,7 @@ none (as the language filter reads it). A completion arrives as a string or, for
 prompts, as a list of messages (the last assistant message is the completion; a
 ``reasoning_content`` field is joined back as a think block). When the prompt opened the think block
 (a chat template that ends the generation prompt with ``<think>``, R1's and QwQ's), the completion
-holds only ``</think>``: a rendered string prompt says so itself (:func:`~reasonkit.gen.think.opens_think`),
+holds only ``</think>``: a rendered string prompt says so itself (:func:`~reasonkit.think.opens_think`),
 an assistant prefill in a conversational prompt too, otherwise pass ``prefilled=True`` to
 :func:`make_rewards`.
 

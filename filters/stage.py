@@ -34,7 +34,6 @@ from reasonkit.filters.committer import Committer
 from reasonkit.filters.config import FilterConfig, language_lookahead
 from reasonkit.filters.decontam import load_eval_sets, parse_spec
 from reasonkit.filters.dedup import Deduper
-from reasonkit.filters.format import assistant_turn
 from reasonkit.filters.pass1 import build_deduper, build_filters, filter_shards
 from reasonkit.filters.report import Tally
 from reasonkit.filters.select import reward_pick, reward_scores, select, select_by_reward
@@ -44,6 +43,7 @@ from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
 from reasonkit.sandbox.stage import sandbox_record
 from reasonkit.schema import MESSAGES, TABLES
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
+from reasonkit.think import assistant_turn
 from reasonkit.ticker import Ticker, plain_ticker
 
 WORK = ".work"

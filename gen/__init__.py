@@ -7,6 +7,6 @@ Light on purpose: nothing here imports torch, vLLM, transformers or openai until
 - ``gen.stage``: ``generate(config, backend=None) -> manifest``, ``make_backend``
 - ``gen.backend``: ``Request``, ``Sampling``, ``Completion``, the ``Backend`` protocol, ``derive_seed``
 - ``gen.vllm_backend`` / ``gen.openai_backend`` / ``gen.hf_backend`` / ``gen.parallel``: the backends
-- ``gen.render``: messages and chat templates; ``gen.think``: the ``<think>`` split
+- ``gen.render``: messages and chat templates (the ``<think>`` split is the spine's think.py)
 - ``gen.command``: the click command ``generate``
 """

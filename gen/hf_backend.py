@@ -15,7 +15,7 @@ from itertools import islice
 
 from reasonkit.gen.backend import Completion, Request, error_completions
 from reasonkit.gen.render import encode, prompt_text
-from reasonkit.gen.think import opens_think
+from reasonkit.think import opens_think
 
 
 def _dtype(name: str):

@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from reasonkit.gen.backend import Completion, Request, derive_seed
-from reasonkit.gen.think import join, split
 from reasonkit.schema import MESSAGES
+from reasonkit.think import join, split
 
 
 @dataclass

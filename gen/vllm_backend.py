@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 
 from reasonkit.gen.backend import Completion, Request, error_completions
 from reasonkit.gen.render import encode, prompt_text
-from reasonkit.gen.think import opens_think
+from reasonkit.think import opens_think
 
 _FINISH = {"stop": "stop", "length": "length"}
 _END = object()

@@ -66,7 +66,7 @@ class Answer:
 def ask(backend, prompts: Mapping[str, Sequence[dict]], model: JudgeModel, seed: int) -> dict[str, Answer]:
     """Send every ``key -> messages`` prompt once; replies by key. Order of replies does not matter."""
     from reasonkit.gen.backend import Request, derive_seed
-    from reasonkit.gen.think import join
+    from reasonkit.think import join
 
     if not prompts:
         return {}

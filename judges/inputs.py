@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from reasonkit.errors import UserError
 from reasonkit.store import is_stage_dir, load_manifest, read_stage
+from reasonkit.think import candidate_text
 
 PASS_THROUGH = ("source", "answer")  # prompt columns carried into every output row
 
@@ -64,24 +65,6 @@ def require(table: pa.Table, columns: tuple[str, ...], where: str, hint: str) ->
 
 def is_prefs(table: pa.Table) -> bool:
     return all(c in table.column_names for c in ("prompt", "chosen", "rejected"))
-
-
-def candidate_text(row: dict, include_reasoning: bool = True) -> str:
-    """The assistant turn of a traces/verdicts row.
-
-    >>> candidate_text({"reasoning": "2 * 3 = 6", "response": "6", "completion": "..."})
-    '<think>\\n2 * 3 = 6\\n</think>\\n\\n6'
-    >>> candidate_text({"reasoning": "2 * 3 = 6", "response": "6"}, include_reasoning=False)
-    '6'
-    >>> candidate_text({"completion": " raw text "})
-    'raw text'
-    """
-    from reasonkit.gen.think import join
-
-    if "response" in row and row.get("response") is not None:
-        reasoning = row.get("reasoning") if include_reasoning else None
-        return join(reasoning, row["response"]).strip()
-    return (row.get("completion") or "").strip()
 
 
 def unusable(row: dict) -> str | None:

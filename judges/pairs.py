@@ -34,10 +34,11 @@ import pyarrow.parquet as pq
 from reasonkit.errors import UserError
 from reasonkit.gen.backend import derive_seed
 from reasonkit.judges.config import PairsConfig, fingerprinted
-from reasonkit.judges.inputs import PASS_THROUGH, candidate_text, unusable
+from reasonkit.judges.inputs import PASS_THROUGH, unusable
 from reasonkit.judges.stage import write_report
 from reasonkit.schema import MESSAGES
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path, is_stage_dir, shard_paths
+from reasonkit.think import candidate_text
 
 _COLUMNS = (
     "id",

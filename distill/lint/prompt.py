@@ -185,7 +185,7 @@ def format_unmet(prompt_text: str, *, knows_think: bool = False) -> str | None:
     >>> format_unmet("<|user|>1 + 1?<|end|><|assistant|>", knows_think=True) is None
     True
     """
-    from reasonkit.gen.think import opens_think
+    from reasonkit.think import opens_think
 
     if knows_think or opens_think(prompt_text) or "<think>" in prompt_text:
         return None

@@ -124,7 +124,7 @@ def build_grpo_trainer(
     from reasonkit.distill.rl.tools import tool_functions
     from reasonkit.filters.reward_model import ModelReward
     from reasonkit.filters.rewards import make_rewards
-    from reasonkit.gen.think import opens_think
+    from reasonkit.think import opens_think
 
     config = args if isinstance(args, GRPOConfig) else grpo_arguments(cfg, args)
     # the rewards see what the trainer sees: whether the template opens <think> in the generation prompt
@@ -246,7 +246,7 @@ class RolloutGRPOTrainer(GRPOTrainer):
         rewards = self._rewards_per_func.tolist()
         if self.rollout_log is None:
             return
-        from reasonkit.gen.think import split
+        from reasonkit.think import split
 
         weights = self.reward_weights.tolist()
         step = self.state.global_step + 1  # the optimizer step this generation first trains
@@ -272,9 +272,9 @@ class RolloutGRPOTrainer(GRPOTrainer):
 
     def _prefilled(self, prompt: list[dict]) -> bool:
         """Whether the chat template opens ``<think>`` in the generation prompt (R1's, QwQ's): the completion then
-        starts inside the block, as gen/think.py's split needs to know. The template decides, so once a run."""
+        starts inside the block, as think.py's split needs to know. The template decides, so once a run."""
         if not hasattr(self, "_opens_think"):
-            from reasonkit.gen.think import opens_think
+            from reasonkit.think import opens_think
 
             text = self._tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
             self._opens_think = opens_think(text)

@@ -208,8 +208,8 @@ class Scorer:
         plus
         the ``<think>\n`` that opened the reasoning, the steps the rest of the turn cut at the separator."""
         from reasonkit.distill.reward.prm import encode_steps
-        from reasonkit.gen.think import opens_think, split
         from reasonkit.judges.steps.text import opening, solution_body, split_steps
+        from reasonkit.think import opens_think, split
 
         tok, sep = self.tokenizer, self.spec.step_separator
         if not isinstance(prompt, str):
@@ -280,6 +280,6 @@ def turn_of(row: dict, include_reasoning: bool = True) -> str | None:
     >>> turn_of({"completion": "", "finish_reason": "error"}) is None
     True
     """
-    from reasonkit.judges.inputs import candidate_text
+    from reasonkit.think import candidate_text
 
     return candidate_text(row, include_reasoning) or None

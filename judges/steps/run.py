@@ -202,7 +202,7 @@ def label_chunk(solutions: list[Solution], cfg: LabelStepsConfig, backend, verif
     from reasonkit.filters.math.extract import extract_answer
     from reasonkit.gen.backend import Request, derive_seed
     from reasonkit.gen.render import prompt_text
-    from reasonkit.gen.think import opens_think, split
+    from reasonkit.think import opens_think, split
 
     sep = cfg.separator
     requests, heads = [], {}

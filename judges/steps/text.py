@@ -18,7 +18,7 @@ blank lines.
 
 from __future__ import annotations
 
-from reasonkit.gen.think import CLOSE, OPEN
+from reasonkit.think import CLOSE, OPEN
 
 SEPARATOR = "\n"
 
@@ -61,7 +61,7 @@ def solution_body(row: dict) -> tuple[str, bool]:
     """
     reasoning, response = row.get("reasoning"), row.get("response")
     if response is None:  # a table with the raw completion only
-        from reasonkit.gen.think import split
+        from reasonkit.think import split
 
         reasoning, response = split(row.get("completion") or "")
     if reasoning is None:

@@ -3,7 +3,7 @@
 import pytest
 
 from reasonkit.filters.base import apply
-from reasonkit.filters.format import FormatFilter, assistant_turn, format_reason, repetition_score
+from reasonkit.filters.format import FormatFilter, format_reason, repetition_score
 
 from ..helpers.synthetic import trace, traces_table
 
@@ -67,7 +67,7 @@ def test_unknown_think_option_fails_at_construction():
 
 
 def test_filter_reads_an_opened_block_from_the_reasoning_column():
-    # reasoning None: no block at all (gen/think.py's split); reasoning set without </think> in the
+    # reasoning None: no block at all (think.py's split); reasoning set without </think> in the
     # completion: the prompt prefilled <think> and the block never closed.
     rows = [
         trace("plain", reasoning=None, response="So \\boxed{4}."),
@@ -83,11 +83,6 @@ def test_filter_reads_an_opened_block_from_the_reasoning_column():
     assert out.column("drop_reason").to_pylist() == [None, "unclosed_think", None]
     out = apply([FormatFilter(think="required")], traces_table(rows))
     assert out.column("drop_reason").to_pylist() == ["no_think", "unclosed_think", None]
-
-
-def test_assistant_turn_of_a_kept_row():
-    assert assistant_turn("2 + 2 = 4.", "\\boxed{4}") == "<think>\n2 + 2 = 4.\n</think>\n\n\\boxed{4}"
-    assert assistant_turn(None, " So \\boxed{4}. ") == "So \\boxed{4}."  # no think block invented
 
 
 def test_filter_config_think_option():

@@ -14,8 +14,8 @@ from reasonkit.gen.command import generate as generate_command
 from reasonkit.gen.render import R1_INSTRUCTION, THINK_PREFILL, build_messages, prompt_text
 from reasonkit.gen.retry import RetryPolicy, parse_retry_after
 from reasonkit.gen.stage import GenerateConfig, generate, output_settings
-from reasonkit.gen.think import split
 from reasonkit.store import fingerprint, load_manifest, read_stage
+from reasonkit.think import split
 
 
 def test_command_module_imports_nothing_heavy():

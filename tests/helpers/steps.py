@@ -5,10 +5,10 @@ import re
 
 import pyarrow as pa
 
-from reasonkit.gen.think import split
 from reasonkit.recipes.tasks.math import make_problems, solution, user_content
 from reasonkit.schema import validate
 from reasonkit.store import StageWriter
+from reasonkit.think import split
 
 
 def corrupt(text: str, line: int) -> str:

@@ -196,8 +196,8 @@ def test_pairs_on_a_real_filter_output(tmp_path):
     """Tiny-task traces through `distill filter` (kept + rejected/), then both strategies."""
     from reasonkit.filters.config import FilterConfig
     from reasonkit.filters.stage import run_filter
-    from reasonkit.gen.think import split
     from reasonkit.recipes.tasks.math import make_problems, solution
+    from reasonkit.think import split
 
     rows = []
     for p in make_problems(4, seed=0, variant="aime"):

@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.gen.backend import Completion
-from reasonkit.gen.think import split
 from reasonkit.judges.backends import make_backend
 from reasonkit.judges.config import CritiqueConfig, JudgeConfig, PairsConfig
 from reasonkit.recipes.tasks.math import make_problems, solution
 from reasonkit.store import StageWriter, load_manifest, read_stage
+from reasonkit.think import split
 
 TEACHER = Path(__file__).resolve().parents[2] / "recipes" / "assets" / "teacher"
 

@@ -8,7 +8,7 @@ from reasonkit.distill.eval.metrics import ks_for, majority, pass1_stats, pass_a
 from reasonkit.distill.eval.vote import verifier_same, vote_groups
 from reasonkit.filters.math.extract import extract_answer
 from reasonkit.filters.math.verify import Verifier
-from reasonkit.gen.think import split
+from reasonkit.think import split
 
 
 def exact_pass_at_k(n: int, c: int, k: int) -> Fraction:

@@ -8,7 +8,7 @@ import pytest
 
 from reasonkit.distill.eval.run import EvalConfig
 from reasonkit.distill.eval.score import score, verify_samples
-from reasonkit.gen.think import split
+from reasonkit.think import split
 
 K = 4
 

@@ -1,4 +1,9 @@
-"""Splitting a raw completion into its reasoning (inside ``<think>``) and its response (after).
+"""The student's text layout, R1's: ``<think>\\n{reasoning}\\n</think>\\n\\n{response}``, in one place.
+
+Generation splits a raw completion into its reasoning (inside ``<think>``) and its response (after)
+(:func:`split`); the filter writes a kept trace back as the SFT row's assistant turn
+(:func:`assistant_turn`); pairs, judges and the reward scorer read a trace's turn (:func:`candidate_text`).
+One module, low in the spine (it imports nothing), so every stage lays the text out the same way.
 
 R1-style models write ``<think>\\n...\\n</think>\\n\\nanswer``. Prompts that open the block
 themselves (R1's chat template since 2025-01, QwQ's, Qwen3 Thinking-2507's, our ``--prefill-think``)
@@ -81,3 +86,33 @@ def join(reasoning: str | None, response: str) -> str:
     if reasoning is None:
         return response
     return f"{OPEN}\n{reasoning}\n{CLOSE}\n\n{response}"
+
+
+def assistant_turn(reasoning: str | None, response: str) -> str:
+    r"""The assistant turn an SFT row carries for a kept trace: R1's layout
+    ``<think>\n{reasoning}\n</think>\n\n{response}`` when the trace had a think block (a prefilled
+    one included: ``reasoning`` holds it), the response alone when it had none -- a non-reasoning
+    teacher's answer is not wrapped in a block it never wrote.
+
+    >>> assistant_turn("2 * 3 = 6", "\\boxed{6}")
+    '<think>\n2 * 3 = 6\n</think>\n\n\\boxed{6}'
+    >>> assistant_turn(None, "\\boxed{6}")
+    '\\boxed{6}'
+    """
+    return join(None if reasoning is None else reasoning.strip(), response.strip())
+
+
+def candidate_text(row: dict, include_reasoning: bool = True) -> str:
+    """The assistant turn of a traces/verdicts row.
+
+    >>> candidate_text({"reasoning": "2 * 3 = 6", "response": "6", "completion": "..."})
+    '<think>\\n2 * 3 = 6\\n</think>\\n\\n6'
+    >>> candidate_text({"reasoning": "2 * 3 = 6", "response": "6"}, include_reasoning=False)
+    '6'
+    >>> candidate_text({"completion": " raw text "})
+    'raw text'
+    """
+    if "response" in row and row.get("response") is not None:
+        reasoning = row.get("reasoning") if include_reasoning else None
+        return join(reasoning, row["response"]).strip()
+    return (row.get("completion") or "").strip()

@@ -1,4 +1,5 @@
-"""A prompt that opens <think> itself: what the split can know from the rendered prompt.
+"""The student's text layout (think.py). A prompt that opens <think> itself: what the split can know from the
+rendered prompt; the SFT turn of a kept trace.
 
 Literal traces of a truncated sample: without the prompt the split calls its unfinished reasoning a
 response; with ``prefilled=opens_think(prompt)`` it is reasoning and the response is empty."""
@@ -6,7 +7,7 @@ response; with ``prefilled=opens_think(prompt)`` it is reasoning and the respons
 import pytest
 
 from reasonkit.gen.render import THINK_PREFILL, prompt_text
-from reasonkit.gen.think import opens_think, split
+from reasonkit.think import assistant_turn, opens_think, split
 
 # R1's template since 2025-01 ends its generation prompt with "<｜Assistant｜><think>\n" (shortened here).
 R1_LIKE = (
@@ -54,3 +55,8 @@ def test_a_truncated_sample_after_an_opened_block_is_all_reasoning_when_the_prom
 )
 def test_opens_think(prompt, expected):
     assert opens_think(prompt) is expected
+
+
+def test_assistant_turn_of_a_kept_row():
+    assert assistant_turn("2 + 2 = 4.", "\\boxed{4}") == "<think>\n2 + 2 = 4.\n</think>\n\n\\boxed{4}"
+    assert assistant_turn(None, " So \\boxed{4}. ") == "So \\boxed{4}."  # no think block invented
