@@ -86,8 +86,8 @@ def baseline(args) -> None:
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from reasonkit.filters.rewards import close, make_rewards
     from reasonkit.recipes.tasks import math as task
+    from reasonkit.reward.functions import close, make_rewards
 
     torch.set_num_threads(args.threads)
     rows = [json.loads(line) for line in Path(args.data).read_text().splitlines()]

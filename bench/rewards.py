@@ -5,7 +5,7 @@
 
 Each step is a fresh batch of the synthetic task's worked solutions (recipes/tasks/math.py, the ``aime``
 variant), half of them with a slip in one line and a wrong final answer, as conversational
-completions, half with ``<think>`` left to the prompt; every reward of filters/rewards.py is called
+completions, half with ``<think>`` left to the prompt; every reward of reward/functions.py is called
 as TRL calls it. The first step pays once for lingua's detector and TRL's import; the rest is the
 per-step cost. Measured here (2 shared cores): ~7.5 ms a step for all six rewards on 64
 completions (format 3.3, arithmetic 2.0, language 1.0, accuracy 0.5, cosine 0.5, length 0.2 ms),
@@ -45,7 +45,7 @@ def batch(seed: int, prompts: int, group: int) -> tuple[list, list, list, list]:
 
 
 def main() -> None:
-    from reasonkit.filters.rewards import NAMES, close, make_rewards
+    from reasonkit.reward.functions import NAMES, close, make_rewards
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--prompts", type=int, default=8)

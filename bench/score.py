@@ -7,7 +7,7 @@ Same model, same rows, same process: the rows are the synthetic task's worked so
 ``--slip`` of them with a slip in one line, the others the one worked solution: a prompt's correct samples
 are the same text, as a policy's often are), written as a traces stage directory; the model is a reward
 model of the embedded teacher's shape (its config and tokenizer, a random ``LlamaForSequenceClassification``),
-or ``--model``. The naive loop tokenises each row as ``distill score`` does (judges/score/scorer.py's encode) and
+or ``--model``. The naive loop tokenises each row as ``distill score`` does (reward/scorer.py's encode) and
 runs one unpadded forward per row; ``distill score`` is the whole stage (run_score: read the input, identical
 inputs once, sort by length, pad, one forward per batch, commit shards, manifest, report), with the model
 loaded once beforehand for both. Rounds alternate so the two see the same machine load.
@@ -81,7 +81,7 @@ def write_rows(path: Path, rows: int, group: int = 4, slip: float = 0.5) -> str:
 
 def naive(scorer, table, include_reasoning: bool = True) -> float:
     """One forward per row, unpadded; returns seconds."""
-    from reasonkit.judges.score.scorer import turn_of
+    from reasonkit.reward.scorer import turn_of
 
     rows = table.select(["messages", "completion", "reasoning", "response"]).to_pylist()
     start = time.perf_counter()
@@ -134,7 +134,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from reasonkit.judges.score.scorer import Scorer, inspect_model
+    from reasonkit.reward.scorer import Scorer, inspect_model
     from reasonkit.store import read_stage
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-score-"))

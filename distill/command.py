@@ -60,7 +60,7 @@ def train(ctx: click.Context, assignments: tuple[str, ...], **flags) -> None:
     if "step_separator" in values:  # a newline is hard to type in a shell flag: \n and \t, as label-steps reads them
         values["step_separator"] = values["step_separator"].replace("\\n", "\n").replace("\\t", "\t")
     if "rewards" in values:
-        from reasonkit.filters.reward_model import parse_rm_flag
+        from reasonkit.reward.model import parse_rm_flag
 
         models = [parse_rm_flag(item)[0] for item in values["rewards"] if item.strip().startswith("rm=")]
         values["rewards"] = parse_rewards(values["rewards"])
@@ -87,7 +87,7 @@ def parse_rewards(items: tuple[str, ...]) -> dict[str, float]:
     for item in items:
         name, sep, weight = item.partition("=")
         if name.strip() == "rm" and sep:  # rm=PATH[:WEIGHT]: a reward model (its path goes to reward_model)
-            from reasonkit.filters.reward_model import parse_rm_flag
+            from reasonkit.reward.model import parse_rm_flag
 
             weights["rm"] = parse_rm_flag(item)[1]
             continue

@@ -54,7 +54,7 @@ DEFAULT_LR = {
 #: beta when not given: DPO's temperature (TRL's 0.1); GRPO's KL weight, 0 = no reference model (TRL's default,
 #: DAPO and Dr. GRPO drop the KL term; R1 used 0.001).
 DEFAULT_BETA = {"sft": 0.1, "dpo": 0.1, "grpo": 0.0, "rm": 0.0, "prm": 0.0}
-#: GRPO rewards when none are named (reasonkit.filters.rewards): R1-Zero's rule-based pair. Format weighs
+#: GRPO rewards when none are named (reasonkit.reward.functions): R1-Zero's rule-based pair. Format weighs
 #: 0.2 so a well-formed wrong answer never outscores a correct one, whatever its form.
 DEFAULT_REWARDS = {"accuracy": 1.0, "format": 0.2}
 
@@ -97,8 +97,8 @@ class GrpoSettings:
     max_completion_length: int = setting(256, "GRPO: tokens per sampled completion.")
     temperature: float = setting(1.0, "GRPO: sampling temperature.")
     top_p: float = 1.0
-    rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (filters/rewards.py)
-    reward_model: str | None = None  # the rm reward's model (--reward rm=PATH[:WEIGHT]; filters/reward_model.py)
+    rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (reward/functions.py)
+    reward_model: str | None = None  # the rm reward's model (--reward rm=PATH[:WEIGHT]; reward/model.py)
     lang: str = "en"  # the language reward's target
     verifier: Literal["math", "int", "exact"] = (
         "math"  # the accuracy reward's Verifier, as `distill filter --verifier`
@@ -502,7 +502,7 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
         )
 
     def _check_rewards(self, check: Checks) -> None:
-        from reasonkit.filters.rewards import REWARDS
+        from reasonkit.reward.functions import REWARDS
 
         known = ", ".join(sorted(REWARDS))
         check(bool(self.rewards), "rewards", f"name at least one reward ({known})")

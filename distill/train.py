@@ -339,7 +339,7 @@ def _check_before_any_work(cfg: TrainConfig) -> str | None:
     if (
         cfg.method == "grpo" and cfg.reward_model
     ):  # --reward rm=PATH that is no reward model: one line, nothing written
-        from reasonkit.judges.score.scorer import inspect_model
+        from reasonkit.reward.scorer import inspect_model
 
         inspect_model(cfg.reward_model)
     return sandbox_mode

@@ -447,7 +447,7 @@ def _train_memory(
         sequence = int(config.max_length or 4096)
     # as on a GPU: bf16 and checkpointing unless the config turns them off
     on_gpu = replace_device(config)
-    # a GRPO rm reward: the reward model whole in every process, in the policy's dtype (filters/reward_model.py)
+    # a GRPO rm reward: the reward model whole in every process, in the policy's dtype (reward/model.py)
     frozen = reward.params * (2 if on_gpu.bf16 else 4) if reward is not None and config.method == "grpo" else 0.0
     e, tokens = train_estimate(on_gpu, size.shape, sequence=sequence, gpu=gpu, frozen=frozen)
     from reasonkit.distill.levers import resolve_attention

@@ -17,7 +17,7 @@ model pair is two rows, chosen and rejected, in one forward):
 - reference: TRL's frozen copy of the policy (GRPO with beta > 0, DPO without precomputed reference
   log-probs) when the weights are full; with LoRA the reference is the base with the adapter off (no copy).
   Sharded like the policy under ZeRO-3/FSDP (TRL prepares it with the same plugin);
-- a reward model a GRPO reward loads in every process (whole, in the policy's dtype: filters/reward_model.py):
+- a reward model a GRPO reward loads in every process (whole, in the policy's dtype: reward/model.py):
   ``frozen``;
 - activations: with gradient checkpointing each layer keeps its input (L x T x h) and one layer is
   recomputed at a time (T x (6h + 2kv + 4i)); without it every layer keeps T x (6h + 2kv + 4i); in the

@@ -6,7 +6,7 @@ per step, read at each step's last token). Both start from a causal-LM directory
 the LM head and initialises ``score`` at random, so the head must train and be saved with LoRA
 (peft's ``modules_to_save``). The saved config names the head's architecture, ``num_labels`` and
 ``pad_token_id``, so ``AutoModelForSequenceClassification`` / ``AutoModelForTokenClassification``
-load the output directory as it is (judges/score/run.py does).
+load the output directory as it is (reward/scorer.py does).
 
 >>> held_out_rows(["a", "b", "c", "d", "a"], share=0.5, seed=2)  # two of the four prompts; both rows of "a"
 [0, 3, 4]
@@ -24,13 +24,14 @@ from types import SimpleNamespace
 
 from reasonkit.errors import UserError
 
+# A PRM's reading instructions, saved beside its weights: how the scorer (reward/scorer.py) joins the steps.
+from reasonkit.reward.scorer import PRM_FILE
+
 #: method -> (transformers auto class, num_labels, peft task type, the model types that have the head)
 HEADS = {
     "rm": ("AutoModelForSequenceClassification", 1, "SEQ_CLS", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES"),
     "prm": ("AutoModelForTokenClassification", 2, "TOKEN_CLS", "MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES"),
 }
-#: A PRM's reading instructions, saved beside its weights: how judges/score/run.py joins the steps.
-PRM_FILE = "reasonkit_prm.json"
 
 
 def is_head(method: str) -> bool:
@@ -171,7 +172,7 @@ def merge_head_adapter(method: str, adapter_dir: Path, out_dir: Path, bf16: bool
 
 
 def write_prm_file(model_dir: Path, separator: str) -> None:
-    """``reasonkit_prm.json``: how a scorer must present steps to this PRM (distill/reward/prm.py's encode_steps)."""
+    """``reasonkit_prm.json``: how a scorer must present steps to this PRM (reward/steps.py's encode_steps)."""
     (model_dir / PRM_FILE).write_text(
         json.dumps(
             {

@@ -7,8 +7,9 @@ is trained only at the last token of each step (its separator), label 1 for a go
 bad one, -100 everywhere else. Its input is a ``steps`` table (TRL's stepwise supervision:
 ``prompt``, ``completions`` the steps, ``labels`` one bool per step), as ``distill label-steps`` writes it.
 
-:func:`encode_steps` is the one place that layout is defined; judges/score/run.py scores with it, and the
-separator travels in the saved model directory (``reasonkit_prm.json``, distill/reward/heads.py).
+:func:`~reasonkit.reward.steps.encode_steps` (reward/steps.py) is the one place that layout is defined; the
+scorer (reward/scorer.py) scores with it, and the separator travels in the saved model directory
+(``reasonkit_prm.json``, distill/reward/heads.py).
 
 The report's held-out figures: step accuracy (P(good) > 0.5 against the label, every step), and
 first-error accuracy (the first step predicted bad is the first step labelled bad, or both say the
@@ -23,35 +24,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from reasonkit.errors import UserError
+from reasonkit.reward.steps import encode_steps, first_error
 
 IGNORE = -100
-
-
-def encode_steps(tok, prompt: str, steps: list[str], separator: str) -> tuple[list[int], list[int]]:
-    """(input ids, the index of each step's last token): where its label is trained and its score read.
-
-    >>> class Tok:  # one id per character
-    ...     bos_token_id = 0
-    ...     def __call__(self, text, add_special_tokens=False):
-    ...         return {"input_ids": [ord(ch) for ch in text]}
-    >>> ids, ends = encode_steps(Tok(), "Q", ["ab", "c"], "|")
-    >>> ids, ends
-    ([0, 81, 97, 98, 124, 99, 124], [4, 6])
-    """
-    sep = tok(separator, add_special_tokens=False)["input_ids"]
-    ids = ([tok.bos_token_id] if tok.bos_token_id is not None else []) + tok(prompt, add_special_tokens=False)[
-        "input_ids"
-    ]
-    ends = []
-    for step in steps:
-        ids += tok(step, add_special_tokens=False)["input_ids"] + sep
-        ends.append(len(ids) - 1)
-    return ids, ends
-
-
-def first_error(labels: list[bool]) -> int | None:
-    """The index of the first bad step, None when every step is good."""
-    return next((i for i, good in enumerate(labels) if not good), None)
 
 
 def read(cfg) -> pa.Table:

@@ -1,7 +1,7 @@
 """GRPO with verifiable rewards on TRL's GRPOTrainer: the student samples, the verifiers score, the group compares.
 
 For each prompt the policy samples ``num_generations`` (G) completions; each is scored by the reward
-functions of reasonkit.filters.rewards (the filter's own extractor, Verifier and language ratio, so a
+functions of reasonkit.reward.functions (the filter's own extractor, Verifier and language ratio, so a
 reward and a ``distill filter`` verdict never disagree), weighted and summed; a completion's advantage
 is its reward against its group's, ``A_i = (r_i - mean(r)) / (std(r) + 1e-4)`` with TRL's unbiased
 std (``scale_rewards group``; ``batch`` divides by the whole batch's std, ``none`` by nothing), and the
@@ -122,8 +122,8 @@ def build_grpo_trainer(
     ``stamp``: the ``teacher`` and ``gen_config`` values its rows carry.
     """
     from reasonkit.distill.rl.tools import tool_functions
-    from reasonkit.filters.reward_model import ModelReward
-    from reasonkit.filters.rewards import make_rewards
+    from reasonkit.reward.functions import make_rewards
+    from reasonkit.reward.model import ModelReward
     from reasonkit.think import opens_think
 
     config = args if isinstance(args, GRPOConfig) else grpo_arguments(cfg, args)
@@ -332,7 +332,7 @@ class CommitRollouts(TrainerCallback):
             log.commit()
 
     def on_train_end(self, args, state, control, **kwargs):
-        from reasonkit.filters import rewards
+        from reasonkit.reward import functions as rewards
 
         if self.trainer.rollout_log is not None:
             self.trainer.rollout_log.commit()
@@ -361,13 +361,13 @@ def zero_variance_share(
 
 def rollout_row(example: dict, completion, prompt_ids, completion_ids, stops: set) -> dict:
     """A rollout's row before its rewards: the completion's text read as the rewards read it
-    (filters/completions.py: a split-off ``reasoning_content`` is put back as a think block).
+    (reward/completions.py: a split-off ``reasoning_content`` is put back as a think block).
 
     >>> r = rollout_row({"id": "p", "prompt": []}, [{"role": "assistant", "content": "4", "reasoning_content": "2+2"}], [1], [5, 2], {2})
     >>> r["completion"], r["finish_reason"]
     ('<think>\\n2+2\\n</think>\\n\\n4', 'stop')
     """  # noqa: E501
-    from reasonkit.filters.completions import completion_text
+    from reasonkit.reward.completions import completion_text
 
     return {
         "id": example["id"],

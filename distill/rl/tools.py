@@ -16,7 +16,7 @@ The tools go to TRL as the plain functions: a tool that fails raises, and TRL tu
 the observation ``{'error': '...'}`` and counts it (``tools/failure_frequency``). The reward is the
 filter's verdict on the final answer: the last assistant turn's text, read by
 :func:`reasonkit.filters.trajectory.final_answer` and checked by its :class:`TextAwareVerifier`
-(filters/rewards.py, ``RewardSetup.trajectory``), so a reward and ``distill filter``'s ``correct`` on
+(reward/functions.py, ``RewardSetup.trajectory``), so a reward and ``distill filter``'s ``correct`` on
 the same trajectory never disagree.
 
 Rollouts of a tool run are rows of the ``trajectories`` table (:func:`trajectory_row`): the whole
@@ -172,7 +172,7 @@ def trajectory_row(
     >>> row["finish_reason"], row["turns"], row["tool_calls"], [m["role"] for m in row["messages"]]
     ('max_turns', 1, 0, ['user', 'assistant'])
     """  # noqa: E501
-    from reasonkit.filters.completions import completion_text
+    from reasonkit.reward.completions import completion_text
 
     turns, calls, errors = counts(completion)
     last = next((m for m in reversed(completion) if m.get("role") == "assistant"), {})

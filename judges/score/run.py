@@ -2,7 +2,7 @@
 
 The output (a ``scores`` stage directory) is the input table with ``reward`` (float32; null for a row with
 no text) and, for a process reward model, ``step_rewards`` (P(good) at the end of each step). What is
-scored, and how, is judges/score/scorer.py's: the assistant turn the prefs and sft tables carry, under the
+scored, and how, is reward/scorer.py's: the assistant turn the prefs and sft tables carry, under the
 reward model's chat template, exactly as TRL's RewardTrainer tokenised its training pairs.
 
 Resumable like every stage (store.StageWriter): the input's rows are taken in fixed shards of
@@ -60,7 +60,7 @@ class ScoreConfig(StageRun):
         """What decides the rows: the settings, and the model by its content (a model retrained at the same
         path cannot extend a directory the old one started)."""
         from reasonkit.identity import model_identity
-        from reasonkit.judges.score.scorer import inspect_model
+        from reasonkit.reward.scorer import inspect_model
 
         data = {k: v for k, v in dataclasses.asdict(self).items() if k not in RUN_ONLY}
         spec = inspect_model(self.model)
@@ -90,7 +90,7 @@ def run_score(cfg: ScoreConfig, *, scorer=None) -> dict:
     import pyarrow as pa
 
     from reasonkit.judges import stage
-    from reasonkit.judges.score.scorer import Scorer, inspect_model, turn_of
+    from reasonkit.reward.scorer import Scorer, inspect_model, turn_of
     from reasonkit.store import StageWriter, fingerprint_path
     from reasonkit.ticker import plain_ticker
 

@@ -1,6 +1,6 @@
 """``distill label-steps``: Math-Shepherd's automatic process labels, and Step-DPO pairs from them.
 
-Each solution of a traces or verdicts directory is cut into steps (judges/steps/text.py: a line
+Each solution of a traces or verdicts directory is cut into steps (reward/steps.py: a line
 each by default). From every step prefix the policy writes ``n`` rollouts through the generate
 stage's backends (gen/: vLLM offline, or transformers), continuing the same assistant turn: the
 chat template's generation prompt, the ``<think>\\n`` that opened the reasoning, then the steps so
@@ -33,15 +33,8 @@ import pyarrow as pa
 from reasonkit.errors import UserError
 from reasonkit.judges import stage
 from reasonkit.judges.steps.config import LabelStepsConfig, fingerprinted
-from reasonkit.judges.steps.text import (
-    first_error,
-    first_step,
-    opening,
-    prefix,
-    solution_body,
-    split_steps,
-    step_dpo_pair,
-)
+from reasonkit.judges.steps.text import first_step, prefix, step_dpo_pair
+from reasonkit.reward.steps import first_error, opening, solution_body, split_steps
 from reasonkit.schema import MESSAGES, schema
 from reasonkit.store import StageWriter
 

@@ -67,8 +67,8 @@ def test_colocated_vllm_takes_its_fraction_of_the_gpu_this_machine_has(tmp_path,
 
 @pytest.mark.parametrize("overrides, per_parameter", [((), 2), (["grpo.bf16=false"], 4)])
 def test_the_reward_model_term_is_what_the_scorer_loads(tmp_path, no_gpu_here, overrides, per_parameter):
-    """The reward model loads in the policy's dtype (filters/reward_model.py,
-    tests/filters/test_reward_model_dtype.py):
+    """The reward model loads in the policy's dtype (reward/model.py,
+    tests/reward/test_model.py):
     bf16 on a GPU, fp32 when the policy trains in fp32; the plan counts those bytes for every process."""
     (grpo,) = [s for s in planned("rlaif-constitutional.yaml", tmp_path, overrides) if s.name == "grpo"]
     assert terms(grpo.memory)["reward model"] == round(P15 * per_parameter / 1e9, 1)

@@ -82,7 +82,7 @@ def test_the_template_ends_turns_with_the_base_eos_and_earns_both_rewards(tmp_pa
 
     from reasonkit.distill.prepare.run import PrepareConfig, prepare_student
     from reasonkit.distill.prepare.templates import turn_end_token
-    from reasonkit.filters.rewards import make_rewards
+    from reasonkit.reward.functions import make_rewards
 
     eos = AutoTokenizer.from_pretrained(teacher_dir).eos_token
     prepare_student(

@@ -17,9 +17,10 @@ from click.testing import CliRunner
 from reasonkit.cli import cli
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.reward import heads
-from reasonkit.distill.reward.prm import IGNORE, encode_steps, encode_table, first_error, read
+from reasonkit.distill.reward.prm import IGNORE, encode_table, read
 from reasonkit.distill.train import train
 from reasonkit.recipes.tasks import math as task
+from reasonkit.reward.steps import encode_steps, first_error
 
 
 def steps_table(n: int, seed: int = 0) -> pa.Table:

@@ -141,7 +141,7 @@ def test_a_rollout_keeps_the_reasoning_the_rewards_saw():
     """A completion whose parser split the think block into reasoning_content: the rollout's text is
     what the rewards scored (was: the content alone, the reasoning lost)."""
     from reasonkit.distill.rl.grpo import rollout_row
-    from reasonkit.filters.completions import completion_text
+    from reasonkit.reward.completions import completion_text
 
     completion = [{"role": "assistant", "content": "\\boxed{391}", "reasoning_content": "17 * 23 = 391"}]
     row = rollout_row({"id": "p", "prompt": [], "answer": "391"}, completion, [1, 2], [7, 8, 9], {9})

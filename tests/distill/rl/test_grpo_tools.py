@@ -234,7 +234,7 @@ def test_the_accuracy_reward_is_the_filters_verdict_on_trajectory_answers(tmp_pa
     writes them, read back by `distill filter`, whose verdict must be the reward's for every one."""
     from reasonkit.distill.rl.rollouts import RolloutLog
     from reasonkit.distill.rl.tools import trajectory_row
-    from reasonkit.filters.rewards import make_rewards
+    from reasonkit.reward.functions import make_rewards
 
     corpus = agent_task.write_corpus(tmp_path / "corpus.jsonl", agent_task.make_world(0, 60))
     search = make_search(corpus)

@@ -194,7 +194,7 @@ def test_bad_tests_are_reported():
 
 
 def test_code_reward_agrees_with_the_checker_and_has_trl_signature():
-    from reasonkit.filters.rewards import make_rewards
+    from reasonkit.reward.functions import make_rewards
 
     (reward,), weights = make_rewards({"code": 1.0}, max_completion_length=64, verify_timeout=2.0)
     completions = [

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from reasonkit.cli import cli
 from reasonkit.judges.score.run import ScoreConfig, run_score
-from reasonkit.judges.score.scorer import Scorer, inspect_model, turn_of
+from reasonkit.reward.scorer import Scorer, inspect_model, turn_of
 from reasonkit.store import load_manifest, read_stage
 
 from ...helpers.score import TEACHER, arithmetic_traces, build_reward_model
@@ -233,7 +233,7 @@ def test_the_command_and_config_import_nothing_heavy():
     import sys
 
     code = (
-        "import sys, reasonkit.judges.score.command, reasonkit.judges.score.run, reasonkit.filters.reward_model; "
+        "import sys, reasonkit.judges.score.command, reasonkit.judges.score.run, reasonkit.reward.model; "
         "print(sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'pyarrow') if m in sys.modules))"
     )
     assert (

@@ -12,8 +12,9 @@ import pytest
 from reasonkit.distill.data import load_rows
 from reasonkit.errors import UserError
 from reasonkit.judges.steps.run import STEP_DPO
-from reasonkit.judges.steps.text import solution_body, split_steps, step_dpo_pair
+from reasonkit.judges.steps.text import step_dpo_pair
 from reasonkit.recipes.tasks.math import render, solution
+from reasonkit.reward.steps import solution_body, split_steps
 from reasonkit.store import StageWriter
 
 from ...helpers.steps import corrupt, problems, reasoning_lines

@@ -1,6 +1,6 @@
 """A reward model as a scoring function: the one place that turns (prompt, assistant turn) into a number.
 
-``distill score`` (judges/score/run.py) and the GRPO reward ``rm`` (filters/reward_model.py) both score
+``distill score`` (judges/score/run.py) and the GRPO reward ``rm`` (reward/model.py) both score
 through :class:`Scorer`, so a reward the trainer gets and a reward ``distill score`` writes for the
 same completion are the same number.
 
@@ -203,12 +203,10 @@ class Scorer:
         return Encoded(tuple(ids[: self.max_length] if self.max_length else ids))
 
     def _encode_steps(self, prompt, turn: str) -> Encoded:
-        """The PRM's input as ``distill train --method prm`` trained it (distill/reward/prm.py's encode_steps) on the
-        steps ``distill label-steps`` cuts (judges/steps/text.py): the prompt string is the rendered generation prompt
-        plus
-        the ``<think>\n`` that opened the reasoning, the steps the rest of the turn cut at the separator."""
-        from reasonkit.distill.reward.prm import encode_steps
-        from reasonkit.judges.steps.text import opening, solution_body, split_steps
+        """The PRM's input as ``distill train --method prm`` trained it, on the steps ``distill label-steps`` cuts
+        (both reward/steps.py): the prompt string is the rendered generation prompt plus the ``<think>\n`` that
+        opened the reasoning, the steps the rest of the turn cut at the separator."""
+        from reasonkit.reward.steps import encode_steps, opening, solution_body, split_steps
         from reasonkit.think import opens_think, split
 
         tok, sep = self.tokenizer, self.spec.step_separator

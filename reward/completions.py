@@ -1,6 +1,6 @@
 """A GRPO completion read as the filter reads a traces row: its raw text (string or conversational),
 whether the prompt opened the think block, reasoning and response split as generation splits them
-(think.py), and whether it was cut at the token limit. The rewards (filters/rewards.py) and the
+(think.py), and whether it was cut at the token limit. The rewards (reward/functions.py) and the
 rollouts (distill/rl/grpo.py) both read completions through here, so they see the same text.
 """
 

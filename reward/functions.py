@@ -30,7 +30,7 @@ per completion.
                0.0 when it fails one or there is no program (or the completion is truncated), None when the
                row has no tests or the sandbox itself failed.
 ``rm``         a trained reward model's score, the number ``distill score`` writes for the same
-               completion (:mod:`reasonkit.filters.reward_model`; ``make_rewards(reward_model=PATH)``).
+               completion (:mod:`reasonkit.reward.model`; ``make_rewards(reward_model=PATH)``).
 =============  ====================================================================================
 
 The chain of thought is the reasoning inside the think block, or the whole completion when there is
@@ -53,7 +53,7 @@ judged on its text) and ``length``/``cosine`` refuse to run without one. In a TR
 TRL sums the weighted rewards leaving out the ``None`` ones (an unverifiable answer adds nothing,
 the other rewards still count); a completion every function says ``None`` to gets no advantage.
 
->>> from reasonkit.filters.rewards import accuracy_reward
+>>> from reasonkit.reward.functions import accuracy_reward
 >>> completions = [r"<think>17 * 23 = 391</think>The answer is \boxed{391}.",
 ...                r"<think>17 * 23 = 381</think>The answer is \boxed{381}.",
 ...                r"<think>17 * 23 = \boxed{391}</think>I give up.",  # a box in the reasoning is no answer
@@ -76,8 +76,8 @@ import math
 from collections.abc import Callable, Collection, Sequence
 
 from reasonkit.errors import UserError
-from reasonkit.filters.completions import Sample, completion_text, prompt_opens_think, samples  # noqa: F401 (re-exported)
-from reasonkit.filters.reward_setup import RewardSetup
+from reasonkit.reward.completions import Sample, completion_text, prompt_opens_think, samples  # noqa: F401 (re-exported)
+from reasonkit.reward.setup import RewardSetup
 
 #: The reward names :func:`make_rewards` knows, in the order the docs list them.
 NAMES = ("accuracy", "format", "language", "length", "cosine", "arithmetic", "code")
@@ -371,7 +371,7 @@ def make_rewards(
 
     ``prefilled``: the chat template opens the think block in the generation prompt (the completion starts inside it);
     ``eos_token_ids`` tell a completion that ended on the very last token from a cut one. ``reward_model``: the model
-    the ``rm`` reward scores with (filters/reward_model.py). ``trajectory``: completions are tool-use trajectories
+    the ``rm`` reward scores with (reward/model.py). ``trajectory``: completions are tool-use trajectories
     (GRPO with tools), whose final answer accuracy reads as ``distill filter`` reads a trajectory's
     (:func:`reasonkit.filters.trajectory.final_answer`, :class:`~reasonkit.filters.trajectory.TextAwareVerifier`). A
     UserError for an unknown name, a bad weight or limit, an unknown verifier or language, ``rm`` without a model.
@@ -423,7 +423,7 @@ def make_rewards(
     if ("rm" in weights) != (reward_model is not None):
         raise UserError("the rm reward and its reward model come together: --reward rm=PATH (or rm=PATH:WEIGHT)")
     if reward_model is not None:
-        from reasonkit.filters.reward_model import ModelReward
+        from reasonkit.reward.model import ModelReward
 
         model_reward = ModelReward(reward_model, setup)  # a path that is no reward model fails here, before training
     return (

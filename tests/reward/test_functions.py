@@ -1,4 +1,4 @@
-r"""GRPO rewards (filters/rewards.py): literal strings, hostile inputs, and agreement with the real filter.
+r"""GRPO rewards (reward/functions.py): literal strings, hostile inputs, and agreement with the real filter.
 
 The agreement tests run the filter's own VerifyFilter / FormatFilter / LanguageFilter over a traces
 table and ask the rewards about the same completions, passed as TRL passes them (rendered or
@@ -14,13 +14,13 @@ import time
 import pytest
 
 from reasonkit.errors import UserError
-from reasonkit.filters import rewards as R
 from reasonkit.filters.base import apply
 from reasonkit.filters.format import FormatFilter
 from reasonkit.filters.language import LanguageFilter
 from reasonkit.filters.math.arithmetic import claims, score
 from reasonkit.filters.math.verify import VerifyFilter
 from reasonkit.recipes.tasks import math as task
+from reasonkit.reward import functions as R
 
 from ..helpers.synthetic import synthetic_rows, trace, traces_table
 
@@ -411,7 +411,7 @@ def test_make_rewards_refuses_bad_input_in_one_line(kwargs, message):
 
 def test_importing_the_rewards_imports_nothing_heavy():
     heavy = ("numpy", "pyarrow", "lingua", "math_verify", "sympy", "torch", "trl")
-    code = f"import sys, reasonkit.filters.rewards; print([m for m in {heavy!r} if m in sys.modules])"
+    code = f"import sys, reasonkit.reward.functions; print([m for m in {heavy!r} if m in sys.modules])"
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
     )

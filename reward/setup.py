@@ -1,7 +1,7 @@
 """What every reward function of one run shares: plain data, so a reward pickles with it.
 
-Its own module because both kinds of reward read it, the verifier rewards (filters/rewards.py) and
-the reward model (filters/reward_model.py), and neither imports the other for it.
+Its own module because both kinds of reward read it, the verifier rewards (reward/functions.py) and
+the reward model (reward/model.py), and neither imports the other for it.
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@
 ``accuracy=1.0`` and the others combine with it as usual). PATH is what ``distill train --method rm``
 wrote (a model directory or its LoRA adapter; a PRM's ``reward`` is its weakest step).
 
-The completion is read as the filter reads a trace (filters/completions.py: the think split, a
-prefilled ``<think>``) and scored by judges/score/scorer.py's :class:`~reasonkit.judges.score.scorer.Scorer` on
+The completion is read as the filter reads a trace (reward/completions.py: the think split, a
+prefilled ``<think>``) and scored by reward/scorer.py's :class:`~reasonkit.reward.scorer.Scorer` on
 the assistant turn the prefs and sft tables carry, under the reward model's chat template, exactly as
 ``distill score`` scores a traces row: the number GRPO optimises is the number ``distill score`` writes
-for the same completion (tests/judges/score/test_grpo.py checks it on a real run's rollouts). In a trainer the reward
+for the same completion (tests/reward/test_model.py checks it on a real run's rollouts). In a trainer the reward
 model loads in the policy's dtype (bf16 on a GPU, where ``distill score`` loads fp32: the same number to bf16's
 precision), so each of a run's processes holds half the memory fp32 would.
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reasonkit.errors import UserError
-from reasonkit.filters.reward_setup import RewardSetup
+from reasonkit.reward.setup import RewardSetup
 
 NAME = "rm"
 
@@ -63,7 +63,7 @@ class ModelReward:
     def __init__(
         self, path: str, setup=None, *, batch_size: int = 16, device: str | None = None, dtype: str = "float32"
     ):
-        from reasonkit.judges.score.scorer import inspect_model
+        from reasonkit.reward.scorer import inspect_model
 
         self.spec = inspect_model(path)  # not a reward model: one line now, not a traceback at step 1
         self.__name__, self.path, self.setup = NAME, path, setup or RewardSetup()
@@ -81,7 +81,7 @@ class ModelReward:
     @property
     def scorer(self):
         if self._scorer is None:
-            from reasonkit.judges.score.scorer import Scorer
+            from reasonkit.reward.scorer import Scorer
 
             self._scorer = Scorer(self.spec, device=self.device, dtype=self.dtype)
         return self._scorer
@@ -90,7 +90,7 @@ class ModelReward:
         self, prompts: Sequence, completions: Sequence, completion_ids: Sequence | None = None
     ) -> list[str | None]:
         """The assistant turn of each completion, as ``distill score`` reads a rollout's row."""
-        from reasonkit.filters.completions import samples
+        from reasonkit.reward.completions import samples
         from reasonkit.think import join
 
         setup = self.setup
