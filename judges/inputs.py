@@ -2,7 +2,7 @@
 
 Every stage here sees a prompt as a :class:`Group` of candidate answers. A candidate's text is the
 assistant turn a student would be trained on: ``<think>\\nreasoning\\n</think>\\n\\nresponse`` when
-the row has a reasoning block (the same join ``gen.think`` defines, so a prefilled ``<think>`` is
+the row has a reasoning block (think.candidate_text: the same join generation defines, so a prefilled ``<think>`` is
 restored), the response alone when ``include_reasoning`` is off, or the raw ``completion``.
 
 Rows that did not finish (``finish_reason`` ``length`` or ``error``) or have no text are never
