@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union
 
-from reasonkit.errors import UserError
+from reasonkit.errors import FieldErrors, UserError
 
 T = TypeVar("T")
 
@@ -129,24 +129,27 @@ def from_dict(cls: type[T], data: Mapping[str, Any] | None, path: str = "") -> T
         raise UserError(f"{path or cls.__name__}: expected a mapping, found {type(data).__name__} {data!r}")
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     hints = typing.get_type_hints(cls)
-    problems = [f"{_join(path, key)}: unknown key{suggest(str(key), fields)}" for key in data if key not in fields]
-    values = {}
+    unknown = [f"{_join(path, key)}: unknown key{suggest(str(key), fields)}" for key in data if key not in fields]
+    values, wrong = {}, []
     for name, value in data.items():
         if name in fields:
             try:
                 values[name] = _coerce(value, hints[name], _join(path, name))
             except UserError as e:
-                problems += e.problems
-    if problems:  # the config's own checks need every value well typed: they run once these are fixed
-        raise UserError(*problems)
+                wrong += e.problems
+    if wrong:  # the config's own checks need every value well typed: they run once these are fixed
+        raise UserError(*unknown, *wrong)
     try:
-        return cls(**values)
+        config = cls(**values)
     except TypeError as e:  # a required field without a value
-        raise UserError(f"{path or cls.__name__}: {e}") from None
-    except UserError as e:  # __post_init__ checks: each problem names its field
-        raise UserError(*(_join(path, p) for p in e.problems)) from None
+        raise UserError(*unknown, f"{path or cls.__name__}: {e}") from None
+    except FieldErrors as e:  # the config's own checks (Checks): each problem starts at its field
+        raise UserError(*unknown, *(_join(path, p) for p in e.fields), *e.whole) from None
     except ValueError as e:  # a parser a config's property calls (a GPU list, a tracker's name) says what is wrong
-        raise UserError(f"{path or cls.__name__}: {e}") from None
+        raise UserError(*unknown, f"{path or cls.__name__}: {e}") from None
+    if unknown:
+        raise UserError(*unknown)
+    return config
 
 
 class Checks:
@@ -159,11 +162,12 @@ class Checks:
     >>> check.done()
     Traceback (most recent call last):
     ...
-    reasonkit.errors.UserError: lr: expected a number > 0, found -1
+    reasonkit.errors.FieldErrors: lr: expected a number > 0, found -1
     """
 
     def __init__(self) -> None:
         self.problems: list[str] = []
+        self.whole: list[str] = []  # what shared checks said, each line whole
 
     def __call__(self, ok: bool, field: str, message: str) -> None:
         if not ok:
@@ -173,12 +177,15 @@ class Checks:
         """Run a check that raises a UserError of its own (a helper shared by several configs); keep what it says."""
         try:
             check()
+        except FieldErrors as e:
+            self.problems += e.fields
+            self.whole += e.whole
         except UserError as e:
-            self.problems += e.problems
+            self.whole += e.problems
 
     def done(self) -> None:
-        if self.problems:
-            raise UserError(*self.problems)
+        if self.problems or self.whole:
+            raise FieldErrors(self.problems, self.whole)
 
 
 def override(config: T, assignments: Sequence[str], path: str = "") -> T:

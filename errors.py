@@ -19,3 +19,13 @@ class UserError(Exception):
     def __init__(self, *problems: str) -> None:
         super().__init__("; ".join(map(str, problems)))
         self.problems = [str(p) for p in problems]
+
+
+class FieldErrors(UserError):
+    """A config's problems: ``fields``, each starting at the field it names (``lr: expected a number > 0, found -1``),
+    so that whoever built the config puts the config's own path before each (config.from_dict:
+    ``steps[3].with.lr: ...``); ``whole``, lines a shared check wrote whole (``--engine 'x': expected ...``)."""
+
+    def __init__(self, fields: list[str], whole: list[str] = ()) -> None:
+        super().__init__(*fields, *whole)
+        self.fields, self.whole = list(fields), list(whole)

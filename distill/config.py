@@ -11,14 +11,14 @@ and a recipe builds it from YAML with :func:`reasonkit.config.from_dict`, both b
 >>> TrainConfig(method="sft", student="m", data="d", out="o", batch_size=0)
 Traceback (most recent call last):
 ...
-reasonkit.errors.UserError: batch_size: must be >= 1, found 0
+reasonkit.errors.FieldErrors: batch_size: must be >= 1, found 0
 >>> g = TrainConfig(method="grpo", student="m", data="d", out="o")
 >>> g.learning_rate, g.kl_beta, g.rewards, g.generation_batch_size()
 (1e-05, 0.0, {'accuracy': 1.0, 'format': 0.2}, 8)
 >>> TrainConfig(method="grpo", student="m", data="d", out="o", batch_size=4, num_generations=8)
 Traceback (most recent call last):
 ...
-reasonkit.errors.UserError: num_generations: 8 must divide the generation batch (batch_size 4 x steps_per_generation 1 x 1 processes = 4 completions): every prompt's group of 8 completions must fit in it
+reasonkit.errors.FieldErrors: num_generations: 8 must divide the generation batch (batch_size 4 x steps_per_generation 1 x 1 processes = 4 completions): every prompt's group of 8 completions must fit in it
 """  # noqa: E501
 
 from __future__ import annotations

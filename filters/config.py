@@ -10,7 +10,7 @@ field can be set with ``--set key=value`` or from a recipe's ``filter:`` section
 >>> from_dict(FilterConfig, {"traces": "t", "out": "o", "select": "all", "keep_per_prompt": 2}, "filter")
 Traceback (most recent call last):
 ...
-reasonkit.errors.UserError: --keep-per-prompt 2 needs --select shortest, random or reward (--select all keeps every sample)
+reasonkit.errors.UserError: filter.keep_per_prompt: 2 needs select shortest, random or reward (select all keeps every sample)
 """  # noqa: E501
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from reasonkit.config import setting
+from reasonkit.config import Checks, setting
 from reasonkit.engine import ENGINE_FIELDS, EngineSettings, check_engine
-from reasonkit.errors import UserError
 
 #: The language filter's lookahead helper starts with this call (filters/lookahead.py); named here,
 #: where ``distill filter`` can reach it before importing the filters, to start the helper early.
@@ -135,43 +134,46 @@ class FilterConfig(EngineSettings):
 
 
 def _check(c: FilterConfig) -> None:
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise UserError(message)
-
-    need(c.verify_timeout > 0, f"--verify-timeout must be > 0 seconds, got {c.verify_timeout}")
-    need(0.0 <= c.min_lang_ratio <= 1.0, f"--min-lang-ratio must be within [0, 1], got {c.min_lang_ratio}")
+    check = Checks()
+    check(c.verify_timeout > 0, "verify_timeout", f"must be > 0 seconds, got {c.verify_timeout}")
+    check(0.0 <= c.min_lang_ratio <= 1.0, "min_lang_ratio", f"must be within [0, 1], got {c.min_lang_ratio}")
     for name in ("min_tokens", "max_tokens"):
         value = getattr(c, name)
-        need(value is None or value >= 0, f"--{name.replace('_', '-')} must be >= 0, got {value}")
-    need(
+        check(value is None or value >= 0, name, f"must be >= 0, got {value}")
+    check(
         c.min_tokens is None or c.max_tokens is None or c.min_tokens <= c.max_tokens,
-        f"--min-tokens {c.min_tokens} is above --max-tokens {c.max_tokens}",
+        "min_tokens",
+        f"{c.min_tokens} is above max_tokens {c.max_tokens}",
     )
-    need(
+    check(
         c.max_repetition is None or 0.0 <= c.max_repetition <= 1.0,
-        f"--max-repetition must be within [0, 1], got {c.max_repetition}",
+        "max_repetition",
+        f"must be within [0, 1], got {c.max_repetition}",
     )
-    need(0.0 < c.minhash_threshold < 1.0, f"--minhash-threshold must be within (0, 1), got {c.minhash_threshold}")
-    need(c.minhash_perms >= 1, f"minhash_perms must be >= 1, got {c.minhash_perms}")
-    need(
+    check(0.0 < c.minhash_threshold < 1.0, "minhash_threshold", f"must be within (0, 1), got {c.minhash_threshold}")
+    check(c.minhash_perms >= 1, "minhash_perms", f"must be >= 1, got {c.minhash_perms}")
+    check(
         c.minhash_bands is None or 1 <= c.minhash_bands <= c.minhash_perms,
-        f"minhash_bands must be within [1, minhash_perms={c.minhash_perms}], got {c.minhash_bands}",
+        "minhash_bands",
+        f"must be within [1, minhash_perms={c.minhash_perms}], got {c.minhash_bands}",
     )
     for name in ("shingle", "ngram", "repetition_ngram", "batch_rows"):
-        need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
-    need(
-        c.keep_per_prompt is None or c.keep_per_prompt >= 1, f"--keep-per-prompt must be >= 1, got {c.keep_per_prompt}"
+        check(getattr(c, name) >= 1, name, f"must be >= 1, got {getattr(c, name)}")
+    check(
+        c.keep_per_prompt is None or c.keep_per_prompt >= 1,
+        "keep_per_prompt",
+        f"must be >= 1, got {c.keep_per_prompt}",
     )
-    need(
+    check(
         not (c.select == "all" and c.keep_per_prompt is not None),
-        f"--keep-per-prompt {c.keep_per_prompt} needs --select shortest, random or reward (--select all keeps every "
-        "sample)",
+        "keep_per_prompt",
+        f"{c.keep_per_prompt} needs select shortest, random or reward (select all keeps every sample)",
     )
-    check_engine(c.engine, c.replicas, c.ray_address)
-    need(c.workers is None or c.workers >= 1, f"--workers must be >= 1, got {c.workers}")
-    need(bool(c.decontam_column), "decontam_column must name a column")
-    need(bool(c.tests_column), "tests_column must name a column")
+    check.run(lambda: check_engine(c.engine, c.replicas, c.ray_address))
+    check(c.workers is None or c.workers >= 1, "workers", f"must be >= 1, got {c.workers}")
+    check(bool(c.decontam_column), "decontam_column", "must name a column")
+    check(bool(c.tests_column), "tests_column", "must name a column")
+    check.done()
 
 
 def language_lookahead(config: FilterConfig, rows: int) -> bool:

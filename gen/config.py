@@ -62,7 +62,13 @@ class GenerateConfig(SamplingSettings, PromptSettings, BackendSettings, ToolSett
         if self.tools is not None or self.corpus is not None:
             from reasonkit.gen.tools.trajectories import check_tool_config
 
-            check_tool_config(self)
+            check_tool_config(
+                self.tools,
+                self.corpus,
+                engine=self.engine,
+                replicas=self.data_parallel,
+                prefill_think=self.prefill_think,
+            )
         if not 0 < self.top_p <= 1:
             raise UserError(f"--top-p {self.top_p}: expected in (0, 1]")
         if self.limit is not None and self.limit < 1:

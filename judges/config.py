@@ -11,14 +11,14 @@ its manifest.
 >>> JudgeConfig(input="d", out="o", judge="m", mode="both")
 Traceback (most recent call last):
 ...
-ValueError: mode: expected pointwise or pairwise, found 'both'
+reasonkit.errors.FieldErrors: mode: expected pointwise or pairwise, found 'both'
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from reasonkit.config import setting, with_default
+from reasonkit.config import Checks, setting, with_default
 from reasonkit.gen.engine_args import output_engine_args
 from reasonkit.gen.settings import BACKENDS, BackendSettings, SamplingSettings
 
@@ -30,14 +30,12 @@ MODES = ("pointwise", "pairwise")
 NOT_FLAGS = ("tensor_parallel", "data_parallel", "gpu_memory_utilization", "batch_size")
 
 
-def _one_of(name: str, value: object, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}: expected {' or '.join(allowed)}, found {value!r}")
+def _one_of(check: Checks, name: str, value: object, allowed: tuple) -> None:
+    check(value in allowed, name, f"expected {' or '.join(allowed)}, found {value!r}")
 
 
-def _positive(name: str, value: int) -> None:
-    if value < 1:
-        raise ValueError(f"{name}: expected a positive integer, found {value}")
+def _positive(check: Checks, name: str, value: int) -> None:
+    check(value >= 1, name, f"expected a positive integer, found {value}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,10 +66,12 @@ class PairsConfig(StageRun):
     exclude_drop_reasons: tuple[str, ...] = ("contaminated", "decontam")
 
     def __post_init__(self) -> None:
-        _one_of("strategy", self.strategy, STRATEGIES)
-        _one_of("chosen", self.chosen, PICKS_CHOSEN)
-        _one_of("rejected", self.rejected, PICKS_REJECTED)
-        _positive("max_pairs_per_prompt", self.max_pairs_per_prompt)
+        check = Checks()
+        _one_of(check, "strategy", self.strategy, STRATEGIES)
+        _one_of(check, "chosen", self.chosen, PICKS_CHOSEN)
+        _one_of(check, "rejected", self.rejected, PICKS_REJECTED)
+        _positive(check, "max_pairs_per_prompt", self.max_pairs_per_prompt)
+        check.done()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,10 +86,16 @@ class JudgeModel(SamplingSettings, BackendSettings):
     max_tokens: int = with_default(SamplingSettings, "max_tokens", 1024)
 
     def __post_init__(self) -> None:
-        _one_of("backend", self.backend, BACKENDS)
-        _positive("concurrency", self.concurrency)
-        _positive("max_tokens", self.max_tokens)
-        _positive("tensor_parallel", self.tensor_parallel)
+        check = Checks()
+        self._check(check)
+        check.done()
+
+    def _check(self, check: Checks) -> None:
+        """The model's settings; a judge or critique config adds its own (every problem is said at once)."""
+        _one_of(check, "backend", self.backend, BACKENDS)
+        _positive(check, "concurrency", self.concurrency)
+        _positive(check, "max_tokens", self.max_tokens)
+        _positive(check, "tensor_parallel", self.tensor_parallel)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,13 +121,12 @@ class JudgeConfig(JudgeModel, StageRun):
     reference: bool = setting(True, "Do not show the judge the gold answer.", flag="--no-reference", flag_value=False)
     shard_size: int = setting(256, "Prompts (judge) or rows (critique) per committed shard.")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _one_of("mode", self.mode, MODES)
-        _positive("max_pairs_per_prompt", self.max_pairs_per_prompt)
-        _positive("shard_size", self.shard_size)
-        if self.min_margin < 0:
-            raise ValueError(f"min_margin: expected a number >= 0, found {self.min_margin}")
+    def _check(self, check: Checks) -> None:
+        super()._check(check)
+        _one_of(check, "mode", self.mode, MODES)
+        _positive(check, "max_pairs_per_prompt", self.max_pairs_per_prompt)
+        _positive(check, "shard_size", self.shard_size)
+        check(self.min_margin >= 0, "min_margin", f"expected a number >= 0, found {self.min_margin}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,10 +143,10 @@ class CritiqueConfig(JudgeModel, StageRun):
     top_p: float = with_default(SamplingSettings, "top_p", 0.95)
     max_tokens: int = with_default(SamplingSettings, "max_tokens", 2048)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _positive("rounds", self.rounds)
-        _positive("shard_size", self.shard_size)
+    def _check(self, check: Checks) -> None:
+        super()._check(check)
+        _positive(check, "rounds", self.rounds)
+        _positive(check, "shard_size", self.shard_size)
 
 
 def fingerprinted(config: object) -> dict:

@@ -62,37 +62,73 @@ class PlannedStep:
 
 
 def validate(recipe: Recipe) -> list[PlannedStep]:
-    """Check every step fully (keys, types, references, input paths) without loading a model."""
+    """Check every step fully (keys, types, references, input paths) without loading a model.
+
+    Every problem of every step is found before one UserError names them all (``distill validate`` shows a recipe's
+    errors at once); a step that reads a step with problems is checked too, but not fingerprinted."""
     planned: list[PlannedStep] = []
     fingerprints: dict[str, str] = {}
+    problems: list[str] = []
     for i, step in enumerate(recipe.steps):
-        where = f"{recipe.path}: steps[{i}] ({step.name})"
-        spec = STAGES[step.stage]
-        earlier = [s.name for s in recipe.steps[:i]]
-        for ref in references(step.config):
-            if ref not in earlier:
-                later = ref in {s.name for s in recipe.steps}
-                why = "a later step" if later else "no step of this recipe"
-                raise UserError(f"{where}: reads ${{{ref}}}, which {why} writes; a step may only read earlier steps")
-        data = resolve(step.config, recipe)
-        if spec.out_field in data:
-            raise UserError(f"{where}.with.{spec.out_field}: set by the runner (OUT/{step.name}); remove it")
-        data[spec.out_field] = step_dir(recipe, step.name)
-        config = from_dict(spec.config_class(), data, f"{step.name}")
-        for field_name in spec.inputs:
-            for value in _as_list(getattr(config, field_name, None)):
-                if value and not references(step.config.get(field_name, "")) and not _exists_or_hub_id(value):
-                    raise UserError(f"{where}.with.{field_name}: {value}: no such file or directory")
-        upstream = sorted({fingerprints[r] for r in references(step.config)})
-        semantic = _semantic(step, spec, config)
-        if semantic.get("engine_args"):  # only the vLLM arguments that change what a row says
-            from reasonkit.gen.engine_args import output_engine_args
-
-            semantic["engine_args"] = output_engine_args(semantic["engine_args"])
-        fp = fingerprint([step.stage, semantic, upstream, _contents(step, spec, config, recipe)])
-        fingerprints[step.name] = fp
-        planned.append(PlannedStep(step, config, fp))
+        try:
+            p = _plan_step(recipe, i, fingerprints)
+        except UserError as e:
+            problems += e.problems
+            continue
+        if p is not None:
+            fingerprints[step.name] = p.fingerprint
+            planned.append(p)
+    if len(problems) > 1:
+        raise UserError(f"{recipe.path}: {len(problems)} problems: {'; '.join(problems)}")
+    if problems:
+        raise UserError(problems[0])
     return planned
+
+
+def _plan_step(recipe: Recipe, i: int, fingerprints: dict[str, str]) -> PlannedStep | None:
+    """Step ``i`` checked and fingerprinted (None: it reads an earlier step that has problems of its own)."""
+    step = recipe.steps[i]
+    where = f"{recipe.path}: steps[{i}] ({step.name})"
+    spec = STAGES[step.stage]
+    earlier = [s.name for s in recipe.steps[:i]]
+    problems = []
+    for ref in references(step.config):
+        if ref not in earlier:
+            why = "a later step" if ref in {s.name for s in recipe.steps} else "no step of this recipe"
+            problems.append(f"{where}: reads ${{{ref}}}, which {why} writes; a step may only read earlier steps")
+    data = resolve(step.config, recipe)
+    if spec.out_field in data:
+        problems.append(f"{where}.with.{spec.out_field}: set by the runner (OUT/{step.name}); remove it")
+    data[spec.out_field] = step_dir(recipe, step.name)
+    try:
+        config = from_dict(spec.config_class(), data, f"{step.name}")
+    except UserError as e:
+        problems += e.problems
+        config = None
+    if config is not None:
+        problems += _missing_inputs(step, spec, config, where)
+    if problems:
+        raise UserError(*problems)
+    upstream = [fingerprints.get(r) for r in references(step.config)]
+    if None in upstream:  # an earlier step it reads has problems: those are said already
+        return None
+    semantic = _semantic(step, spec, config)
+    if semantic.get("engine_args"):  # only the vLLM arguments that change what a row says
+        from reasonkit.gen.engine_args import output_engine_args
+
+        semantic["engine_args"] = output_engine_args(semantic["engine_args"])
+    fp = fingerprint([step.stage, semantic, sorted(set(upstream)), _contents(step, spec, config, recipe)])
+    return PlannedStep(step, config, fp)
+
+
+def _missing_inputs(step: Step, spec, config, where: str) -> list[str]:
+    """The input paths a step names (not through ``${step}``) that do not exist and are no Hub id."""
+    return [
+        f"{where}.with.{field_name}: {value}: no such file or directory"
+        for field_name in spec.inputs
+        for value in _as_list(getattr(config, field_name, None))
+        if value and not references(step.config.get(field_name, "")) and not _exists_or_hub_id(value)
+    ]
 
 
 def _semantic(step: Step, spec, config) -> dict[str, Any]:
@@ -194,14 +230,7 @@ def _run(
     isolated = isolating(gpu_gb is not None)  # each model step in a process of its own (recipes/isolate.py)
     follower = _follower(chosen, only)
     if follower is not None:  # another machine of a multi-node train step: train with machine 0, record nothing
-        previous = state.get(follower.step.name, {})
-        resume = bool(previous) and previous.get("fingerprint") == follower.fingerprint and not overwrite
-        echo(
-            f"[run]  {follower.step.name} ({follower.step.stage}): with machine 0, as machine "
-            f"{_rank(follower.config)} of {follower.config.num_machines}"
-        )
-        config = _with_flags(follower.config, overwrite=overwrite, resume=resume)
-        return {follower.step.name: jsonable(STAGES["train"].run_function()(config))}
+        return _follow(follower, state, overwrite, echo)
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
     for index, p in enumerate(planned):
@@ -218,33 +247,50 @@ def _run(
             echo(f"[skip] {name} ({p.step.stage}): finished with the same config ({p.fingerprint}){hint}")
             results[name] = state[name].get("result")
             continue
-        previous = state.get(name, {})
-        changed = previous.get("fingerprint") not in (None, p.fingerprint)
-        resuming = bool(previous) and not changed and not overwrite
-        config = _with_flags(p.config, overwrite=overwrite or changed, resume=resuming)
-        why = (
-            "overwrite requested" if overwrite else "config changed" if changed else "resuming" if resuming else "new"
-        )
-        echo(f"[run]  {name} ({p.step.stage}): {why}")
-        state[name] = {"fingerprint": p.fingerprint, "done": False, "stage": p.step.stage}
-        _save_state(out, state)
-        t0 = time.perf_counter()
-        preload = ("ray",) if getattr(config, "engine", None) == "ray" else ()
-        task = StepTask(name, p.step.stage, STAGES[p.step.stage], config, step_dir(recipe, name), verbose, preload)
-        result, pid = _execute(task, isolated and p.step.stage in MODEL_STAGES, echo)
-        seconds = time.perf_counter() - t0
-        state[name] = {
-            "fingerprint": p.fingerprint,
-            "done": True,
-            "stage": p.step.stage,
-            "seconds": round(seconds, 1),
-            "pid": pid,  # the process that ran it: this one, or a child of its own (recipes/isolate.py)
-            "result": jsonable(result),
-        }
-        _save_state(out, state)
-        results[name] = state[name]["result"]
-        echo(f"[done] {name} in {seconds:.1f}s")
+        results[name] = _run_step(p, recipe, state, overwrite=overwrite, verbose=verbose, isolated=isolated, echo=echo)
     return results
+
+
+def _follow(follower: PlannedStep, state: dict, overwrite: bool, echo) -> dict:
+    """Train the multi-node step ``follower`` as a machine of rank > 0 (machine 0 records the run state)."""
+    previous = state.get(follower.step.name, {})
+    resume = bool(previous) and previous.get("fingerprint") == follower.fingerprint and not overwrite
+    echo(
+        f"[run]  {follower.step.name} ({follower.step.stage}): with machine 0, as machine "
+        f"{_rank(follower.config)} of {follower.config.num_machines}"
+    )
+    config = _with_flags(follower.config, overwrite=overwrite, resume=resume)
+    return {follower.step.name: jsonable(STAGES["train"].run_function()(config))}
+
+
+def _run_step(p: PlannedStep, recipe: Recipe, state: dict, *, overwrite: bool, verbose: bool, isolated: bool, echo):
+    """Run one step that is not finished (or is to be redone), recording it in the run state before and after;
+    returns what its run function returned, as the state keeps it."""
+    name, out = p.step.name, Path(recipe.out)
+    previous = state.get(name, {})
+    changed = previous.get("fingerprint") not in (None, p.fingerprint)
+    resuming = bool(previous) and not changed and not overwrite
+    config = _with_flags(p.config, overwrite=overwrite or changed, resume=resuming)
+    why = "overwrite requested" if overwrite else "config changed" if changed else "resuming" if resuming else "new"
+    echo(f"[run]  {name} ({p.step.stage}): {why}")
+    state[name] = {"fingerprint": p.fingerprint, "done": False, "stage": p.step.stage}
+    _save_state(out, state)
+    t0 = time.perf_counter()
+    preload = ("ray",) if getattr(config, "engine", None) == "ray" else ()
+    task = StepTask(name, p.step.stage, STAGES[p.step.stage], config, step_dir(recipe, name), verbose, preload)
+    result, pid = _execute(task, isolated and p.step.stage in MODEL_STAGES, echo)
+    seconds = time.perf_counter() - t0
+    state[name] = {
+        "fingerprint": p.fingerprint,
+        "done": True,
+        "stage": p.step.stage,
+        "seconds": round(seconds, 1),
+        "pid": pid,  # the process that ran it: this one, or a child of its own (recipes/isolate.py)
+        "result": jsonable(result),
+    }
+    _save_state(out, state)
+    echo(f"[done] {name} in {seconds:.1f}s")
+    return state[name]["result"]
 
 
 def _execute(task: StepTask, in_child: bool, echo) -> tuple[Any, int]:

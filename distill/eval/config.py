@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from reasonkit.config import setting
+from reasonkit.config import Checks, setting
 from reasonkit.distill.trackers import REPORT_TO
 from reasonkit.engine import EngineSettings, check_engine
-from reasonkit.errors import UserError
 from reasonkit.gen.settings import BackendSettings, PromptSettings, SamplingSettings, ToolSettings
 
 #: The group fields ``distill eval`` does not offer as flags (YAML and ``--set`` still reach them).
@@ -85,28 +84,25 @@ class EvalConfig(SamplingSettings, PromptSettings, BackendSettings, ToolSettings
     )
 
     def __post_init__(self) -> None:
-        check_engine(self.engine, self.replicas, self.ray_address)
         from reasonkit.distill.trackers import names
+        from reasonkit.gen.tools.trajectories import check_tool_config
 
-        names(self.report_to)  # raises on a name that is no tracker
-        if self.k < 1:
-            raise ValueError(f"k: expected at least 1 sample per problem, found {self.k}")
-        if self.max_turns < 1:
-            raise UserError(f"--max-turns {self.max_turns}: expected at least 1")
+        check = Checks()
+        check.run(lambda: check_engine(self.engine, self.replicas, self.ray_address))
+        check.run(lambda: names(self.report_to))  # a name that is no tracker
+        check(self.k >= 1, "k", f"expected at least 1 sample per problem, found {self.k}")
+        check(self.max_turns >= 1, "max_turns", f"expected at least 1, found {self.max_turns}")
+        parallel = self.data_parallel
+        check(
+            parallel == "auto" or (not isinstance(parallel, bool) and parallel >= 1),
+            "data_parallel",
+            f"expected at least 1 or auto, found {parallel!r}",
+        )
         if self.tools is not None or self.corpus is not None:  # the generate stage's checks, before OUT exists
-            from types import SimpleNamespace
-
-            from reasonkit.gen.tools.trajectories import check_tool_config
-
-            replicas = self.data_parallel if isinstance(self.data_parallel, int) else 2  # auto: more than one
-            check_tool_config(
-                SimpleNamespace(
-                    tools=self.tools,
-                    corpus=self.corpus,
-                    engine=self.engine,
-                    data_parallel=replicas,
-                    prefill_think=self.prefill_think,
+            replicas = parallel if isinstance(parallel, int) else 2  # auto: more than one
+            check.run(
+                lambda: check_tool_config(
+                    self.tools, self.corpus, engine=self.engine, replicas=replicas, prefill_think=self.prefill_think
                 )
             )
-        if self.data_parallel != "auto" and (isinstance(self.data_parallel, bool) or self.data_parallel < 1):
-            raise ValueError(f"data_parallel: expected at least 1 or auto, found {self.data_parallel!r}")
+        check.done()

@@ -30,7 +30,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from reasonkit.config import load_json_object, setting
+from reasonkit.config import Checks, load_json_object, setting
 from reasonkit.errors import UserError
 
 RECORD = "prepare.json"
@@ -70,12 +70,16 @@ class PrepareConfig:
     overwrite: bool = setting(False, "Replace OUT if it holds something else.")
 
     def __post_init__(self) -> None:
-        if self.max_positions is not None and self.max_positions < 1:
-            raise ValueError(f"max_positions must be >= 1, found {self.max_positions}")
-        if self.rope_theta is not None and self.rope_theta <= 0:
-            raise ValueError(f"rope_theta must be > 0, found {self.rope_theta}")
+        check = Checks()
+        check(
+            self.max_positions is None or self.max_positions >= 1,
+            "max_positions",
+            f"must be >= 1, found {self.max_positions}",
+        )
+        check(self.rope_theta is None or self.rope_theta > 0, "rope_theta", f"must be > 0, found {self.rope_theta}")
         if self.rope_scaling is not None:
-            parse_rope_scaling(self.rope_scaling)
+            check.run(lambda: parse_rope_scaling(self.rope_scaling))
+        check.done()
 
     def settings(self) -> dict:
         data = asdict(self)
@@ -91,7 +95,7 @@ def parse_rope_scaling(text: str) -> tuple[str, float]:
     >>> parse_rope_scaling("yarn")
     Traceback (most recent call last):
     ...
-    ValueError: rope_scaling: expected TYPE:FACTOR with TYPE one of linear, dynamic, yarn, longrope, llama3 (e.g. yarn:4); found 'yarn'
+    reasonkit.errors.FieldErrors: rope_scaling: expected TYPE:FACTOR with TYPE one of linear, dynamic, yarn, longrope, llama3 (e.g. yarn:4); found 'yarn'
     """  # noqa: E501
     kinds = ("linear", "dynamic", "yarn", "longrope", "llama3")
     kind, _, factor = str(text).partition(":")
@@ -99,10 +103,13 @@ def parse_rope_scaling(text: str) -> tuple[str, float]:
         value = float(factor)
     except ValueError:
         value = 0.0
-    if kind not in kinds or value <= 0:
-        raise ValueError(
-            f"rope_scaling: expected TYPE:FACTOR with TYPE one of {', '.join(kinds)} (e.g. yarn:4); found {text!r}"
-        )
+    check = Checks()
+    check(
+        kind in kinds and value > 0,
+        "rope_scaling",
+        f"expected TYPE:FACTOR with TYPE one of {', '.join(kinds)} (e.g. yarn:4); found {text!r}",
+    )
+    check.done()
     return kind, value
 
 

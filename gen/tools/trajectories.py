@@ -22,22 +22,25 @@ def tool_names(tools: str | None) -> list[str]:
     return [n.strip() for n in (tools or "").split(",") if n.strip()]
 
 
-def check_tool_config(config) -> None:
-    """The tool settings of a GenerateConfig that can be judged without loading anything."""
-    names = tool_names(config.tools)
-    if config.tools is not None and not names:
+def check_tool_config(
+    tools: str | None, corpus: str | None, *, engine: str, replicas: int, prefill_think: bool
+) -> None:
+    """The tool settings of generate (and eval, which generates) that can be judged without loading anything.
+    ``replicas``: the engines generating side by side (data parallel)."""
+    names = tool_names(tools)
+    if tools is not None and not names:
         raise UserError("--tools: no tool named; expected a comma-separated list such as search,python")
-    if config.corpus is not None and "search" not in names:
-        raise UserError(f"--corpus {config.corpus}: only the search tool reads a corpus; add search to --tools")
+    if corpus is not None and "search" not in names:
+        raise UserError(f"--corpus {corpus}: only the search tool reads a corpus; add search to --tools")
     if not names:
         return
-    if "search" in names and not config.corpus:
+    if "search" in names and not corpus:
         raise UserError("--tools search needs --corpus FILE (JSONL or Parquet with id and contents columns)")
-    if config.engine == "ray":
+    if engine == "ray":
         raise UserError("--tools runs on the local engine; --engine ray generates single replies only")
-    if config.data_parallel > 1:
+    if replicas > 1:
         raise UserError("--tools runs one engine (its turns are fed as tools return); use --data-parallel 1")
-    if config.prefill_think:
+    if prefill_think:
         raise UserError("--prefill-think does not apply to --tools (every turn would reopen a think block)")
 
 

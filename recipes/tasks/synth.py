@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+from reasonkit.config import Checks
+
 
 @dataclass(frozen=True)
 class SynthConfig:
@@ -31,8 +33,9 @@ class SynthConfig:
     overwrite: bool = False
 
     def __post_init__(self) -> None:
-        if self.n <= 0:
-            raise ValueError(f"n: expected a positive number of problems, found {self.n}")
+        check = Checks()
+        check(self.n > 0, "n", f"expected a positive number of problems, found {self.n}")
+        check.done()
 
 
 def run_synth(config: SynthConfig) -> dict:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from reasonkit.config import Checks
+
 
 @dataclass(frozen=True)
 class StudentConfig:
@@ -24,8 +26,13 @@ class StudentConfig:
     overwrite: bool = False
 
     def __post_init__(self) -> None:
-        if self.hidden_size % self.num_heads:
-            raise ValueError(f"hidden_size {self.hidden_size} is not a multiple of num_heads {self.num_heads}")
+        check = Checks()
+        check(
+            self.num_heads >= 1 and not self.hidden_size % self.num_heads,
+            "hidden_size",
+            f"{self.hidden_size} is not a multiple of num_heads {self.num_heads}",
+        )
+        check.done()
 
 
 def init_student(config: StudentConfig) -> dict:

@@ -14,6 +14,7 @@ from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.reward import heads
 from reasonkit.distill.sft import RowPackedCollator, build_sft_trainer, sft_arguments
 from reasonkit.distill.student import Device, load_model, trainer_args
+from reasonkit.errors import UserError
 from reasonkit.recipes import preflight
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import validate
@@ -64,7 +65,7 @@ def test_padding_free_under_auto_holds_with_flash_attention_and_is_turned_off_un
     flash_attn_importable(monkeypatch, True)
     gpu = Device(kind="cuda", bf16=False, gradient_checkpointing=False, threads=1, world_size=1)  # bf16: a real GPU
     assert sft_arguments(c, trainer_args(c, gpu, tmp_path, 512)).padding_free is True
-    with pytest.raises(ValueError, match="padding_free needs a FlashAttention attn_implementation .* found 'sdpa'"):
+    with pytest.raises(UserError, match="padding_free: needs a FlashAttention attn_implementation .* found 'sdpa'"):
         TrainConfig(method="sft", student="m", data="d", out="o", packing=True, padding_free=True)
 
 

@@ -76,11 +76,11 @@ def test_gpus_the_machine_does_not_have_are_one_clear_error():
         layout(cfg(gpus=[6, 9]), 8)
     with pytest.raises(UserError, match="sees no CUDA GPU"):
         layout(cfg(gpus=[0]), 0)
-    with pytest.raises(ValueError, match="gpus must name distinct GPU indices"):
+    with pytest.raises(UserError, match="gpus must name distinct GPU indices"):
         cfg(gpus="0,0")
-    with pytest.raises(ValueError, match="gpus must name distinct GPU indices"):
+    with pytest.raises(UserError, match="gpus must name distinct GPU indices"):
         cfg(gpus="first")
-    with pytest.raises(ValueError, match="num_processes is 4; expected them equal"):
+    with pytest.raises(UserError, match="num_processes is 4; expected them equal"):
         cfg(launcher="accelerate", gpus=[0, 1], num_processes=4)
 
 

@@ -54,9 +54,9 @@ def test_what_a_machine_cannot_know_is_one_clear_error():
         machines(cfg(num_processes=4, num_machines=2, main_process_ip="h"), {})
     with pytest.raises(UserError, match="num_machines 2, but this Slurm job has 4 nodes"):
         machines(cfg(num_processes=4, num_machines=2), {**SLURM, "SLURM_NNODES": "4"})
-    with pytest.raises(ValueError, match="must be a multiple of num_machines 2"):
+    with pytest.raises(UserError, match="must be a multiple of num_machines 2"):
         cfg(num_processes=3, num_machines=2)
-    with pytest.raises(ValueError, match="apply with launcher: accelerate only"):
+    with pytest.raises(UserError, match="apply with launcher: accelerate only"):
         TrainConfig(method="sft", student="m", data="d", out="o", num_machines=2)
 
 

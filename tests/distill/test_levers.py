@@ -77,13 +77,13 @@ def test_the_levers_reach_trls_configs(tmp_path):
         ({"lr_scheduler": "cosine_with_min_lr"}, "cosine_with_min_lr needs lr_scheduler_kwargs with min_lr_rate"),
         (
             {"padding_free": True, "packing": True},
-            "padding_free needs a FlashAttention attn_implementation .* found 'sdpa'",
+            "padding_free: needs a FlashAttention attn_implementation .* found 'sdpa'",
         ),
         (
             {"padding_free": True, "attn_implementation": "flash_attention_2"},
-            "padding_free applies to --method sft with packing",
+            "padding_free: applies to --method sft with packing",
         ),
-        ({"dataset_num_proc": 0}, "dataset_num_proc must be >= 1"),
+        ({"dataset_num_proc": 0}, "dataset_num_proc: must be >= 1"),
     ],
 )
 def test_lever_settings_are_checked_before_any_work(settings, error):

@@ -68,7 +68,7 @@ def test_bad_flag_values_exit_2(tmp_path):
     result = CliRunner().invoke(
         filter_command, [_traces(tmp_path), "--out", str(tmp_path / "o"), "--min-lang-ratio", "2"]
     )
-    assert result.exit_code == 2 and "error: --min-lang-ratio must be within [0, 1], got 2.0" in result.output
+    assert result.exit_code == 2 and "error: filter.min_lang_ratio: must be within [0, 1], got 2.0" in result.output
     assert not (tmp_path / "o").exists()
 
 

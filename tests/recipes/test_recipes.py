@@ -204,6 +204,24 @@ def test_cli_validate_and_run_exit_2_on_a_bad_recipe(tmp_path):
         assert "unknown stage 'genrate'; did you mean generate?" in result.output
 
 
+def test_validate_reports_every_error_of_a_recipe_at_once(tmp_path):
+    """Three errors in two steps (a type, an unknown key, a config's own check): one exit 2 names all three, each at
+    its field's path, where the first error used to hide the other two."""
+    path = tmp_path / "three.yaml"
+    steps = [
+        {"name": "problems", "stage": "synth", "with": {"n": 0, "seedd": 1}},
+        {"name": "tiny", "stage": "student", "with": {"tokenizer": str(tmp_path), "hidden_size": "wide"}},
+    ]
+    path.write_text(yaml.safe_dump({"out": str(tmp_path / "run"), "steps": steps}))
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    line = next(ln for ln in result.output.splitlines() if ln.startswith("error:"))
+    assert line.startswith(f"error: {path}: 3 problems: "), line
+    assert "problems.seedd: unknown key; did you mean seed?" in line
+    assert "problems.n: expected a positive number of problems, found 0" in line
+    assert "tiny.hidden_size: expected an integer, found 'wide'" in line
+
+
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.name)
 def test_every_shipped_recipe_validates(path, tmp_path, teacher_dir):
     data = load_yaml(path)

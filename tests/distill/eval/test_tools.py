@@ -129,7 +129,7 @@ def test_an_eval_without_tools_does_not_pair_with_one_with_them(task, tmp_path, 
     [
         ({"corpus": None}, "--tools search needs --corpus"),
         ({"tools": "search,browser"}, "unknown tool 'browser'"),
-        ({"max_turns": 0}, "--max-turns 0: expected at least 1"),
+        ({"max_turns": 0}, "max_turns: expected at least 1, found 0"),
     ],
 )
 def test_bad_tool_settings_are_one_line_and_write_nothing(task, tmp_path, teacher_dir, kw, message):

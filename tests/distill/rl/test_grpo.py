@@ -176,10 +176,10 @@ def cli_train(*args):
             "rewards: unknown reward 'speed'; expected one of accuracy, arithmetic, code, cosine, format, language, "
             "length",
         ),
-        (["--num-generations", "1"], "num_generations must be >= 2"),
+        (["--num-generations", "1"], "num_generations: must be >= 2"),
         (
             ["--num-generations", "3", "--batch-size", "8"],
-            "num_generations 3 must divide the generation batch (batch_size 8",
+            "num_generations: 3 must divide the generation batch (batch_size 8",
         ),
     ],
 )

@@ -315,11 +315,11 @@ def cli_train(*args):
             ["--tools", "search,serch", "--corpus", "CORPUS"],
             "tools: unknown tool 'serch'; expected one of search, python",
         ),
-        (["--tools", "search", "--corpus", "CORPUS", "--max-turns", "0"], "max_turns must be >= 1"),
+        (["--tools", "search", "--corpus", "CORPUS", "--max-turns", "0"], "max_turns: must be >= 1"),
         (["--tools", "search"], "tools: search needs a corpus (--corpus FILE"),
         (["--tools", "search", "--corpus", "MISSING"], "missing.jsonl"),
         (["--tools", "python", "--corpus", "CORPUS"], "only the search tool reads a corpus"),
-        (["--tools", "search", "--corpus", "CORPUS", "--search-k", "0"], "search_k must be >= 1"),
+        (["--tools", "search", "--corpus", "CORPUS", "--search-k", "0"], "search_k: must be >= 1"),
     ],
 )
 def test_bad_tool_settings_are_one_line_exit_2_nothing_written(flags, message, tool_student, task_files, tmp_path):

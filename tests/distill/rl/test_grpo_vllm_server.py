@@ -7,6 +7,7 @@ import pytest
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.rl import grpo
 from reasonkit.distill.student import resolve_device, trainer_args
+from reasonkit.errors import UserError
 
 BASE = dict(method="grpo", student="m", data="d", out="o", rewards={"accuracy": 1.0}, threads=1)
 
@@ -40,17 +41,17 @@ def test_a_base_url_reaches_grpoconfig_and_unset_keys_keep_trls_defaults(tmp_pat
 @pytest.mark.parametrize(
     "settings, message",
     [
-        (dict(vllm_server_port=0), "vllm_server_port must be a TCP port, 1 to 65535, found 0"),
-        (dict(vllm_server_port=70000), "vllm_server_port must be a TCP port, 1 to 65535, found 70000"),
+        (dict(vllm_server_port=0), "vllm_server_port: must be a TCP port, 1 to 65535, found 0"),
+        (dict(vllm_server_port=70000), "vllm_server_port: must be a TCP port, 1 to 65535, found 70000"),
         (dict(vllm_server_base_url="http://a:1", vllm_server_host="b"), "not both"),
         (dict(vllm_server_base_url="node1:8000"), "must be an http:// or https:// URL"),
-        (dict(vllm_server_timeout=0), "vllm_server_timeout must be > 0"),
+        (dict(vllm_server_timeout=0), "vllm_server_timeout: must be > 0"),
         (dict(vllm_mode="colocate", vllm_server_host="b"), "vllm_server_host apply with vllm_mode: server"),
     ],
 )
 def test_server_settings_trl_would_ignore_or_fail_on_are_refused(settings, message):
     settings = {"vllm_mode": "server", **settings}
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
         TrainConfig(**BASE, **settings)
 
 
