@@ -30,6 +30,11 @@ def build_reward_model(out_dir, kind: str = "rm", seed: int = 0, separator: str 
     return str(out_dir)
 
 
+def reward_models(out_dir: Path) -> dict[str, str]:
+    """An rm and a prm under ``out_dir``, by kind (the prm's head drawn small: P(good) away from 0 and 1)."""
+    return {"rm": build_reward_model(out_dir / "rm"), "prm": build_reward_model(out_dir / "prm", kind="prm", std=0.1)}
+
+
 def arithmetic_traces(n_prompts: int = 6, samples: int = 4, seed: int = 0) -> list[dict]:
     """Traces rows of the teacher's task shape, of varied lengths, some answers wrong."""
     import random

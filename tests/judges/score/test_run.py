@@ -11,14 +11,13 @@ from reasonkit.judges.score.run import ScoreConfig, run_score
 from reasonkit.reward.scorer import Scorer, inspect_model, turn_of
 from reasonkit.store import load_manifest, read_stage
 
-from ...helpers.score import TEACHER, arithmetic_traces, build_reward_model
+from ...helpers.score import TEACHER, arithmetic_traces, reward_models
 from ...helpers.synthetic import write_traces
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    d = tmp_path_factory.mktemp("rms")
-    return {"rm": build_reward_model(d / "rm"), "prm": build_reward_model(d / "prm", kind="prm", std=0.1)}
+    return reward_models(tmp_path_factory.mktemp("rms"))
 
 
 @pytest.fixture(scope="module")
@@ -103,17 +102,6 @@ def test_prm_step_rewards_at_each_steps_last_token(models, traces, tmp_path):
     assert len({round(v[0], 6) for v in got.values()}) > 3
 
 
-def test_identical_rows_run_once(models):
-    scorer = Scorer(inspect_model(models["rm"]))
-    seen = []
-    forward = scorer.forward
-    scorer.forward = lambda batch: seen.extend(batch) or forward(batch)
-    prompt = [{"role": "user", "content": "What is 2 * 3?"}]
-    got = scorer.score([prompt] * 5, ["6", "7", "6", None, "6"], batch_size=2)
-    assert len(seen) == 2  # "6" and "7", each once; None has no text
-    assert got[0] == got[2] == got[4] and got[3] == (None, None) and got[0][0] != got[1][0]
-
-
 class _Dies:
     """The real scorer, killed (an exception) on its ``after``-th call: a run that stops mid-way."""
 
@@ -180,15 +168,6 @@ def test_a_lora_adapter_is_accepted(models, traces, tmp_path):
     want = _direct(str(tmp_path / "merged"), read_stage(traces).to_pylist()[:5])
     for key, value in want.items():
         assert got[key][0] == pytest.approx(value, abs=1e-4)
-
-
-def test_a_training_output_directory_is_read_as_its_saved_model(models, tmp_path):
-    import shutil
-
-    shutil.copytree(models["rm"], tmp_path / "run" / "model")  # `distill train --method rm --full` saves OUT/model
-    assert inspect_model(str(tmp_path / "run")).base == str(tmp_path / "run" / "model")
-    shutil.copytree(models["rm"], tmp_path / "run" / "merged")  # --merge: the merged model is taken first
-    assert inspect_model(str(tmp_path / "run")).base == str(tmp_path / "run" / "merged")
 
 
 @pytest.mark.parametrize("case", ["causal_lm", "missing", "no_completion"])
