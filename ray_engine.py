@@ -142,6 +142,7 @@ def warn_if_short(replicas: int, per_replica: dict[str, float]) -> None:
             )
 
 
+# long: one scheduling loop over Ray actors: submit, collect, retry and commit share their state
 def run_shards(
     units: list[dict],
     expected_rows: dict[int, int],

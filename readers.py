@@ -98,6 +98,7 @@ def _read_file(path: Path, fmt: str) -> pa.Table:
     return table
 
 
+# long: one branch per input kind (Parquet, JSONL, a stage directory, a Hub id), then one validation
 def read_prompts(
     path: str | os.PathLike,
     columns: ColumnMap = ColumnMap(),

@@ -110,6 +110,7 @@ def distill(llm, cfg, work: Path) -> tuple[int, dict, float]:
     return manifest["rows"], counts, seconds
 
 
+# long: a benchmark script: setup, the timed runs and the printed table, in the order they run
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default=None)

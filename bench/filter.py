@@ -274,6 +274,7 @@ def engines(n: int, workers: int, out: Path, rounds: int = 2) -> dict:
     }
 
 
+# long: a benchmark script: setup, the timed runs and the printed table, in the order they run
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=100_000, help="traces with integer answers")

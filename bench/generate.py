@@ -56,6 +56,7 @@ def pipeline(llm, cfg, work):
     return manifest["summary"]["completion_tokens"], time.perf_counter() - start
 
 
+# long: a benchmark script: setup, the timed runs and the printed table, in the order they run
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default=None)

@@ -114,6 +114,7 @@ def sizes(tiny: bool) -> dict:
     )
 
 
+# long: a table of each smoke step's stage config, one branch a step
 def step_stage_config(step: str, work: Path, device: str, n: dict) -> tuple[str, dict]:
     """The stage a step runs and its config, as a recipe's ``with:`` would give it."""
     cuda = device == "cuda"

@@ -79,6 +79,7 @@ TRL_LR, TRL_SEED = 1e-6, 42  # GRPOConfig's defaults, given to ours in the full 
 
 
 # -- the baseline: a plain TRL script ------------------------------------------------------------
+# long: a benchmark's child process: TRL's trainer set up and timed as the measured run is, in one piece
 def baseline(args) -> None:
     """Child process: TRL's GRPOTrainer with its defaults (CPU-legal), timed as distill/rl/grpo.py times ours."""
     import datasets

@@ -20,6 +20,7 @@ def preload():
     import reasonkit.filters.math.check  # noqa
 
 
+# long: a benchmark script: setup, the timed runs and the printed table, in the order they run
 def main():
     from reasonkit.filters.math.extract import extract_answer
     from reasonkit.tests.helpers.synthetic import synthetic_rows

@@ -119,6 +119,7 @@ def funnel_order(config: FilterConfig, filters: list, deduper: Deduper) -> list[
     return order
 
 
+# long: the filter stage's three passes in order, sharing the work directory, the writers and the tally
 def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool = True) -> dict:
     """Run the filter stage; returns the report (also in ``OUT/report.json``). ``progress``: plain progress
     lines of pass 1 on stderr when it is not a terminal (reasonkit/ticker.py; ``--quiet`` turns them off)."""

@@ -154,6 +154,7 @@ def make_backend(config: GenerateConfig, *, info=None, llm=None, chat_template: 
     return VllmBackend(config.teacher, llm=llm, chat_template=chat_template, window=window, **engine)
 
 
+# long: the stage's one loop over shards, backend, progress and assembler; its parts share a dozen locals
 def generate(config: GenerateConfig, *, backend=None) -> dict:
     """Run the stage; returns the final manifest. ``backend``: a prebuilt one (see make_backend)."""
     from reasonkit.gen.progress import Progress, summary_line

@@ -42,6 +42,7 @@ _LICENSE = re.compile(r"[a-z0-9][a-z0-9.+-]*")  # Hub license ids: apache-2.0, m
 _RESERVED = {"default", "data"}  # sub-stage names that would collide with the main config's name or folder
 
 
+# long: the publishing steps in order (scan, card, provenance, upload), each reading the ones before
 def push(
     dir: str | os.PathLike,
     repo: str,

@@ -114,6 +114,7 @@ def _failure(a: Answer, what: str) -> str | None:
     return None
 
 
+# long: every critique round of a chunk in one pass: the rounds share the chunk's requests and costs
 def critique_chunk(
     items: list[dict], cfg: CritiqueConfig, constitution: Constitution, backend
 ) -> tuple[list[dict], Counter]:

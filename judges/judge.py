@@ -175,6 +175,7 @@ def _base(group: Group) -> dict:
     return {"id": group.id, "prompt": group.prompt, **{c: group.extras.get(c) for c in PASS_THROUGH}}
 
 
+# long: the judge's requests for a chunk at once, then each verdict parsed and recorded: one batch
 def judge_chunk(groups: list[Group], cfg: JudgeConfig, rubric: str, backend) -> tuple[list[dict], dict]:
     """Ask the judge about every item of ``groups`` at once; the record rows and the tokens spent."""
     prompts, items = {}, []

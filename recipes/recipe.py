@@ -71,6 +71,7 @@ def step_dir(recipe: Recipe, name: str) -> str:
     return str(Path(recipe.out) / name)
 
 
+# long: a recipe's keys checked in the order they are written (keys, steps, --set, out, compare)
 def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | None = None) -> Recipe:
     """Check a recipe's shape (not yet the stage configs: see runner.validate) and apply ``--set``.
 

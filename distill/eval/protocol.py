@@ -31,6 +31,7 @@ import sys
 HOW_IT_RAN = ("data_parallel", "hardware")
 
 
+# long: one literal dict: every setting the numbers depend on, in the order the report shows them
 def protocol(
     config, identities: dict, adapter_mode: str | None, gen_manifest: dict, data_fp: str, traces, replicas: int
 ) -> dict:

@@ -29,6 +29,7 @@ from reasonkit.gen.engine_args import output_engine_args
 CARD_TABLES = ("problems.parquet", "samples", "generations")
 
 
+# long: the eval stage in order (generate, verify, score, write), each step reading the ones before
 def run_eval(config: EvalConfig, *, backend=None) -> dict:
     """Evaluate and write OUT; returns the summary. ``backend``: a prebuilt gen backend to reuse."""
     from reasonkit.distill.eval.model import lora_backend, resolve_model

@@ -40,6 +40,7 @@ def extract_preds(
     return preds, reasons
 
 
+# long: extraction, verification and grouping in one pass over the samples (a pool's results in order)
 def verify_samples(
     traces: pa.Table, config, out_dir: Path, *, score_truncated: bool | None = None, max_model_len: int | None = None
 ) -> pa.Table:
@@ -160,6 +161,7 @@ def outcome(row: dict) -> str:
     return "correct" if row["correct"] else "wrong"
 
 
+# long: the summary's metrics, one figure a few lines, in the order the summary lists them
 def score(samples: pa.Table, traces: pa.Table, *, k: int, seed: int = 0) -> tuple[dict, list[dict]]:
     """The summary metrics and per-problem rows, in a deterministic order (sorted by id).
 

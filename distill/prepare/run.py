@@ -194,6 +194,7 @@ def _link_files(source: Path, dest: Path) -> int:
     return linked
 
 
+# long: tokenizer, template, config and generation config rewritten in turn; each edit reads the last
 def _rewrite(source: Path, dest: Path, cfg: PrepareConfig) -> dict:
     """Tokenizer, template, config and generation config, rewritten into ``dest``; returns the changes."""
     from transformers import AutoTokenizer

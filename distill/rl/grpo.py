@@ -102,6 +102,7 @@ def grpo_arguments(cfg, args: dict, *, longest_prompt: int | None = None) -> GRP
     )
 
 
+# long: TRL's GRPO trainer assembled in order (rewards, arguments, vLLM, callbacks), each reading the last
 def build_grpo_trainer(
     cfg,
     model,

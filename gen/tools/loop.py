@@ -141,6 +141,7 @@ def out_of_context(completion: Completion, max_model_len: int | None) -> bool:
     )
 
 
+# long: the multi-turn loop: every trajectory's turns interleaved in one scheduler whose state is shared
 def rollouts(
     backend,
     requests: Iterable[Request],

@@ -190,6 +190,7 @@ def make_backend(cfg: LabelStepsConfig):
         raise UserError(str(e).replace("--teacher ", "--policy ")) from None
 
 
+# long: the rollouts of every step prefix of a chunk at once, then their labels: one batch, one pass
 def label_chunk(solutions: list[Solution], cfg: LabelStepsConfig, backend, verifier) -> list[dict]:
     """Roll out every step prefix of ``solutions`` at once; the steps rows."""
     from reasonkit.filters.math.extract import extract_answer

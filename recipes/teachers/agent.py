@@ -136,6 +136,7 @@ def common_prefix(examples: Sequence[tuple[list[int], list[int]]]) -> int:
     return max(0, n - 1)
 
 
+# long: the greedy tool loop for the teacher's own answers: turns, calls and observations in one loop
 def solve(model, tok, rows: Sequence[dict], tools, *, max_turns: int = MAX_TURNS, batch_size: int = 64) -> list[dict]:
     """Run the tool loop greedily on question ``rows`` (agent_task.questions rows); one result per row.
 
@@ -269,6 +270,7 @@ def make_agent_teacher(
         torch.set_num_threads(previous)
 
 
+# long: the agent teacher's recipe read top to bottom (world, questions, traces, training), as torchtune's are
 def _make(
     out: Path,
     *,

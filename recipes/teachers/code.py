@@ -77,6 +77,7 @@ def pass_at_1(answers: Sequence[str], problems: Sequence[dict]) -> float:
     return round(sum(s or 0.0 for s in scores) / max(1, len(problems)), 4)
 
 
+# long: the code teacher's training recipe read top to bottom, as torchtune's recipes are
 def make_code_teacher(
     out_dir: str | os.PathLike = DEFAULT_DIR,
     *,

@@ -39,6 +39,7 @@ MAX_NEW_TOKENS = 192
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 
 
+# long: the tiny teacher's training recipe read top to bottom, as torchtune's recipes are
 def make_teacher(
     out_dir: str | os.PathLike = DEFAULT_DIR,
     *,

@@ -64,6 +64,7 @@ def writes(log_dir: Path, out: Path) -> list[tuple[str, str, str]]:
     return found
 
 
+# long: one scenario, start to finish: launch, kill, resume and the files written
 @pytest.mark.slow
 def test_two_processes_killed_then_resumed_write_once_from_the_main_process(tiny_model_dir, tmp_path):
     data = write_sft(tmp_path / "sft", n=64)

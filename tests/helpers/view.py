@@ -117,6 +117,7 @@ def make_run(root: Path) -> Path:
     return run
 
 
+# long: a literal evaluation directory, file by file, as the eval stage writes it
 def write_eval(path: Path, correct: dict[str, list[bool]]) -> Path:
     """An evaluation directory as the eval stage leaves it: generations/, samples/, problems.parquet, summary.json."""
     from reasonkit.distill.eval.run import _write_problems

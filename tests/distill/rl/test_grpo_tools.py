@@ -227,6 +227,7 @@ def test_rewards_are_what_distill_filter_says_about_the_same_trajectories(run, t
     assert seen[True] + seen[False] >= len(rows) // 4, seen
 
 
+# long: one table of real trajectories and the verdict each must get
 def test_the_accuracy_reward_is_the_filters_verdict_on_trajectory_answers(tmp_path):
     """Real trajectories (the agent task's reference calls, the real search's observations) ending in each kind of
     final answer: boxed right and wrong, a plain short line, a name as gold (word order matters: math-verify alone
