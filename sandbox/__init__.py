@@ -42,19 +42,9 @@ Many tests of one program: pass the test data as ``files`` and a harness as the 
 "False ['sandbox']\\n"
 """  # noqa: E501
 
-from reasonkit.sandbox.runner import (
-    ENV_MODE,
-    MODES,
-    Limits,
-    Result,
-    SandboxError,
-    available_mode,
-    isolation_of,
-    preflight,
-    requested_mode,
-    resolve_mode,
-    run,
-)
+from reasonkit.sandbox.host import SandboxError
+from reasonkit.sandbox.modes import ENV_MODE, MODES, available_mode, isolation_of, requested_mode, resolve_mode
+from reasonkit.sandbox.runner import Limits, Result, preflight, run
 
 __all__ = [
     "ENV_MODE",

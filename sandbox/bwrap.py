@@ -26,8 +26,9 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+# long: bubblewrap's argument list, one group of flags a line, in the order bwrap applies them
 def command(view: dict, tmpfs_mb: int, init: list[str], info_fd: int | None = None) -> list[str]:
-    """The bwrap command line that builds ``view`` (runner.view_of) and runs ``init`` in it; ``info_fd``:
+    """The bwrap command line that builds ``view`` (host.view_of) and runs ``init`` in it; ``info_fd``:
     where bubblewrap writes its child's (the init's) pid, for the caller to move it into the run's cgroup."""
     size = str(tmpfs_mb << 20)
     args = [bwrap_path() or "bwrap"] + (["--info-fd", str(info_fd)] if info_fd is not None else [])

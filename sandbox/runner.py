@@ -3,7 +3,6 @@ cap, the status. :mod:`reasonkit.sandbox` (this folder's ``__init__``) says what
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import marshal
@@ -19,39 +18,36 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import reasonkit.sandbox.cgroup as cgroups
 from reasonkit.sandbox.cgroup import RunCgroup
+from reasonkit.sandbox.host import (  # noqa: F401 (SandboxError, clean_env, view_of: the runner's public names)
+    SandboxError,
+    clean_env,
+    outermost,
+    python,
+    view_of,
+)
+from reasonkit.sandbox.modes import (  # noqa: F401 (the mode choosers: the runner's public names too)
+    ENV_MODE,
+    HOW_TO_FIX,
+    MODES,
+    UNSHARE,
+    available_mode,
+    bwrap_works,
+    isolation_of,
+    requested_mode,
+    resolve_mode,
+)
 
 INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "init.py")
-MODES = ("root", "userns", "bwrap", "none")
-# Namespaces per mode. "root": unshare as root, the program under a uid of its own; "userns": an
-# unprivileged user namespace (the caller's uid, mapped to root inside, every capability dropped);
-# "bwrap": bubblewrap makes the namespaces and the same view (bwrap.py), where plain unprivileged user
-# namespaces are blocked but bubblewrap may make them; "none": no namespace at all (--sandbox none only).
-UNSHARE = {
-    "root": ["--mount", "--net", "--ipc", "--uts"],
-    "userns": ["--user", "--map-root-user", "--mount", "--net", "--ipc", "--uts"],
-}
 # The init (init.py) makes the program's PID namespace (and, in root and userns modes, its cgroup
 # namespace) itself, and stays outside it; in userns mode started by root it makes every namespace and
 # this process maps the user namespace (the program's uid there, 1, to an unprivileged host uid).
 PROGRAM_UID_IN_USERNS = 1
-# The one setting a user gives (--sandbox, or a recipe's `sandbox:` key): every process of a run
-# (threads, Ray workers, accelerate's ranks) reads it at call time from this variable.
-ENV_MODE = "REASONKIT_SANDBOX"
 # The working directory inside the view (on the private /tmp tmpfs).
 PRIVATE_WORKDIR = "/tmp/sandbox"
-# What the program may read besides the interpreter: the system's shared libraries, at their real
-# paths, and the symlinks that lead to them (/lib -> usr/lib on a merged-/usr system).
-SYSTEM_PATHS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache")
 # Each run's uid is its own, so one run's processes never count against another's RLIMIT_NPROC.
 _UID_BASE = 200_000
 _uids = itertools.count()
-HOW_TO_FIX = (
-    "enable unprivileged user namespaces (sysctl user.max_user_namespaces=15000; on Ubuntu 24.04 "
-    "kernel.apparmor_restrict_unprivileged_userns=0) or install bubblewrap (apt-get install bubblewrap), "
-    "or pass --sandbox none to run model programs with all of your rights (not isolated)"
-)
 
 
 @dataclass(frozen=True)
@@ -91,88 +87,6 @@ class Result:
         return self.returncode == 0 and self.limit is None
 
 
-class SandboxError(RuntimeError):
-    """The sandbox itself failed to start (not the program)."""
-
-
-@functools.cache
-def available_mode() -> str:
-    """The strongest isolation this machine allows, probed once: "root" (as root) or "userns" through
-    ``unshare``, else "bwrap" where bubblewrap can make the namespaces, else "none".
-
-    Our own init (``unshare`` + pivot_root) comes first: no dependency, and it starts as fast as
-    bubblewrap here (bench/code.py --start-runs); bubblewrap is the way in where a distribution
-    allows namespaces to it alone."""
-    from reasonkit.sandbox.bwrap import bwrap_path
-
-    unshare = shutil.which("unshare")
-    candidates = (["root"] if os.geteuid() == 0 else []) + ["userns"]
-    for mode in candidates if unshare else []:
-        probe = subprocess.run([unshare, *UNSHARE[mode], "true"], capture_output=True, timeout=10, check=False)
-        if probe.returncode == 0:
-            return mode
-    if bwrap_path() and bwrap_works():
-        return "bwrap"
-    return "none"
-
-
-@functools.cache
-def bwrap_works() -> bool:
-    from reasonkit.sandbox.bwrap import bwrap_path, command
-
-    if not bwrap_path():
-        return False
-    python = _python()
-    probe = subprocess.run(
-        command(view_of(python), 1, [python, "-I", "-S", "-c", "pass"]), capture_output=True, timeout=10, check=False
-    )
-    return probe.returncode == 0
-
-
-def isolation_of(mode: str, cgroup: bool | None = None) -> tuple[str, ...]:
-    """What a run in ``mode`` enforces, as the rows' ``isolation`` column lists it. ``minroot``: the
-    program's own minimal read-only root; ``uid-drop``: a host uid of its own, never 0 (as root, also in
-    ``userns`` through its map); ``nocaps``: empty capability sets (bounding set included); ``seccomp``:
-    the mount/namespace/ptrace/io_uring calls refused; ``cgroup``: memory, processes and CPU time capped
-    for the run as a whole (cgroup.py), or ``no-cgroup``: per process only (this machine gives this
-    user no cgroup; ``cgroup``, default: whether it does); ``no-namespaces``: run with ``--sandbox none``."""
-    common = ("nocaps", "seccomp", "cgroup" if (cgroups.available() if cgroup is None else cgroup) else "no-cgroup")
-    spaces = ("netns", "pidns", "mountns", "ipcns", "utsns", "cgroupns", "minroot")
-    uid = ("uid-drop",) if os.geteuid() == 0 else ()
-    names = {
-        "root": spaces + ("uid-drop",),
-        "userns": spaces + ("userns",) + uid,
-        "bwrap": spaces + ("bwrap",) + (uid or ("userns",)),
-    }
-    if mode in names:
-        return names[mode] + common
-    return ("no-namespaces",) + (("uid-drop",) if os.geteuid() == 0 else ()) + common
-
-
-def requested_mode() -> str:
-    """What the user asked for (``--sandbox``, via REASONKIT_SANDBOX): "auto" unless set."""
-    value = os.environ.get(ENV_MODE, "auto") or "auto"
-    if value not in ("auto", *MODES):
-        raise SandboxError(f"{ENV_MODE}={value!r}: expected auto, {', '.join(MODES)}")
-    return value
-
-
-def resolve_mode(mode: str | None = None) -> str:
-    """The mode a run uses: ``mode`` if given, else the user's choice, else the strongest available.
-    Never "none" unless asked for by name: a machine without namespaces is an error, not a silent
-    downgrade to running the program with all of the caller's rights."""
-    mode = mode or requested_mode()
-    if mode == "auto":
-        mode = available_mode()
-        if mode == "none":
-            raise SandboxError(
-                f"no isolation is possible here (no user, mount, PID or network namespaces): {HOW_TO_FIX}"
-            )
-    if mode not in MODES:
-        raise ValueError(f"sandbox mode {mode!r}: expected auto, {', '.join(MODES)}")
-    return mode
-
-
 def preflight(mode: str | None = None) -> str:
     """Run one trivial program the way a stage will run the model's; returns the mode used.
 
@@ -196,98 +110,7 @@ def preflight(mode: str | None = None) -> str:
     return mode
 
 
-def clean_env(home: str) -> dict[str, str]:
-    """The program's whole environment: nothing of the caller's. One thread per math library and two
-    malloc arenas, so threads do not eat the address-space limit."""
-    path = os.pathsep.join(dict.fromkeys([os.path.dirname(_python()), "/usr/local/bin", "/usr/bin", "/bin"]))
-    env = {
-        "PATH": path,
-        "LANG": "C.UTF-8",
-        "HOME": home,
-        "MALLOC_ARENA_MAX": "2",
-        "PYTHONPATH": os.pathsep.join(_site_packages()),
-    }
-    env.update(dict.fromkeys(["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"], "1"))
-    return env
-
-
-@functools.cache
-def _site_packages() -> tuple[str, ...]:
-    """This environment's site-packages (real paths: the view binds real paths only), for a program
-    run with ``-S``: the packages stay importable without ``site``'s startup (its .pth hooks, e.g. an
-    editable install's finder, cost ~20 ms a run)."""
-    import site
-
-    return tuple(dict.fromkeys(os.path.realpath(p) for p in site.getsitepackages() if os.path.isdir(p)))
-
-
-def _outermost(paths) -> list[str]:
-    paths = set(paths)
-    return sorted(p for p in paths if not any(p != o and p.startswith(o.rstrip("/") + "/") for o in paths))
-
-
-def _python() -> str:
-    """This interpreter at its real path (the view has no symlinks to it): a venv's is its base interpreter's."""
-    return os.path.realpath(sys.executable)
-
-
-@functools.cache
-def _masks() -> tuple[str, ...]:
-    """Files of site-packages that name host paths the program does not need, to be masked with an empty
-    file: an install's ``direct_url.json`` (an editable one holds the project's checkout path), an
-    editable finder, ``.pth`` and ``.egg-link`` files (none of which ``python -S`` reads)."""
-    import glob
-
-    found = []
-    for site in _site_packages():
-        candidates = glob.glob(os.path.join(site, "*.dist-info", "direct_url.json")) + [
-            os.path.join(site, n)
-            for n in os.listdir(site)
-            if n.startswith("__editable__") or n.endswith((".pth", ".egg-link"))
-        ]
-        for path in candidates:
-            try:
-                with open(path, "rb") as f:
-                    if b"/" in f.read(1 << 16):
-                        found.append(path)
-            except OSError:
-                pass
-    return tuple(sorted(found))
-
-
-def view_of(argv0: str) -> dict:
-    """The program's filesystem (sandbox/view.py builds it): read-only binds of the interpreter's base
-    prefix and its real directory, site-packages, the system library directories and the command's own
-    directory; the symlinks on the way to them; the files to mask (``_masks``). Real paths only, so a
-    symlinked venv or clone needs nothing of the host beyond its target; a venv's own prefix is not
-    bound (``python -S`` with site-packages on PYTHONPATH needs only those), nor is the project."""
-    binds = {
-        os.path.realpath(sys.base_prefix),
-        os.path.dirname(_python()),
-        *_site_packages(),
-        os.path.dirname(os.path.realpath(argv0)),
-    }
-    if _python().startswith(os.path.realpath(sys.prefix) + os.sep):  # a venv made with --copies: its pyvenv.cfg
-        binds.add(os.path.realpath(sys.prefix))
-    symlinks = []
-    for path in SYSTEM_PATHS:
-        if os.path.islink(path):
-            symlinks.append((path, os.readlink(path)))
-            path = os.path.realpath(path)
-        if os.path.exists(path):
-            binds.add(path)
-    binds = _outermost(binds)
-    if "/" in binds:
-        raise SandboxError(
-            f"the interpreter's directories include / ({sys.prefix}): the view would hold the whole host"
-        )
-    return {
-        "binds": binds,
-        "symlinks": [s for s in symlinks if not any(s[0].startswith(b + "/") for b in binds)],
-        "masks": list(_masks()),
-    }
-
-
+# long: the public entry: spool, files, fds, cgroup and the result, each step reading the ones before
 def run(
     program: str | None = None,
     *,
@@ -324,7 +147,7 @@ def run(
     if not argv:
         raise ValueError("run() needs a program or an argv")
     if argv[0] == "python":
-        argv[:1] = [_python(), "-B", "-S"]  # no bytecode files, no site (see _site_packages)
+        argv[:1] = [python(), "-B", "-S"]  # no bytecode files, no site (see _site_packages)
     elif not os.path.isabs(argv[0]) and "/" not in argv[0]:
         argv[0] = shutil.which(argv[0]) or argv[0]
     for name in files:
@@ -345,7 +168,7 @@ def run(
         if group and mode == "bwrap":  # bubblewrap says the init's pid (its child's) on this pipe
             fds["info"], fds["bwrap_info"] = os.pipe2(os.O_CLOEXEC)
         passed = [fds[k] for k in _Fds.PASSED if k in fds]
-        command = _command(mode, spec, limits, [_python(), "-I", "-S", INIT, *map(str, passed)], fds.get("bwrap_info"))
+        command = _command(mode, spec, limits, [python(), "-I", "-S", INIT, *map(str, passed)], fds.get("bwrap_info"))
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else stdin
         started = time.monotonic()
         streams, truncated, killed = _communicate(
@@ -505,7 +328,7 @@ def _spec(spool: str | None, argv: list[str], timeout: float, limits: Limits, mo
         os.mkdir(spec["newroot"], 0o700)
     if mode == "bwrap":  # the init starts from its own directory in the view; the program's process unbinds it
         init_dir = os.path.dirname(INIT)
-        binds = _outermost([*spec["view"]["binds"], init_dir])
+        binds = outermost([*spec["view"]["binds"], init_dir])
         spec["view"]["init_bind"] = init_dir if init_dir in binds else None
         spec["view"]["binds"] = binds
     return spec
@@ -554,6 +377,7 @@ def _limit_hit(r: Result, limits: Limits, status: dict) -> str | None:
     return None
 
 
+# long: one select loop over the program's pipes, the init's status and the deadline: its state is one
 def _communicate(
     command: list[str],
     stdin: bytes,

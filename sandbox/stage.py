@@ -15,7 +15,9 @@ import os
 import click
 
 from reasonkit.errors import UserError
-from reasonkit.sandbox.runner import ENV_MODE, SandboxError, isolation_of, preflight
+from reasonkit.sandbox.host import SandboxError
+from reasonkit.sandbox.modes import ENV_MODE, isolation_of
+from reasonkit.sandbox.runner import preflight
 
 CHOICES = ("auto", "none")
 

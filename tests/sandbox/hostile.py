@@ -388,14 +388,14 @@ def host_paths(mode=None) -> list[str]:
     from pathlib import Path
 
     from reasonkit import sandbox
-    from reasonkit.sandbox.runner import _site_packages
+    from reasonkit.sandbox.host import site_packages
 
     r = sandbox.run(LEAKS, mode=mode)
     if not r.ok:
         return [f"did not run: {r.stderr[-300:]}"]
     seen = json.loads(r.stdout)
     blob = json.dumps(seen)
-    for site in _site_packages():
+    for site in site_packages():
         blob = blob.replace(site, "<site-packages>")
     checkout = str(Path(sandbox.__file__).resolve().parents[1])
     bad = [

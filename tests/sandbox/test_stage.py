@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from reasonkit import sandbox
 from reasonkit.errors import UserError
-from reasonkit.sandbox import runner
+from reasonkit.sandbox import modes
 
 from ..filters.code.test_stage import rows
 from ..helpers.as_nobody import NOBODY, run_as_nobody
@@ -27,7 +27,7 @@ DISTILL = str(Path(sys.executable).parent / "distill")
 @pytest.fixture
 def no_namespaces(monkeypatch):
     """This process as on a machine without user namespaces or unshare."""
-    monkeypatch.setattr(runner, "available_mode", lambda: "none")
+    monkeypatch.setattr(modes, "available_mode", lambda: "none")
     monkeypatch.delenv(sandbox.ENV_MODE, raising=False)
 
 
