@@ -76,7 +76,6 @@ def ray_cluster() -> str:
     address, which subprocess drivers join with ``--ray-address``. Workers inherit the offline
     environment set above. Imported here, not at the top: only the Ray tests pay for Ray."""
     import ray
-
     from ray import cloudpickle
 
     from reasonkit.ray_engine import connect
