@@ -117,9 +117,9 @@ REGISTRY: dict[str, StageSpec] = {
         "reasonkit.distill.config:TrainConfig",
         "reasonkit.distill.train:train",
         inputs=("student", "data", "reward_model"),
-        models=("student", "reward_model"),
+        models=("student", "reward_model", "teacher"),
         command="reasonkit.distill.command:train",
-        help="SFT, DPO, GRPO, reward and process reward models (TRL + peft).",
+        help="SFT, DPO, GRPO, reward and process reward models, on-policy distillation (TRL + peft).",
     ),
     "eval": StageSpec(
         "reasonkit.distill.eval.config:EvalConfig",

@@ -31,7 +31,12 @@ from reasonkit.errors import UserError
 from reasonkit.schema import validate
 
 KIND = {"sft": "sft", "dpo": "prefs", "grpo": "prompts"}
-_NEEDS = {"sft": ("messages",), "dpo": ("prompt", "chosen", "rejected"), "grpo": ("prompt", "id", "answer", "source")}
+_NEEDS = {
+    "sft": ("messages",),
+    "dpo": ("prompt", "chosen", "rejected"),
+    "grpo": ("prompt", "id", "answer", "source"),
+    "distill": ("prompt", "id", "answer", "source"),
+}
 
 
 def read_rows(path: str | os.PathLike, method: str, *, allow_incomplete: bool = False) -> pa.Table:
@@ -158,7 +163,7 @@ def uses_tools(messages: list[dict]) -> bool:
 
 
 def read_prompt_rows(cfg) -> pa.Table:
-    """GRPO's prompts: ``id``, ``prompt`` (the messages generation sends), ``answer`` (the gold, for the rewards),
+    """GRPO's (and on-policy distillation's) prompts: ``id``, ``prompt`` (the messages generation sends), ``answer`` (the gold, for the rewards),
     ``source``.
 
     Read by :func:`reasonkit.readers.read_prompts` (Parquet/JSONL/CSV, a stage directory, a Hub dataset
@@ -185,7 +190,8 @@ def read_prompt_rows(cfg) -> pa.Table:
     prompts = read_prompts(cfg.data)
     name = str(cfg.data)
     answers = prompts.column("answer")
-    if "accuracy" in cfg.rewards and answers.null_count == prompts.num_rows:
+    rewards = cfg.rewards if cfg.method == "grpo" else {}  # distillation's target is the teacher, not an answer
+    if "accuracy" in rewards and answers.null_count == prompts.num_rows:
         extra = [c for c in prompts.column_names if c not in ("id", "messages", "answer", "source", "problem")]
         raise UserError(
             f"{name}: the accuracy reward needs each prompt's gold answer in an 'answer' column; there is none "
@@ -205,7 +211,7 @@ def read_prompt_rows(cfg) -> pa.Table:
         "answer": answers,
         "source": prompts.column("source"),
     }
-    if "code" in cfg.rewards:  # the code reward runs each completion's program against the prompt's tests
+    if "code" in rewards:  # the code reward runs each completion's program against the prompt's tests
         if "tests" not in prompts.column_names:
             raise UserError(
                 f"{name}: the code reward needs each prompt's tests (JSON: APPS/TACO, CodeContests or "

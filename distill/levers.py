@@ -72,3 +72,22 @@ def trl_levers(cfg) -> dict:
     if cfg.method == "sft" and cfg.padding_free:
         levers["padding_free"] = True
     return levers
+
+
+def sampling_levers(cfg, *, vllm: bool, longest_prompt: int | None) -> dict:
+    """How the policy samples, in the names GRPOConfig and DistillationConfig share: vLLM's mode, memory share and
+    context (prompt + completion; the server's address only where the config gives it), or transformers'
+    ``generate`` with its KV cache: transformers 5 fills what TRL leaves None from the model's
+    generation_config, so a student saved with use_cache false would sample without one (14x slower on the
+    teacher). ``longest_prompt``: the lint's measure, when ``max_prompt_length`` is not given."""
+    if not vllm:
+        return {"generation_kwargs": {"use_cache": True}}
+    from reasonkit.distill.config import VLLM_SERVER_FIELDS
+
+    prompt = cfg.max_prompt_length or longest_prompt
+    return {
+        "vllm_mode": cfg.vllm_mode,
+        "vllm_gpu_memory_utilization": cfg.vllm_gpu_memory_utilization,
+        "vllm_max_model_length": prompt + cfg.max_completion_length if prompt else None,
+        **{k: getattr(cfg, k) for k in VLLM_SERVER_FIELDS if getattr(cfg, k) is not None},
+    }

@@ -53,6 +53,12 @@ _STEP_KEYS = {
     "time/generate": "generate_s",  # distill/rl/grpo.py: seconds in generation, the reward functions, the scoring pass
     "time/reward": "reward_s",
     "time/score": "score_s",
+    # on-policy distillation (distill/onpolicy/trainer.py): the teacher's time, the tokens sampled and scored
+    "time/teacher": "teacher_s",
+    "distill/student_tokens": "student_tokens",
+    "distill/teacher_tokens": "teacher_tokens",
+    "distill/teacher_input_tokens": "teacher_input_tokens",
+    "distill/teacher_logprob_per_token": "teacher_logprob_per_token",
     # GRPO with tools (TRL's tool loop): calls run per completion, and the share of them that failed
     "tools/call_frequency": "tool_calls_per_completion",
     "tools/failure_frequency": "tool_failure_share",
@@ -240,6 +246,10 @@ def summary(report: dict) -> list[str]:
         from reasonkit.distill.rl.report import summary_lines
 
         lines += summary_lines(report["grpo"])
+    if report.get("distill"):
+        from reasonkit.distill.onpolicy.report import summary_lines as distill_lines
+
+        lines += distill_lines(report["distill"])
     for key in ("adapter", "model", "merged"):
         if report.get(key):
             lines.append(f"{key}: {report[key]}")

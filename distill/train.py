@@ -1,5 +1,5 @@
-"""``train(config) -> report``: SFT, DPO, GRPO, a reward model or a process reward model, linted, checkpointed,
-resumable.
+"""``train(config) -> report``: SFT, DPO, GRPO, a reward model, a process reward model or on-policy distillation,
+linted, checkpointed, resumable.
 
 The recipe, in order: check the output directory (a finished run, a run to resume, or a clash);
 read and validate the table; load the student's tokenizer and the chat template to train with;
@@ -20,7 +20,8 @@ OUT/
   model/                 the full fine-tuned model + tokenizer                             [--full]
                          (rm, prm: a sequence/token-classification model; prm also reasonkit_prm.json)
   merged/                base + adapter folded into plain weights                          [--merge]
-  rollouts/              GRPO: every sampled completion, its rewards and advantage (distill/rl/rollouts.py)
+  rollouts/              GRPO: every sampled completion, its rewards and advantage (distill/rl/rollouts.py);
+                         distill: every sampled completion and the teacher's log-prob of it (distill/onpolicy/)
   report.json, loss.png  (GRPO: also report.md, rewards.png: distill/rl/report.py; rm/prm: report.md with the
                          held-out figures: distill/reward/heads.py)
   launch.log             launcher accelerate: every process's output
@@ -58,6 +59,8 @@ OUTPUTS = (
 )
 #: max_length when neither the user nor a shorter model context sets it.
 DEFAULT_MAX_LENGTH = 4096
+#: The methods that train on prompts, read and rendered as `distill generate` reads them, and sample completions.
+ON_PROMPTS = ("grpo", "distill")
 
 
 def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None] | None = None) -> dict:
@@ -82,65 +85,21 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
     if finished is not None:
         return finished
 
-    from reasonkit.distill import data
-    from reasonkit.distill.lint import checks as lint
-    from reasonkit.distill.reward import heads
-
     _quiet_libraries()
-    head = heads.is_head(cfg.method)
-    if cfg.method == "grpo":  # prompts, read and rendered as `distill generate` does
-        table = data.read_prompt_rows(cfg)
-    elif head:  # pairs or steps; and a student that can take the head, checked before anything is written
-        table = heads.module(cfg.method).read(cfg)
-        heads.check_student(cfg)
-    else:
-        table = data.read_rows(cfg.data, cfg.method, allow_incomplete=cfg.allow_incomplete)
-    tok = data.load_tokenizer(cfg)
-    note = data.resolve_template(tok, cfg) if not head or heads.module(cfg.method).needs_template(table) else None
-    if head and tok.pad_token is None:  # the heads read the last non-pad token: padding must be told apart
-        tok.pad_token = tok.eos_token
-    if note:
-        say(f"note: {note}")
-    if cfg.method == "grpo" and cfg.tools:  # the tools load and the template can call them, before OUT is written
-        from reasonkit.distill.rl.tools import check_tools
-
-        check_tools(tok, cfg)
-    positions = data.max_positions(cfg.student)
-    max_length = cfg.max_length or min(DEFAULT_MAX_LENGTH, positions or DEFAULT_MAX_LENGTH)
-    findings, lengths = [], {}
-    if cfg.lint != "off":
-        findings, lengths = lint.lint(
-            tok, table, cfg, max_length=max_length, stops=data.stop_ids(tok, cfg.student), max_positions=positions
-        )
-    if main:  # every process lints (it is quick and enforce() must stop them all); one writes
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "lint.json").write_text(
-            json.dumps({"findings": lint.as_json(findings), "lengths": lengths}, indent=2) + "\n"
-        )
-    lint.enforce(findings, cfg.lint, str(out / "lint.json"))
-    for f in findings:
-        say(f"warning: lint ({f.check}): {f.message}")
-    if cfg.method == "grpo":  # what a step reads: the longest prompt and the completion
-        max_length = (cfg.max_prompt_length or lengths.get("prompt_longest") or 0) + cfg.max_completion_length
+    table, tok, note = _read(cfg, say)
+    max_length, findings, lengths = _lint(cfg, out, table, tok, main, say)
     if main and not (out / RUN_FILE).exists():
-        (out / RUN_FILE).write_text(
-            json.dumps(
-                {
-                    "fingerprint": run_fp,
-                    "data_fingerprint": data_fp,
-                    "student_identity": student_id,
-                    "config": cfg.fingerprinted(launch.world_size()),
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        identity = {"fingerprint": run_fp, "data_fingerprint": data_fp, "student_identity": student_id}
+        config = {**identity, "config": cfg.fingerprinted(launch.world_size())}
+        (out / RUN_FILE).write_text(json.dumps(config, indent=2) + "\n")
 
     # The main process deletes torn checkpoints; the others skip the same ones (completeness is read
     # from files no one writes until training starts), so every process resumes from the same step.
     checkpoint = last_checkpoint(out / CHECKPOINTS, delete_torn=main) if cfg.resume else None
     if cfg.resume:
         say(f"resuming from {checkpoint}" if checkpoint else "no complete checkpoint yet: starting from step 0")
+    from reasonkit.distill.lint import checks as lint
+
     extra = {
         "chat_template_note": note,
         "lint": lint.as_json(findings),
@@ -159,13 +118,98 @@ def train(cfg: TrainConfig, *, progress: bool = False, log: Callable[[str], None
         torch.set_num_threads(threads)  # --set threads is for this run, not for whatever runs next in the process
 
 
+def _read(cfg: TrainConfig, say) -> tuple:
+    """The rows the method trains on and the student's tokenizer, its chat template resolved:
+    (table, tokenizer, the note on the template, or None)."""
+    from reasonkit.distill import data
+    from reasonkit.distill.reward import heads
+
+    head = heads.is_head(cfg.method)
+    if cfg.method in ON_PROMPTS:  # prompts, read and rendered as `distill generate` does
+        table = data.read_prompt_rows(cfg)
+    elif head:  # pairs or steps; and a student that can take the head, checked before anything is written
+        table = heads.module(cfg.method).read(cfg)
+        heads.check_student(cfg)
+    else:
+        table = data.read_rows(cfg.data, cfg.method, allow_incomplete=cfg.allow_incomplete)
+    tok = data.load_tokenizer(cfg)
+    note = data.resolve_template(tok, cfg) if not head or heads.module(cfg.method).needs_template(table) else None
+    if head and tok.pad_token is None:  # the heads read the last non-pad token: padding must be told apart
+        tok.pad_token = tok.eos_token
+    if note:
+        say(f"note: {note}")
+    if cfg.method == "grpo" and cfg.tools:  # the tools load and the template can call them, before OUT is written
+        from reasonkit.distill.rl.tools import check_tools
+
+        check_tools(tok, cfg)
+    return table, tok, note
+
+
+def _lint(cfg: TrainConfig, out: Path, table, tok, main: bool, say) -> tuple[int, list, dict]:
+    """The pre-training lint over the rows (OUT/lint.json; an error stops every process): (the max_length a
+    step reads, the findings, the lengths measured)."""
+    from reasonkit.distill import data
+    from reasonkit.distill.lint import checks as lint
+
+    positions = data.max_positions(cfg.student)
+    max_length = cfg.max_length or min(DEFAULT_MAX_LENGTH, positions or DEFAULT_MAX_LENGTH)
+    findings, lengths = [], {}
+    if cfg.lint != "off":
+        findings, lengths = lint.lint(
+            tok, table, cfg, max_length=max_length, stops=data.stop_ids(tok, cfg.student), max_positions=positions
+        )
+    if main:  # every process lints (it is quick and enforce() must stop them all); one writes
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "lint.json").write_text(
+            json.dumps({"findings": lint.as_json(findings), "lengths": lengths}, indent=2) + "\n"
+        )
+    lint.enforce(findings, cfg.lint, str(out / "lint.json"))
+    for f in findings:
+        say(f"warning: lint ({f.check}): {f.message}")
+    if cfg.method in ON_PROMPTS:  # what a step reads: the longest prompt and the completion
+        max_length = (cfg.max_prompt_length or lengths.get("prompt_longest") or 0) + cfg.max_completion_length
+    return max_length, findings, lengths
+
+
+def _method(cfg, table, out: Path, checkpoint: Path | None, extra: dict, say) -> tuple:
+    """What the method trains with: (the training rows, the held-out rows of a reward model or None, its scorer
+    module or None, the function making the trainer's arguments, the one building the trainer, GRPO's rollouts
+    writer or None)."""
+    from reasonkit.distill.reward import heads
+
+    scorer = heldout = rollouts = None
+    if heads.is_head(cfg.method):
+        scorer = heads.module(cfg.method)
+        table, heldout = heads.split(table, cfg)
+        arguments, build = scorer.arguments, scorer.build
+    elif cfg.method == "sft":
+        from reasonkit.distill.sft import build_sft_trainer as build
+        from reasonkit.distill.sft import sft_arguments as arguments
+    elif cfg.method == "dpo":
+        from reasonkit.distill.dpo import build_dpo_trainer as build
+        from reasonkit.distill.dpo import dpo_arguments as arguments
+    elif cfg.method == "distill":  # on-policy distillation (distill/onpolicy/), sampling as GRPO does
+        from reasonkit.distill.onpolicy.trainer import setup
+        from reasonkit.distill.rl.vllm_support import use_vllm
+
+        arguments, build, rollouts = setup(cfg, out, checkpoint, extra, say, use_vllm=use_vllm)
+    else:
+        from reasonkit.distill.rl.grpo import build_grpo_trainer, grpo_arguments
+
+        arguments = functools.partial(grpo_arguments, longest_prompt=extra["lengths"].get("prompt_longest"))
+        from reasonkit.distill.rl.rollouts import open_rollouts, rollout_stamp
+
+        rollouts = open_rollouts(cfg, out, checkpoint, extra, say) if launch.is_main() else None
+        build = functools.partial(build_grpo_trainer, rollouts=rollouts, stamp=rollout_stamp(cfg, extra))
+    return table, heldout, scorer, arguments, build, rollouts
+
+
 def _run(
     cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, progress: bool, say, extra: dict
 ) -> dict:
     from reasonkit.distill.data import to_dataset
     from reasonkit.distill.levers import resolve_attention
-    from reasonkit.distill.records import final_window
-    from reasonkit.distill.report import Monitor, history, peak_memory, plot, summary, write_report
+    from reasonkit.distill.report import Monitor, history, plot, summary, write_report
     from reasonkit.distill.student import (
         count_parameters,
         load_model,
@@ -178,27 +222,9 @@ def _run(
 
     device = resolve_device(cfg)
     monitor = Monitor(cfg.method, progress)
-    rollouts = heldout = None
     from reasonkit.distill.reward import heads
 
-    if heads.is_head(cfg.method):
-        scorer = heads.module(cfg.method)
-        table, heldout = heads.split(table, cfg)
-        arguments, build = scorer.arguments, scorer.build
-    elif cfg.method == "sft":
-        from reasonkit.distill.sft import build_sft_trainer as build
-        from reasonkit.distill.sft import sft_arguments as arguments
-    elif cfg.method == "dpo":
-        from reasonkit.distill.dpo import build_dpo_trainer as build
-        from reasonkit.distill.dpo import dpo_arguments as arguments
-    else:
-        from reasonkit.distill.rl.grpo import build_grpo_trainer, grpo_arguments
-
-        arguments = functools.partial(grpo_arguments, longest_prompt=extra["lengths"].get("prompt_longest"))
-        from reasonkit.distill.rl.rollouts import open_rollouts, rollout_stamp
-
-        rollouts = open_rollouts(cfg, out, checkpoint, extra, say) if launch.is_main() else None
-        build = functools.partial(build_grpo_trainer, rollouts=rollouts, stamp=rollout_stamp(cfg, extra))
+    table, heldout, scorer, arguments, build, rollouts = _method(cfg, table, out, checkpoint, extra, say)
     # Before the model: under accelerate's DeepSpeed ZeRO-3 the training arguments register the
     # DeepSpeed config that makes from_pretrained load each weight already partitioned
     # (transformers' is_deepspeed_zero3_enabled); loaded first, every process would hold it whole.
@@ -244,7 +270,6 @@ def _run(
 
     records = history(trainer.state.log_history)
     runtime = float(result.metrics.get("train_runtime", monitor.elapsed))
-    peak, peak_kind = peak_memory(device.kind)
     report = {
         "method": cfg.method,
         "student": cfg.student,
@@ -257,17 +282,7 @@ def _run(
         "steps": trainer.state.global_step,
         "epochs": round(float(trainer.state.epoch or 0), 4),
         "resumed_from_step": int(checkpoint.name.split("-")[1]) if checkpoint else None,
-        "train_runtime_s": round(runtime, 3),
-        "tokens": int(monitor.tokens),
-        "tokens_per_s": round(monitor.tokens / runtime, 1) if runtime > 0 else 0.0,
-        "train_cpu_s": round(monitor.cpu_s, 3),
-        "peak_memory_bytes": peak,
-        "peak_memory_kind": peak_kind,
-        "loss_first": records[0]["loss"] if records else None,
-        "loss_final": records[-1]["loss"] if records else None,
-        "loss_final_window": final_window(records, "loss"),
-        "reward_accuracy": final_window(records, "reward_accuracy"),
-        "reward_margin": final_window(records, "reward_margin"),
+        **_measured(monitor, runtime, device, records),
         "trainable_parameters": trainable,
         "total_parameters": total,
         "max_length": max_length,
@@ -283,7 +298,11 @@ def _run(
     }
     png = plot(out, records, cfg.method, f"{cfg.method} {Path(cfg.student).name} on {Path(cfg.data).name}")
     report["plot"] = str(png) if png else None
-    if rollouts is not None:
+    if rollouts is not None and cfg.method == "distill":
+        from reasonkit.distill.onpolicy.report import add_onpolicy
+
+        add_onpolicy(report, records, cfg, rollouts, out)
+    elif rollouts is not None:
         from reasonkit.distill.rl.report import add_grpo
 
         add_grpo(report, records, cfg, rollouts, out)
@@ -300,6 +319,28 @@ def _run(
     for line in summary(report):
         say(line)
     return report
+
+
+def _measured(monitor, runtime: float, device, records: list[dict]) -> dict:
+    """The report's measured figures, in its order: time, tokens, CPU, peak memory, and the loss and reward curves'
+    first, last and final-window values."""
+    from reasonkit.distill.records import final_window
+    from reasonkit.distill.report import peak_memory
+
+    peak, peak_kind = peak_memory(device.kind)
+    return {
+        "train_runtime_s": round(runtime, 3),
+        "tokens": int(monitor.tokens),
+        "tokens_per_s": round(monitor.tokens / runtime, 1) if runtime > 0 else 0.0,
+        "train_cpu_s": round(monitor.cpu_s, 3),
+        "peak_memory_bytes": peak,
+        "peak_memory_kind": peak_kind,
+        "loss_first": records[0]["loss"] if records else None,
+        "loss_final": records[-1]["loss"] if records else None,
+        "loss_final_window": final_window(records, "loss"),
+        "reward_accuracy": final_window(records, "reward_accuracy"),
+        "reward_margin": final_window(records, "reward_margin"),
+    }
 
 
 def _trackers(trainer, cfg: TrainConfig, out: Path, extra: dict) -> None:
@@ -329,6 +370,10 @@ def _check_before_any_work(cfg: TrainConfig) -> str | None:
     from reasonkit.distill.trackers import require
 
     require(cfg.trackers)  # a tracker not installed: one line naming its extra, nothing written
+    if cfg.method == "distill":  # a vocabulary the teacher does not share: one line, before any weight loads
+        from reasonkit.distill.onpolicy.vocab import check_vocabulary
+
+        check_vocabulary(cfg)
     sandbox_mode = None
     if cfg.method == "grpo" and ("code" in cfg.rewards or "python" in (cfg.tools or "").split(",")):
         from reasonkit.sandbox.stage import require_sandbox

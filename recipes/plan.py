@@ -323,7 +323,10 @@ def _resources(step: StepPlan, config: Any, size_of) -> None:
         if step.refusal:
             return
         reward = size_of("reward_model")[0] if get("reward_model") else None
-        step.memory, step.refusal = _train_memory(config, step.gpu, *size_of("student"), reward=reward)
+        teacher = size_of("teacher")[0] if get("method") == "distill" and get("teacher") else None
+        step.memory, step.refusal = _train_memory(
+            config, step.gpu, *size_of("student"), reward=reward, teacher=teacher
+        )
 
 
 def train_layout(config: Any) -> tuple[int, str, str | None, Any]:
@@ -430,7 +433,13 @@ def _engine_memory(
 
 
 def _train_memory(
-    config: Any, gpu: float, size: ModelSize | None, name: str, *, reward: ModelSize | None = None
+    config: Any,
+    gpu: float,
+    size: ModelSize | None,
+    name: str,
+    *,
+    reward: ModelSize | None = None,
+    teacher: ModelSize | None = None,
 ) -> tuple[str, str | None]:
     """The train lint's own estimate (distill/lint/memory.py) for a GPU run of this step, per process, and why it
     does not fit the GPU (None when it does)."""
@@ -441,7 +450,7 @@ def _train_memory(
     needed = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads")
     if not size.shape or not all(isinstance(size.shape.get(k), int) for k in needed):
         return f"unknown ({name}: its config.json lacks a dense decoder's shape)", None
-    if config.method == "grpo":  # a micro-step holds batch_size completions and their prompts (GRPO has no max_length)
+    if config.method in ("grpo", "distill"):  # a micro-step: batch_size completions and their prompts (no max_length)
         sequence = int(config.max_prompt_length or GRPO_PROMPT) + int(config.max_completion_length)
     else:
         sequence = int(config.max_length or 4096)
@@ -449,7 +458,11 @@ def _train_memory(
     on_gpu = replace_device(config)
     # a GRPO rm reward: the reward model whole in every process, in the policy's dtype (reward/model.py)
     frozen = reward.params * (2 if on_gpu.bf16 else 4) if reward is not None and config.method == "grpo" else 0.0
-    e, tokens = train_estimate(on_gpu, size.shape, sequence=sequence, gpu=gpu, frozen=frozen)
+    # on-policy distillation: a teacher copy in every process, none with teacher_url (lint/memory.py teacher_bytes)
+    from reasonkit.distill.lint.memory import teacher_bytes
+
+    held = teacher_bytes(on_gpu, params=teacher.params) if teacher is not None else 0.0
+    e, tokens = train_estimate(on_gpu, size.shape, sequence=sequence, gpu=gpu, frozen=frozen, teacher=held)
     from reasonkit.distill.levers import resolve_attention
 
     attention = resolve_attention(on_gpu.attn_implementation, cuda=True)
@@ -459,6 +472,8 @@ def _train_memory(
     )
     if e.vllm:
         text += f"; vLLM colocated: {config.vllm_gpu_memory_utilization:.0%} of the GPU"
+    if config.method == "distill" and config.teacher_url:
+        text += f"; the teacher on its server ({config.teacher_url}), none here"
     if e.total <= gpu:
         return text, None
     return text, (

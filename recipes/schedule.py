@@ -26,9 +26,10 @@ def schedule_note(config: Any, recipe=None, step=None) -> list[str]:
     processes = (config.num_processes or 1) if config.launcher == "accelerate" else 1
     rows = config.batch_size * processes * config.grad_accum
     split = f"{config.batch_size} x {processes} processes x {config.grad_accum} accumulation"
-    if method == "grpo":
+    if method in ("grpo", "distill"):
         length = (config.max_prompt_length or 1024) + config.max_completion_length
-        what = f"{rows} completions a step ({split}; {rows // config.num_generations} prompts)"
+        group = config.num_generations if method == "grpo" else 1  # distill: one completion a prompt
+        what = f"{rows} completions a step ({split}; {rows // group} prompts)"
         tokens = f"at most {rows * length:,} tokens a step ({rows} x {length:,})"
     else:
         length = config.max_length or 4096
@@ -42,8 +43,9 @@ def schedule_note(config: Any, recipe=None, step=None) -> list[str]:
             tokens = f"at most {rows * per_row * length:,} tokens a step ({rows}{' x 2' if per_row == 2 else ''} x {length:,})"  # noqa: E501
     if config.max_steps:
         steps = f"optimizer steps: {config.max_steps} (max_steps)"
-    elif method == "grpo":
-        steps = f"optimizer steps: {config.epochs:g} x prompts x {config.num_generations} / {rows}"
+    elif method in ("grpo", "distill"):
+        group = config.num_generations if method == "grpo" else 1
+        steps = f"optimizer steps: {config.epochs:g} x prompts x {group} / {rows}"
     else:
         known = _rows(config.data)
         epochs = f"{config.epochs:g} x " if config.epochs != 1 else ""

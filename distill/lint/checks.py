@@ -46,28 +46,15 @@ class _Tally:
         self.first = self.first or where
 
 
-def lint(
-    tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_positions: int | None
-) -> tuple[list[Finding], dict]:
-    """All findings on ``table`` (validated sft or prefs rows; GRPO's prompts: distill/lint/prompt.py) and the length statistics."""  # noqa: E501
+def _scan(tok, rows, cfg, *, max_length: int, stops: set[int], unready: set[str]) -> tuple:
+    """One pass over the sampled rows: (the tallies of each per-row check, the distinct reasons a think prefill is
+    wrong, first seen first, every example's length, the stop tokens that end the trained turns, the truncated)."""
     from reasonkit.distill.data import uses_tools
-    from reasonkit.distill.lint.student import student_findings
 
-    if cfg.method == "grpo":
-        from reasonkit.distill.launch import world_size
-        from reasonkit.distill.lint.prompt import lint_prompts
-
-        return lint_prompts(tok, table, cfg, stops=stops, max_positions=max_positions, world_size=world_size())
-    if cfg.method in ("rm", "prm"):  # a scoring head: no turn to end, no template markers; lengths only
-        return _lint_head(tok, table, cfg, max_length)
-
-    findings = student_findings(tok, cfg, max_length=max_length, max_positions=max_positions, stops=stops)
-    unready = {f.check for f in findings}  # the per-row checks would repeat these on every row
-    rows = sample_rows(table, cfg.lint_rows)
     tallies = {name: _Tally() for name in ("no_assistant_tokens", "no_eos_end", "think_prefill", "no_tool_schemas")}
-    think_why: list[str] = []  # distinct reasons, first seen first
+    think_why: list[str] = []
     lengths: list[int] = []
-    turn_ends: set[int] = set()  # the stop tokens that actually end the trained assistant turns
+    turn_ends: set[int] = set()
     truncated = _Tally()
     for index, row in rows:
         where = f"row {index} (id {row['id']!r})"
@@ -92,14 +79,12 @@ def lint(
             if why:
                 tallies["think_prefill"].add(where)
                 think_why += [why] if why not in think_why else []
-    n = len(lengths)
-    from reasonkit.distill.prepare.templates import turn_end_token
+    return tallies, think_why, lengths, turn_ends, truncated
 
-    turn_ends.add(tok.convert_tokens_to_ids(turn_end_token(tok)) if turn_end_token(tok) else None)
-    pad = _pad_finding(tok, {tok.eos_token_id, *turn_ends} - {None})
-    findings[len(unready) : len(unready)] = (
-        [pad] if pad else []
-    )  # after the student's own problems, which may cause it
+
+def _row_findings(tok, cfg, tallies: dict, think_why: list[str], n: int) -> list[Finding]:
+    """The per-row checks' findings: how many of the ``n`` examples each caught, and the first."""
+    found = []
     messages = {
         "no_assistant_tokens": "have no assistant tokens to train on (assistant mask all zero)",
         "no_eos_end": "have assistant turns whose trained tokens do not end in the end-of-turn token "
@@ -111,15 +96,45 @@ def lint(
     }
     for name, tally in tallies.items():
         if tally.count and name in messages:
-            findings.append(Finding(name, f"{tally.count} of {n} examples {messages[name]}; first: {tally.first}"))
+            found.append(Finding(name, f"{tally.count} of {n} examples {messages[name]}; first: {tally.first}"))
     if think_why:
-        findings.append(
+        found.append(
             Finding(
                 "think_prefill",
                 f"{tallies['think_prefill'].count} of {n} examples: {think_why[0]}; first: "
                 f"{tallies['think_prefill'].first}",
             )
         )
+    return found
+
+
+def lint(
+    tok, table: pa.Table, cfg, *, max_length: int, stops: set[int], max_positions: int | None
+) -> tuple[list[Finding], dict]:
+    """All findings on ``table`` (validated sft or prefs rows; GRPO's prompts: distill/lint/prompt.py) and the length statistics."""  # noqa: E501
+    from reasonkit.distill.lint.student import student_findings
+
+    if cfg.method in ("grpo", "distill"):  # prompts, sampled from
+        from reasonkit.distill.launch import world_size
+        from reasonkit.distill.lint.prompt import lint_prompts
+
+        return lint_prompts(tok, table, cfg, stops=stops, max_positions=max_positions, world_size=world_size())
+    if cfg.method in ("rm", "prm"):  # a scoring head: no turn to end, no template markers; lengths only
+        return _lint_head(tok, table, cfg, max_length)
+
+    findings = student_findings(tok, cfg, max_length=max_length, max_positions=max_positions, stops=stops)
+    unready = {f.check for f in findings}  # the per-row checks would repeat these on every row
+    scan = _scan(tok, sample_rows(table, cfg.lint_rows), cfg, max_length=max_length, stops=stops, unready=unready)
+    tallies, think_why, lengths, turn_ends, truncated = scan
+    n = len(lengths)
+    from reasonkit.distill.prepare.templates import turn_end_token
+
+    turn_ends.add(tok.convert_tokens_to_ids(turn_end_token(tok)) if turn_end_token(tok) else None)
+    pad = _pad_finding(tok, {tok.eos_token_id, *turn_ends} - {None})
+    findings[len(unready) : len(unready)] = (
+        [pad] if pad else []
+    )  # after the student's own problems, which may cause it
+    findings += _row_findings(tok, cfg, tallies, think_why, n)
     stats = _length_stats(lengths, max_length, truncated.count)
     findings += _truncation(truncated, n, stats, cfg, "would lose their endings")
     from reasonkit.distill.lint.memory import memory_finding

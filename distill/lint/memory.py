@@ -61,6 +61,7 @@ TERMS = (
     "optimizer",
     "reference",
     "reward_model",
+    "teacher",
     "activations",
     "logits",
     "vllm",
@@ -97,6 +98,7 @@ class Estimate:
     logits: float
     reference: float = 0.0
     reward_model: float = 0.0
+    teacher: float = 0.0
     vllm: float = 0.0
     attention_mask: float = 0.0
     zero3_buffers: float = 0.0
@@ -182,6 +184,7 @@ def estimate(
     shards: int = 1,
     reference: bool = False,
     frozen: float = 0.0,
+    teacher: float = 0.0,
     vllm: float = 0.0,
     overheads: dict | None = None,
 ) -> Estimate:
@@ -189,7 +192,8 @@ def estimate(
 
     ``logits``: "fused" (TRL's tiled LM head), "whole" (T x V fp32) or "none" (a score head);
     ``sharding``: "none", "zero3" or "fsdp" over ``shards`` processes; ``reference``: a frozen copy of
-    the policy; ``frozen``: bytes of another model every process holds; ``vllm``: bytes vLLM takes;
+    the policy; ``frozen``: bytes of a reward model every process holds; ``teacher``: bytes of on-policy
+    distillation's local teacher, whole in every process; ``vllm``: bytes vLLM takes;
     ``overheads``: the terms :func:`train_estimate` adds for a run's setup (attention_mask, zero3_buffers,
     cuda_context, nccl), bytes each.
     """
@@ -227,6 +231,7 @@ def estimate(
         head,
         reference=ref / split,
         reward_model=frozen,
+        teacher=teacher,
         vllm=vllm,
         **(overheads or {}),
     )
@@ -296,12 +301,13 @@ def sharding_of(cfg) -> tuple[str, int]:
 
 
 def train_estimate(
-    cfg, shape: dict, *, sequence: int, gpu: float | None = None, frozen: float = 0.0
+    cfg, shape: dict, *, sequence: int, gpu: float | None = None, frozen: float = 0.0, teacher: float = 0.0
 ) -> tuple[Estimate, int]:
     """The estimate for a train config and its tokens per micro-step: what the lint and ``--plan`` both print.
 
     ``sequence``: tokens a row; ``gpu``: the GPU's bytes (for colocated vLLM's share); ``frozen``: a reward
-    model's bytes. A DPO or reward-model pair is two rows in one forward (TRL concatenates chosen and rejected).
+    model's bytes; ``teacher``: a local distillation teacher's bytes (:func:`teacher_bytes`). A DPO or
+    reward-model pair is two rows in one forward (TRL concatenates chosen and rejected).
     """
     method = cfg.method
     rows = cfg.batch_size * (2 if method in ("dpo", "rm") else 1)
@@ -311,7 +317,7 @@ def train_estimate(
         (method == "grpo" and cfg.kl_beta > 0) or (method == "dpo" and not (cfg.precompute_ref and sharding != "fsdp"))
     )
     colocated = 0.0
-    if method == "grpo" and cfg.use_vllm is not False and cfg.vllm_mode == "colocate" and gpu:
+    if method in ("grpo", "distill") and cfg.use_vllm is not False and cfg.vllm_mode == "colocate" and gpu:
         colocated = cfg.vllm_gpu_memory_utilization * gpu
     e = estimate(
         shape,
@@ -326,6 +332,7 @@ def train_estimate(
         shards=shards,
         reference=reference,
         frozen=frozen,
+        teacher=teacher,
         vllm=colocated,
         overheads=overheads(cfg, shape, rows=rows, sequence=sequence, cuda=cfg.device != "cpu"),
     )
@@ -370,7 +377,7 @@ def memory_finding(cfg, *, max_length: int, longest: int):
     if shape is None:
         return None
     sequence = max_length if cfg.packing else min(max_length, max(1, longest))
-    e, tokens = train_estimate(cfg, shape, sequence=sequence, gpu=budget)
+    e, tokens = train_estimate(cfg, shape, sequence=sequence, gpu=budget, teacher=teacher_bytes(cfg))
     if e.total <= budget:
         return None
     return Finding(
@@ -379,6 +386,18 @@ def memory_finding(cfg, *, max_length: int, longest: int):
         f"at {tokens} tokens per micro-step ({tokens // sequence} rows x {sequence}); the largest term: "
         f"{e.largest()}; {'; '.join(levers(cfg))}",
     )
+
+
+def teacher_bytes(cfg, params: int | None = None) -> float:
+    """On-policy distillation's local teacher, whole in every process in the student's dtype (TRL's
+    DistillationTrainer; ZeRO-3 would shard it, which this upper bound ignores); 0 with ``teacher_url`` (on its
+    server) and for the other methods. ``params``: the teacher's size when known, else read from its config."""
+    if cfg.method != "distill" or not cfg.teacher or cfg.teacher_url:
+        return 0.0
+    if params is None:
+        shape = model_shape(cfg.teacher)
+        params = parameter_count(shape) if shape else 0
+    return params * (2 if cfg.bf16 is not False else 4)
 
 
 def levers(cfg) -> list[str]:
@@ -390,8 +409,10 @@ def levers(cfg) -> list[str]:
         out.append(
             "LoRA instead of full=true, or launcher accelerate with accelerate_config fsdp/zero3 (shards the states)"
         )
-    if cfg.method == "grpo" and cfg.use_vllm is not False and cfg.vllm_mode == "colocate":
+    if cfg.method in ("grpo", "distill") and cfg.use_vllm is not False and cfg.vllm_mode == "colocate":
         out.append("a lower vllm_gpu_memory_utilization")
+    if teacher_bytes(cfg, params=1):
+        out.append("the teacher behind a vLLM server (teacher_url) instead of a copy in every process")
     return out
 
 

@@ -1,4 +1,5 @@
-"""The pre-training lint for GRPO: what would make a run sample, score and learn nothing, caught before it starts.
+"""The pre-training lint for GRPO (and on-policy distillation): what would make a run sample, score and learn
+nothing, caught before it starts.
 
 GRPO trains on the student's own samples, so the checks are about sampling, not about a dataset's
 assistant turns:
@@ -13,6 +14,9 @@ assistant turns:
   smaller table would train zero steps);
 - ``no_gold``: prompts without an answer, when the accuracy reward is asked for (it cannot score them);
 - the student's ``eos_turn_end`` and the ``memory`` estimate, as for SFT.
+
+On-policy distillation (``--method distill``) samples one completion a prompt and has no rewards: its group is 1
+and the reward checks (``format_reward``, ``no_gold``) do not apply.
 
 With ``--tools`` the prompts are measured as TRL renders them, the tools' schemas in the preamble; whether
 the template can call tools at all (TRL's ``supports_tool_calling``, a response parser, prefix preservation)
@@ -88,14 +92,16 @@ def lint_prompts(
                 ),
             )
         )
-    if rows and "format" in cfg.rewards and not trained_by_reasonkit(cfg.student):
+    rewards = cfg.rewards if cfg.method == "grpo" else {}  # distill: the teacher is the target, not a reward
+    if rows and "format" in rewards and not trained_by_reasonkit(cfg.student):
         text = tok.apply_chat_template(rows[0][1]["prompt"], tokenize=False, add_generation_prompt=True)
         unmet = format_unmet(text, knows_think="<think>" in tok.get_vocab())
         if unmet:
             findings.append(Finding("format_reward", unmet))
-    group = group_finding(cfg, world_size=world_size, prompts=table.num_rows)
+    group = group_finding(cfg, world_size=world_size, prompts=table.num_rows) if cfg.method == "grpo" else None
+    group = group or batch_finding(cfg, world_size=world_size, prompts=table.num_rows)
     findings += [group] if group else []
-    if "accuracy" in cfg.rewards:
+    if "accuracy" in rewards:
         missing = [(i, row["id"]) for i, row in rows if not (row["answer"] or "").strip()]
         if missing:
             findings.append(
@@ -147,6 +153,28 @@ def group_finding(cfg, *, world_size: int, prompts: int) -> Finding | None:
             ),
         )
     return None
+
+
+def batch_finding(cfg, *, world_size: int, prompts: int) -> Finding | None:
+    """On-policy distillation's rule (TRL's sampler drops an incomplete generation batch): the table must hold the
+    prompts of one generation batch (batch_size x processes x grad_accum, one completion each).
+
+    >>> from types import SimpleNamespace
+    >>> cfg = SimpleNamespace(method="distill", batch_size=4, grad_accum=2)
+    >>> batch_finding(cfg, world_size=1, prompts=5).message[:40]
+    '5 prompts, but one generation batch samp'
+    """
+    if cfg.method != "distill":
+        return None
+    needed = cfg.batch_size * world_size * cfg.grad_accum
+    if prompts >= needed:
+        return None
+    return Finding(
+        "group",
+        f"{prompts} prompts, but one generation batch samples {needed} (batch_size {cfg.batch_size} x {world_size} "
+        f"processes x grad_accum {cfg.grad_accum}, one completion each): TRL would train zero steps; add prompts or "
+        "lower batch_size",
+    )
 
 
 def _turn_stop(tok, prompt: list[dict], stops: set[int]) -> Finding | None:

@@ -35,8 +35,7 @@ from contextlib import contextmanager
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from reasonkit.distill.config import VLLM_SERVER_FIELDS
-from reasonkit.distill.levers import trl_levers
+from reasonkit.distill.levers import sampling_levers, trl_levers
 
 #: TrainConfig fields passed to GRPOConfig under the same name and meaning.
 SAME_NAMES = (
@@ -73,19 +72,7 @@ def grpo_arguments(cfg, args: dict, *, longest_prompt: int | None = None) -> GRP
     }  # GRPO has no max_length: prompts + max_completion_length
     levers = {k: v for k, v in trl_levers(cfg).items() if k in GRPOConfig.__dataclass_fields__}
     vllm = resolve_vllm(cfg, cuda=not args["use_cpu"])
-    if vllm:
-        prompt = cfg.max_prompt_length or longest_prompt
-        extra = dict(
-            vllm_mode=cfg.vllm_mode,
-            vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
-            vllm_max_model_length=prompt + cfg.max_completion_length if prompt else None,
-        )
-        # where the server is (vllm_mode server): only what the config gives, TRL's defaults for the rest
-        extra.update({k: getattr(cfg, k) for k in VLLM_SERVER_FIELDS if getattr(cfg, k) is not None})
-    else:
-        # transformers 5 fills what TRL's GenerationConfig leaves None from the model's generation_config, so a
-        # student saved with use_cache false would sample without a KV cache (14x slower on the teacher)
-        extra = dict(generation_kwargs={"use_cache": True})
+    extra = sampling_levers(cfg, vllm=vllm, longest_prompt=longest_prompt)  # vLLM's settings, or generate's
     if cfg.tools:  # TRL's tool loop (distill/rl/tools.py)
         from reasonkit.distill.rl.tools import tool_calling_iterations
 

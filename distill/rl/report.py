@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from reasonkit.distill.records import final_window
+from reasonkit.distill.records import evenly_spaced, final_window
 
 
 def grpo_section(records: list[dict], rewards: dict, *, beta: float) -> dict:
@@ -183,11 +183,7 @@ def write_markdown(out: Path, report: dict, records: list[dict], names: list[str
         "step_s",
     ]
     keys = [k for k in keys if any(k in r for r in records)]
-    shown = (
-        records
-        if len(records) <= TABLE_ROWS
-        else [records[round(i * (len(records) - 1) / (TABLE_ROWS - 1))] for i in range(TABLE_ROWS)]
-    )
+    shown = evenly_spaced(records, TABLE_ROWS)
     lines += ["| step | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
     for r in shown:
         lines.append(f"| {r['step']} | " + " | ".join(f"{r[k]:.4g}" if k in r else "" for k in keys) + " |")
