@@ -16,7 +16,6 @@ from safetensors.torch import load_file
 from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.train import train
 from reasonkit.recipes.tasks import math as task
-from reasonkit.recipes.teachers.student import StudentConfig, init_student
 from reasonkit.store import load_manifest, read_stage
 
 from ..test_train_resume import kill_after_first_checkpoint
@@ -47,13 +46,6 @@ def settings(student, teacher, data, out, **kw):
         save_steps=1000,
         **kw,
     )
-
-
-@pytest.fixture(scope="module")
-def student(teacher_dir, tmp_path_factory):
-    """A fresh random-init student with the teacher's tokenizer (recipes/teachers/student.py)."""
-    out = tmp_path_factory.mktemp("student") / "student"
-    return init_student(StudentConfig(tokenizer=teacher_dir, out=str(out)))["model"]
 
 
 @pytest.fixture(scope="module")
