@@ -124,12 +124,6 @@ class FilterConfig(EngineSettings):
         data = dataclasses.asdict(self)
         for key in RUN_ONLY:
             data.pop(key)
-        if self.select != "reward":  # it changes nothing else: outputs written before it existed still resume
-            data.pop("step_aggregate")
-        if not self.require_tool:  # likewise: outputs written before trajectories existed still resume
-            data.pop("require_tool")
-        if self.verifier != "code":  # likewise, before the code verifier
-            data.pop("tests_column")
         return data
 
 

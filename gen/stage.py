@@ -22,6 +22,7 @@ import dataclasses
 import importlib.util
 import sys
 import time
+from collections.abc import Callable
 
 from reasonkit.errors import UserError
 from reasonkit.gen.config import GenerateConfig
@@ -53,9 +54,9 @@ def output_settings(config: GenerateConfig, chat_template: str | None, teacher_i
         "dtype": config.dtype,
         "chat_template": None if chat_template is None else fingerprint(chat_template),
         "columns": dataclasses.asdict(config.columns),
+        "logprobs": config.logprobs,
     }
-    if output_engine_args(config.engine_args):  # only when set: runs made before engine_args keep their hash
-        settings["engine_args"] = output_engine_args(config.engine_args)
+    settings["engine_args"] = output_engine_args(config.engine_args)  # only those that change what a row says
     return settings
 
 
@@ -155,7 +156,7 @@ def make_backend(config: GenerateConfig, *, info=None, llm=None, chat_template: 
 
 
 # long: the stage's one loop over shards, backend, progress and assembler; its parts share a dozen locals
-def generate(config: GenerateConfig, *, backend=None) -> dict:
+def generate(config: GenerateConfig, *, log: Callable[[str], None] | None = None, backend=None) -> dict:
     """Run the stage; returns the final manifest. ``backend``: a prebuilt one (see make_backend)."""
     from reasonkit.gen.progress import Progress, summary_line
     from reasonkit.gen.render import THINK_PREFILL, build_messages, load_chat_template
@@ -278,7 +279,7 @@ def generate(config: GenerateConfig, *, backend=None) -> dict:
     counts = totals(writer)
     replicas = config.replicas if config.engine == "ray" else config.data_parallel
     line = summary_line(counts, run_tokens=progress.tokens, run_s=progress.elapsed, setup_s=progress.setup_s)
-    print(line, file=sys.stderr, flush=True)
+    (log or _stderr)(line)
     last_run = {
         "setup_s": round(progress.setup_s, 3),
         "generate_s": round(progress.elapsed, 3),
@@ -309,3 +310,8 @@ def teacher_file_record(teacher: str) -> dict | None:
     from reasonkit.identity import file_record
 
     return file_record(teacher) if Path(teacher).expanduser().is_dir() else None
+
+
+def _stderr(line: str) -> None:
+    """Where the run's summary line goes when no ``log`` is given (the command's and the recipe runner's case)."""
+    print(line, file=sys.stderr, flush=True)

@@ -19,6 +19,7 @@ A failed call or truncated reply ends a row's rounds: the last good revision sta
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -214,7 +215,7 @@ def critique_chunk(
     return rows, spent
 
 
-def run_critique(cfg: CritiqueConfig, *, backend=None) -> dict:
+def run_critique(cfg: CritiqueConfig, *, log: Callable[[str], None] | None = None, backend=None) -> dict:
     """Critique and revise every row of ``cfg.input`` not yet in the record; the report."""
     constitution = load_constitution(cfg.constitution)  # a bad constitution fails before anything loads
     groups, skipped, manifest = read_groups(
@@ -252,7 +253,9 @@ def run_critique(cfg: CritiqueConfig, *, backend=None) -> dict:
                 rows, cost = critique_chunk(chunk, cfg, constitution, backend)
                 stage.commit(record, RECORD, outputs, rows)
                 spent.update(cost)
-                stage.say(f"critique: {record.manifest['rows']} rows recorded, {spent['calls']} calls this run")
+                (log or stage.say)(
+                    f"critique: {record.manifest['rows']} rows recorded, {spent['calls']} calls this run"
+                )
         finally:
             if owned:
                 backend.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -253,7 +254,7 @@ def judge_chunk(groups: list[Group], cfg: JudgeConfig, rubric: str, backend) -> 
     return rows, tokens(answers)
 
 
-def run_judge(cfg: JudgeConfig, *, backend=None) -> dict:
+def run_judge(cfg: JudgeConfig, *, log: Callable[[str], None] | None = None, backend=None) -> dict:
     """Judge every prompt of ``cfg.input`` not yet in the record; write prefs and record; the report."""
     rubric = load_rubric(cfg.rubric)  # a bad rubric fails before any data or model is loaded
     groups, skipped, _ = read_groups(
@@ -294,7 +295,7 @@ def run_judge(cfg: JudgeConfig, *, backend=None) -> dict:
                 rows, cost = judge_chunk(chunk, cfg, rubric, backend)
                 stage.commit(record, POINTWISE_RECORD if pointwise else PAIRWISE_RECORD, outputs, rows)
                 spent.update(cost)
-                stage.say(
+                (log or stage.say)(
                     f"judge: {min((n + 1) * cfg.shard_size, len(todo))}/{len(todo)} prompts, {spent['calls']} calls"
                 )
         finally:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -292,7 +293,7 @@ def to_table(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema)
 
 
-def run_pairs(cfg: PairsConfig) -> dict:
+def run_pairs(cfg: PairsConfig, *, log: Callable[[str], None] | None = None) -> dict:
     """Build the pairs and write them as a resumable ``prefs`` stage directory; returns the report."""
     src = _sources(Path(cfg.verdicts))
     writer = StageWriter(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from reasonkit.distill.eval.config import EvalConfig
@@ -30,7 +31,7 @@ CARD_TABLES = ("problems.parquet", "samples", "generations")
 
 
 # long: the eval stage in order (generate, verify, score, write), each step reading the ones before
-def run_eval(config: EvalConfig, *, backend=None) -> dict:
+def run_eval(config: EvalConfig, *, log: Callable[[str], None] | None = None, backend=None) -> dict:
     """Evaluate and write OUT; returns the summary. ``backend``: a prebuilt gen backend to reuse."""
     from reasonkit.distill.eval.model import lora_backend, resolve_model
     from reasonkit.distill.eval.protocol import protocol, resolve_data_parallel
@@ -182,19 +183,11 @@ def _check_same_eval(config: EvalConfig, out: Path) -> dict:
         if (manifest.get("config") or {}).get("teacher") == config.model:
             remember(config.model, manifest.get("teacher_files"))
     settings = {k: v for k, v in asdict(config).items() if k not in _RUN_ONLY and k != "out"}
-    if config.verifier != "code":  # evaluations made before the code verifier keep their fingerprint
-        settings.pop("tests_col")
-    if config.chat_template is None:  # likewise those made before eval took the backend group's chat_template
-        settings.pop("chat_template")
-    if not config.tools:  # likewise those made before tools; with tools, the corpus counts by content
-        for name in ("tools", "corpus", "max_turns", "tool_timeout", "search_k"):
-            settings.pop(name)
-    elif config.corpus:
+    if config.corpus:  # the search tool's passages by content
         from reasonkit.store import fingerprint_path
 
         settings["corpus_fingerprint"] = fingerprint_path(config.corpus)
-    if output_engine_args(config.engine_args):  # only those that change samples, and only when set
-        settings["engine_args"] = output_engine_args(config.engine_args)
+    settings["engine_args"] = output_engine_args(config.engine_args)  # only those that change samples
     settings["model_hash"] = model_identity(config.model, api=config.backend == "openai")
     settings["adapter_hash"] = model_identity(config.adapter) if config.adapter else None
     settings = json.loads(json.dumps(settings, default=str))  # tuples -> lists, as read back

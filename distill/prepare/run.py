@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def parse_rope_scaling(text: str) -> tuple[str, float]:
     return kind, value
 
 
-def prepare_student(cfg: PrepareConfig) -> dict:
+def prepare_student(cfg: PrepareConfig, *, log: Callable[[str], None] | None = None) -> dict:
     """Write the prepared student to ``cfg.out``; returns what changed (also in OUT/prepare.json)."""
     from reasonkit.identity import model_identity
 

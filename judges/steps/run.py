@@ -22,9 +22,9 @@ run killed between the two commits re-derives the missing pairs before any new r
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -297,7 +297,7 @@ def derive_pairs(separator: str, written: StageWriter):
     return derive
 
 
-def run_label_steps(cfg: LabelStepsConfig, *, backend=None) -> dict:
+def run_label_steps(cfg: LabelStepsConfig, *, log: Callable[[str], None] | None = None, backend=None) -> dict:
     """Label every solution of ``cfg.input`` not yet in ``cfg.out``; write steps and Step-DPO pairs; the report."""
     from reasonkit.filters.math.verify import Verifier
     from reasonkit.store import fingerprint_path
@@ -339,7 +339,7 @@ def run_label_steps(cfg: LabelStepsConfig, *, backend=None) -> dict:
                 stage.commit(steps, STEPS, outputs, label_chunk(chunk, cfg, backend, verifier))
                 labelled += len(chunk)
                 seconds = time.monotonic() - started
-                stage.say(f"label-steps: {labelled}/{len(todo)} solutions, {seconds:.1f}s")
+                (log or stage.say)(f"label-steps: {labelled}/{len(todo)} solutions, {seconds:.1f}s")
         finally:
             verifier.close()
             if owned:
@@ -348,11 +348,9 @@ def run_label_steps(cfg: LabelStepsConfig, *, backend=None) -> dict:
     stage.write_report(cfg.out, report)
     pairs.finish()
     steps.finish(report=report)
-    print(
+    (log or stage.say)(
         f"label-steps: {report['solutions']} solutions, {report['steps']} steps ({report['good_steps']} good), "
         f"{report['pairs']} Step-DPO pairs",
-        file=sys.stderr,
-        flush=True,
     )
     return report
 

@@ -14,7 +14,8 @@ reads, ``OUT/corpus.jsonl``: the world is the seed's, so a train and a test step
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -38,15 +39,13 @@ class SynthConfig:
         check.done()
 
 
-def run_synth(config: SynthConfig) -> dict:
+def run_synth(config: SynthConfig, *, log: Callable[[str], None] | None = None) -> dict:
     """Write ``config.n`` problems as a one-shard ``prompts`` stage directory."""
     from reasonkit.readers import read_prompts
     from reasonkit.store import StageWriter
 
     out = Path(config.out)
-    # a math set's fingerprint leaves ``task`` out: synth outputs written before it existed still resume
-    recorded = config if config.task != "math" else {k: v for k, v in asdict(config).items() if k != "task"}
-    writer = StageWriter(out, stage="synth", kind="prompts", config=recorded, keys=("id",), overwrite=config.overwrite)
+    writer = StageWriter(out, stage="synth", kind="prompts", config=config, keys=("id",), overwrite=config.overwrite)
     if writer.manifest["complete"]:
         return writer.manifest
     tmp = out / ".synth.parquet"

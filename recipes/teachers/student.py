@@ -7,6 +7,7 @@ CPU attention kernels, which do not take every head size.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,7 @@ class StudentConfig:
         check.done()
 
 
-def init_student(config: StudentConfig) -> dict:
+def init_student(config: StudentConfig, *, log: Callable[[str], None] | None = None) -> dict:
     """Write the student to ``config.out``; returns its size."""
     import shutil
 

@@ -99,7 +99,7 @@ def test_engine_args_that_change_outputs_are_fingerprinted_and_placement_is_not(
         return output_settings(GenerateConfig(**BASE, engine_args=args), None, teacher_identity="t@x")
 
     plain = settings()
-    assert "engine_args" not in plain  # runs made before engine_args existed keep their fingerprint
+    assert plain["engine_args"] == {}
     assert settings(pipeline_parallel_size=2, distributed_executor_backend="ray", max_num_seqs=64) == plain
     assert settings(kv_cache_dtype="fp8")["engine_args"] == {"kv_cache_dtype": "fp8"}
     assert settings(quantization="fp8", max_num_seqs=8)["engine_args"] == {"quantization": "fp8"}

@@ -352,14 +352,12 @@ def test_a_template_without_tool_calls_is_one_line_exit_2_nothing_written(teache
     assert not (tmp_path / "out").exists()
 
 
-def test_the_fingerprint_holds_the_tools_and_the_corpus_content_and_plain_runs_are_unchanged(tmp_path):
+def test_the_fingerprint_holds_the_tools_and_the_corpus_content(tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "a", "contents": "Favi Guges won the Kuge Prize in 1983."}) + "\n")
     base = dict(method="grpo", student="m", data="d", out="o")
     plain = TrainConfig(**base).fingerprinted()
-    assert not {"tools", "corpus", "max_turns", "tool_timeout", "search_k"} & set(
-        plain
-    )  # GRPO runs from before tools still resume
+    assert plain["tools"] is None and plain["corpus"] is None  # every setting, named or not (no history kept)
     tooled = TrainConfig(**base, tools="search", corpus=str(corpus), max_turns=4).fingerprinted()
     assert tooled["tools"] == "search" and tooled["max_turns"] == 4
     corpus.write_text(json.dumps({"id": "a", "contents": "Favi Guges won the Kuge Prize in 1984."}) + "\n")

@@ -87,11 +87,11 @@ def test_synth_stage_writes_code_problems_with_tests(tmp_path):
     rows = table.to_pylist()
     assert [r["id"] for r in rows] == [p["id"] for p in code_task.make_problems(4, 0, "aime", split="test")]
     assert all(len(json.loads(r["tests"])["inputs"]) == code_task.TESTS_PER_PROBLEM for r in rows)
-    # the math set is unchanged, and so is its fingerprint: runs written before `task` existed still resume
+    # the math set is unchanged; its fingerprint is its whole config, task included
     from reasonkit.store import fingerprint
 
     run_synth(SynthConfig(out=str(tmp_path / "m"), n=4, split="test"))
     manifest = json.loads((tmp_path / "m" / "_manifest.json").read_text())
-    before = {"out": str(tmp_path / "m"), "n": 4, "seed": 0, "variant": "mul", "split": "test", "overwrite": False}
-    assert manifest["config_fingerprint"] == fingerprint(before)
+    config = {"out": str(tmp_path / "m"), "n": 4, "seed": 0, "variant": "mul", "split": "test", "task": "math"}
+    assert manifest["config_fingerprint"] == fingerprint({**config, "overwrite": False})
     assert "tests" not in pq.read_table(next((tmp_path / "m").glob("*.parquet"))).column_names
