@@ -41,6 +41,7 @@ from reasonkit.gen.render import R1_INSTRUCTION
 #: Regret" measured the best LoRA rate at ~10x the full one for RL as for SFT).
 #: Reward models (rm, prm): TRL's RewardConfig default (1e-4) with LoRA, and 1e-5 for full weights (InstructGPT's
 #: reward model trained at 9e-6): the head starts random, the body only needs nudging.
+#: On-policy distillation: TRL's DistillationConfig default for full weights (1e-6), and 10x for LoRA.
 DEFAULT_LR = {
     ("sft", False): 2e-4,
     ("sft", True): 2e-5,
@@ -52,10 +53,12 @@ DEFAULT_LR = {
     ("rm", True): 1e-5,
     ("prm", False): 1e-4,
     ("prm", True): 1e-5,
+    ("distill", False): 1e-5,
+    ("distill", True): 1e-6,
 }
 #: beta when not given: DPO's temperature (TRL's 0.1); GRPO's KL weight, 0 = no reference model (TRL's default,
-#: DAPO and Dr. GRPO drop the KL term; R1 used 0.001).
-DEFAULT_BETA = {"sft": 0.1, "dpo": 0.1, "grpo": 0.0, "rm": 0.0, "prm": 0.0}
+#: DAPO and Dr. GRPO drop the KL term; R1 used 0.001); distill's generalized JSD, 1 = reverse KL (TRL's default).
+DEFAULT_BETA = {"sft": 0.1, "dpo": 0.1, "grpo": 0.0, "rm": 0.0, "prm": 0.0, "distill": 1.0}
 #: GRPO rewards when none are named (reasonkit.reward.functions): R1-Zero's rule-based pair. Format weighs
 #: 0.2 so a well-formed wrong answer never outscores a correct one, whatever its form.
 DEFAULT_REWARDS = {"accuracy": 1.0, "format": 0.2}
@@ -96,8 +99,9 @@ class GrpoSettings:
     # the clip range of the probability ratio
     epsilon: float = setting(0.2, "GRPO: clip range of the probability ratio.")
     epsilon_high: float | None = None  # None: epsilon; DAPO's clip-higher uses 0.28
-    max_completion_length: int = setting(256, "GRPO: tokens per sampled completion.")
-    temperature: float = setting(1.0, "GRPO: sampling temperature.")
+    max_completion_length: int = setting(256, "GRPO, distill: tokens per sampled completion.")
+    # distill: also the temperature of both distributions in the divergence (TRL's)
+    temperature: float = setting(1.0, "GRPO, distill: sampling temperature.")
     top_p: float = 1.0
     rewards: dict = field(default_factory=lambda: dict(DEFAULT_REWARDS))  # name -> weight (reward/functions.py)
     reward_model: str | None = None  # the rm reward's model (--reward rm=PATH[:WEIGHT]; reward/model.py)
@@ -178,6 +182,34 @@ class ScorerSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OnPolicySettings:
+    """On-policy distillation's teacher (``--method distill``, distill/onpolicy/): fingerprinted for distill runs only.
+
+    It samples with GRPO's fields under TRL's names (``temperature``, ``top_p``, ``max_completion_length``,
+    ``instruction``, ``system``, ``use_vllm`` and the vLLM fields); ``beta`` is TRL's DistillationConfig beta, the
+    interpolation of the generalized JSD (0 forward KL, 0.5 JSD, 1 reverse KL), not a KL penalty.
+    """
+
+    # a model directory or Hub id sharing the student's vocabulary (TRL's teacher_model_name_or_path)
+    teacher: str | None = setting(
+        None,
+        "distill: the teacher model directory or Hub id; a copy in every training process scores each token the "
+        "student samples (TRL's DistillationTrainer). Same vocabulary as the student.",
+    )
+    # where, not what (not fingerprinted): the served model's name is recorded in the report
+    teacher_url: str | None = setting(
+        None,
+        "distill: the teacher behind vLLM's OpenAI-compatible server (http://host:8000) instead of a local copy; "
+        "its top-k log-probs per token are the target (TRL's server distillation).",
+    )
+    # --teacher-url: the teacher's tokens a position (vLLM's prompt_logprobs) the loss spans; beta > 0 needs 1
+    # (TRL's ServerDistillationConfig loss_top_k)
+    loss_top_k: int = 1
+    # --teacher-url: a bucket for the probability mass outside the top-k (TRL's loss_add_tail)
+    loss_add_tail: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
 class LaunchSettings:
     """How the run is launched: not fingerprinted (the global batch is, instead)."""
 
@@ -226,16 +258,29 @@ TOOL_FIELDS = field_names(GrpoToolSettings)
 GRPO_FIELDS = (*field_names(GrpoSettings), *TOOL_FIELDS)
 #: The reward models' own settings (distill/reward/rm.py, distill/reward/prm.py): left out of the other methods' fingerprints.  # noqa: E501
 SCORER_FIELDS = field_names(ScorerSettings)
+#: On-policy distillation's teacher: left out of the other methods' fingerprints, so their runs started before it
+#: existed still resume; distill samples with GRPO's sampling fields (the others of GRPO_FIELDS are left out).
+ONPOLICY_FIELDS = field_names(OnPolicySettings)
+DISTILL_SAMPLING = ("max_completion_length", "temperature", "top_p", "instruction", "system")
 #: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the
 #: training is the global batch, and :meth:`TrainConfig.fingerprinted` records that instead.
 LAUNCH_FIELDS = field_names(LaunchSettings)
 
 
 @dataclass(frozen=True)
-class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings, ScorerSettings, LaunchSettings):
-    method: Literal["sft", "dpo", "grpo", "rm", "prm"] = setting(
+class TrainConfig(
+    LoraSettings,
+    GrpoSettings,
+    GrpoRunSettings,
+    GrpoToolSettings,
+    ScorerSettings,
+    OnPolicySettings,
+    LaunchSettings,
+):
+    method: Literal["sft", "dpo", "grpo", "rm", "prm", "distill"] = setting(
         help="SFT on sft rows, DPO on prefs rows, GRPO on prompts with verifiable answers, a reward model (rm) on "
-        "prefs rows, or a process reward model (prm) on steps rows."
+        "prefs rows, a process reward model (prm) on steps rows, or on-policy distillation (distill) from --teacher "
+        "on prompts."
     )
     # a model directory or Hub id (not a LoRA adapter: merge it first)
     student: str = setting(help="Student model directory or Hub id.")
@@ -259,7 +304,7 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
     # None: DEFAULT_LR for (method, full)
     lr: float | None = setting(
         None,
-        "Peak learning rate [sft 2e-4 / dpo 2e-5 / grpo 1e-5 / rm, prm 1e-4 with LoRA; "
+        "Peak learning rate [sft 2e-4 / dpo 2e-5 / grpo, distill 1e-5 / rm, prm 1e-4 with LoRA; "
         "2e-5 / 1e-6 / 1e-6 / 1e-5 full].",
     )
     batch_size: int = setting(8, "Examples (DPO: pairs; GRPO: completions) per device per step.")
@@ -275,7 +320,11 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
 
     # DPO (and beta for GRPO)
     # None: DEFAULT_BETA[method]; DPO's temperature, GRPO's KL weight
-    beta: float | None = setting(None, "DPO beta [0.1]; GRPO: KL weight to the reference [0: no reference model].")
+    beta: float | None = setting(
+        None,
+        "DPO beta [0.1]; GRPO: KL weight to the reference [0: no reference model]; distill: the generalized JSD, 0 "
+        "forward KL, 0.5 JSD, 1 reverse KL [1].",
+    )
     loss: Literal["sigmoid", "ipo"] = setting("sigmoid", "DPO loss.")
     # reference log-probs computed once before training
     precompute_ref: bool = setting(False, "DPO: score pairs with the reference once, before training.")
@@ -337,6 +386,7 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
         self._check_objective(check)
         self._check_levers(check)
         check.run(lambda: self.trackers)  # a name that is no tracker
+        self._check_distill(check)
         if self.method == "grpo":
             self._check_grpo(check)
         else:
@@ -509,6 +559,53 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
             f"{batch} completions): every prompt's group of {self.num_generations} completions must fit in it",
         )
 
+    def _check_distill(self, check: Checks) -> None:
+        """On-policy distillation's teacher and divergence; the teacher fields belong to --method distill."""
+        if self.method != "distill":
+            given = [name for name in ("teacher", "teacher_url") if getattr(self, name)]
+            check(
+                not given,
+                given[0] if given else "teacher",
+                f"applies to --method distill only, found method {self.method}",
+            )
+            return
+        check(
+            bool(self.teacher) != bool(self.teacher_url),
+            "teacher",
+            "--method distill needs a teacher: --teacher MODEL (scored here) or --teacher-url URL (a vLLM server)"
+            if not (self.teacher or self.teacher_url)
+            else "--teacher or --teacher-url, not both (one teacher scores the student's tokens)",
+        )
+        check(
+            self.kl_beta <= 1,
+            "beta",
+            f"for --method distill beta interpolates the divergence (0 forward KL, 0.5 JSD, 1 reverse KL) and must "
+            f"be in [0, 1], found {self.kl_beta}",
+        )
+        check(
+            self.max_completion_length >= 1,
+            "max_completion_length",
+            f"must be >= 1, found {self.max_completion_length}",
+        )
+        check(
+            self.temperature > 0 and 0 < self.top_p <= 1,
+            "temperature",
+            f"temperature must be > 0 and top_p in (0, 1], found {self.temperature} and {self.top_p}",
+        )
+        url = self.teacher_url
+        check(
+            url is None or url.startswith(("http://", "https://")),
+            "teacher_url",
+            f"must be an http:// or https:// URL (e.g. http://node1:8000), found {url!r}",
+        )
+        check(self.loss_top_k >= 1, "loss_top_k", f"must be >= 1 (a served teacher's top-k), found {self.loss_top_k}")
+        check(
+            not (url and self.kl_beta > 0 and self.loss_top_k != 1),
+            "loss_top_k",
+            f"with --teacher-url and beta > 0 the loss is over the teacher's top-1 token (TRL's server distillation), "
+            f"found loss_top_k {self.loss_top_k}; set beta 0 (forward KL) for a top-k support",
+        )
+
     def _check_rewards(self, check: Checks) -> None:
         from reasonkit.reward.functions import REWARDS
 
@@ -653,7 +750,9 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
             *NOT_FINGERPRINTED,
             *LAUNCH_FIELDS,
             *BATCH_SPLIT,
-            *(GRPO_FIELDS if self.method != "grpo" else ()),
+            *(GRPO_FIELDS if self.method not in ("grpo", "distill") else ()),
+            *(k for k in GRPO_FIELDS if self.method == "distill" and k not in DISTILL_SAMPLING),
+            *(ONPOLICY_FIELDS if self.method != "distill" else ("teacher_url",)),  # where, not what
             *(SCORER_FIELDS if self.method not in ("rm", "prm") else ()),
         ):
             data.pop(key)
@@ -663,6 +762,10 @@ class TrainConfig(LoraSettings, GrpoSettings, GrpoRunSettings, GrpoToolSettings,
             from reasonkit.store import fingerprint_path
 
             data["corpus"] = fingerprint_path(self.corpus)
+        if self.method == "distill" and self.teacher:  # the teacher by content, as the student is (train.py)
+            from reasonkit.identity import model_identity
+
+            data["teacher"] = model_identity(self.teacher)
         data["beta"] = self.kl_beta  # resolved: a run started with the default resumes when it is written out
         data["global_batch_size"] = self.batch_size * self.grad_accum * world_size
         return data
