@@ -86,7 +86,7 @@ def missing(planned: list, *, cuda: Callable[[], bool]) -> list[str]:
     ``cuda``: whether this machine trains on a GPU (asked only for a GRPO step that leaves use_vllm to
     auto): there GRPO generates with vLLM, and only a vLLM TRL drives will do (distill/rl/vllm_support.py).
     """
-    from reasonkit.distill.rl.vllm_support import TRL_VLLM, supported_vllm, vllm_version
+    from reasonkit.distill.rl.vllm_support import NAMES, TRL_VLLM, supported_vllm, vllm_version
 
     lines = []
     for p in planned:
@@ -94,13 +94,13 @@ def missing(planned: list, *, cuda: Callable[[], bool]) -> list[str]:
         for need in needs_of(p.step.stage, config):
             if not installed(need.module):
                 lines.append(f"{name}: {need.module} ({need.why})")
-        if p.step.stage == "train" and getattr(config, "method", None) == "grpo":
+        if p.step.stage == "train" and getattr(config, "method", None) in ("grpo", "distill"):  # they sample
             auto = config.use_vllm is None
             if (config.use_vllm or (auto and config.device != "cpu" and cuda())) and not supported_vllm():
                 found = f"vllm {vllm_version()} is installed" if vllm_version() else "none is installed"
                 lines.append(
-                    f"{name}: vllm ({'use_vllm auto on a GPU' if auto else 'use_vllm true'}: TRL's GRPOTrainer "
-                    f"generates with vLLM {TRL_VLLM[0]} to {TRL_VLLM[1]}, {found})"
+                    f"{name}: vllm ({'use_vllm auto on a GPU' if auto else 'use_vllm true'}: TRL's "
+                    f"{NAMES[config.method][1]} generates with vLLM {TRL_VLLM[0]} to {TRL_VLLM[1]}, {found})"
                 )
     return lines
 

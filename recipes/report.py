@@ -198,6 +198,10 @@ def _train_section(name: str, d: Path, out: Path) -> str:
         from reasonkit.distill.rl.report import summary_lines
 
         text += "\n" + "\n".join(f"- {line}" for line in summary_lines(r["grpo"])) + "\n"
+    if r.get("distill"):  # on-policy distillation: the divergence, the tokens each side spent, where the time went
+        from reasonkit.distill.onpolicy.report import summary_lines as distill_lines
+
+        text += "\n" + "\n".join(f"- {line}" for line in distill_lines(r["distill"])) + "\n"
     for png in (d / "loss.png", d / "rewards.png"):
         if png.is_file():
             text += f"\n![{png.stem}]({os.path.relpath(png, out)})\n"

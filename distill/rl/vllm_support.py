@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import importlib.util
 
-#: The vLLM releases TRL 1.16's GRPOTrainer supports (trl/import_utils.py is_vllm_available).
+#: The vLLM releases TRL 1.16's GRPOTrainer supports (trl/import_utils.py is_vllm_available); its DistillationTrainer
+#: samples through the same VLLMGeneration.
 TRL_VLLM = ("0.22.0", "0.31.0")
+#: The methods that sample with vLLM: how a message names the method, and its TRL trainer.
+NAMES = {"grpo": ("GRPO", "GRPOTrainer"), "distill": ("on-policy distillation", "DistillationTrainer")}
 
 
 def vllm_version() -> str | None:
@@ -56,14 +59,14 @@ def supported_vllm() -> bool:
     return version is not None and in_range(version, TRL_VLLM)
 
 
-def unsupported_reason() -> str | None:
+def unsupported_reason(trainer: str = "GRPOTrainer") -> str | None:
     """Why ``use_vllm: true`` cannot work here, in one line, or None when it can."""
     version = vllm_version()
     if version is not None and in_range(version, TRL_VLLM):
         return None
     found = f"vLLM {version} is installed" if version else "vLLM is not installed"
     return (
-        f"use_vllm: TRL's GRPOTrainer generates with vLLM {TRL_VLLM[0]} to {TRL_VLLM[1]}, and {found}; "
+        f"use_vllm: TRL's {trainer} generates with vLLM {TRL_VLLM[0]} to {TRL_VLLM[1]}, and {found}; "
         f"pip install 'vllm>={TRL_VLLM[0]},<={TRL_VLLM[1]}' (constraints-gpu.txt pins the set TRL 1.16 runs with: "
         "bash scripts/setup-gpu.sh), or set use_vllm false (transformers generation: the whole generation batch "
         "in one generate call)"
@@ -78,16 +81,20 @@ def use_vllm(cfg, cuda: bool) -> bool:
     """
     wanted = cfg.use_vllm if cfg.use_vllm is not None else cuda
     if wanted:
-        reason = unsupported_reason()
+        reason = unsupported_reason(NAMES[cfg.method][1])
         if reason:
-            auto = "" if cfg.use_vllm else "on a GPU GRPO generates with vLLM unless use_vllm is false; "
+            auto = (
+                ""
+                if cfg.use_vllm
+                else f"on a GPU {NAMES[cfg.method][0]} generates with vLLM unless use_vllm is false; "
+            )
             raise _user_error(auto + reason)
     return bool(wanted)
 
 
 def require_vllm(cfg) -> None:
     """At the start of training: ``use_vllm: true`` with a vLLM TRL cannot drive is one UserError line (exit 2)."""
-    reason = unsupported_reason() if cfg.method == "grpo" and cfg.use_vllm else None
+    reason = unsupported_reason(NAMES[cfg.method][1]) if cfg.method in NAMES and cfg.use_vllm else None
     if reason:
         raise _user_error(reason)
 

