@@ -258,8 +258,8 @@ TOOL_FIELDS = field_names(GrpoToolSettings)
 GRPO_FIELDS = (*field_names(GrpoSettings), *TOOL_FIELDS)
 #: The reward models' own settings (distill/reward/rm.py, distill/reward/prm.py): left out of the other methods' fingerprints.  # noqa: E501
 SCORER_FIELDS = field_names(ScorerSettings)
-#: On-policy distillation's teacher: left out of the other methods' fingerprints, so their runs started before it
-#: existed still resume; distill samples with GRPO's sampling fields (the others of GRPO_FIELDS are left out).
+#: On-policy distillation's teacher: left out of the other methods' fingerprints, whose computation it does not
+#: touch; distill samples with GRPO's sampling fields (the others of GRPO_FIELDS are left out of its own).
 ONPOLICY_FIELDS = field_names(OnPolicySettings)
 DISTILL_SAMPLING = ("max_completion_length", "temperature", "top_p", "instruction", "system")
 #: How the run is launched (distill/launch.py). Not fingerprinted: what they change about the

@@ -202,8 +202,17 @@ class RolloutDistillationTrainer(KeepsRollouts, DistillationTrainer):
             teacher = self.accelerator.unwrap_model(self.teacher_model)
             scale, softcap = logit_transform(teacher.config)
             mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
-            sums, counts = completion_logprobs(
-                hidden, teacher.get_output_embeddings(), inputs["completion_ids"], mask, scale=scale, softcap=softcap
+            # through the teacher's wrapper, as TRL runs its forward: ZeRO-3 and FSDP gather the head's shards for it
+            sums, counts = self._forward_redirection(
+                self.teacher_model,
+                teacher,
+                completion_logprobs,
+                hidden,
+                teacher.get_output_embeddings(),
+                inputs["completion_ids"],
+                mask,
+                scale=scale,
+                softcap=softcap,
             )
             self._record_teacher(inputs, sums, counts)
             self._state["teacher"] += time.perf_counter() - start
