@@ -139,3 +139,28 @@ def write_markdown(out: Path, report: dict, records: list[dict]) -> Path:
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def step_figures(rows: list[dict], times: list[tuple[float, float]]) -> dict:
+    """A step's logged figures from its rows (every process's) and each process's (generate, teacher) seconds:
+    the slowest process's time, which the others wait for (TRL logs each key; distill/report.py names them).
+
+    >>> rows = [{"completion_tokens": 3, "teacher_tokens": 3, "teacher_logprob": -6.0, "prompt_tokens": 5}] * 2
+    >>> f = step_figures(rows, [(1.0, 0.5), (1.5, 0.25)])
+    >>> f["distill/student_tokens"], f["distill/teacher_input_tokens"], f["distill/teacher_logprob_per_token"]
+    (6.0, 16.0, -2.0)
+    >>> f["time/generate"], f["time/teacher"]
+    (1.5, 0.5)
+    """
+    sampled = sum(r["completion_tokens"] for r in rows)
+    scored = sum(r["teacher_tokens"] for r in rows)
+    logprob = sum(r["teacher_logprob"] or 0.0 for r in rows)
+    return {
+        "distill/student_tokens": float(sampled),
+        "distill/teacher_tokens": float(scored),
+        # the teacher's forward reads the prompt too: what it cost, in tokens
+        "distill/teacher_input_tokens": float(sum(r["prompt_tokens"] + r["teacher_tokens"] for r in rows)),
+        "distill/teacher_logprob_per_token": logprob / scored if scored else float("nan"),
+        "time/generate": max((g for g, _ in times), default=0.0),
+        "time/teacher": max((t for _, t in times), default=0.0),
+    }

@@ -264,6 +264,8 @@ class KeepRollouts(TrainerCallback):
         rows = gather_object(own["rows"])  # every process's completions
         times = gather_object([(own["generate"], own["teacher"])])
         own.update(rows=[], generate=0.0, teacher=0.0)
+        from reasonkit.distill.onpolicy.report import step_figures
+
         metrics = t._metrics["train"]
         for key, value in step_figures(rows, times).items():
             metrics[key].append(value)
@@ -279,20 +281,3 @@ class KeepRollouts(TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         if self.trainer.rollout_log is not None:
             self.trainer.rollout_log.commit()
-
-
-def step_figures(rows: list[dict], times: list[tuple[float, float]]) -> dict:
-    """A step's logged figures from its rows (every process's) and each process's (generate, teacher) seconds:
-    the slowest process's time, which the others wait for."""
-    sampled = sum(r["completion_tokens"] for r in rows)
-    scored = sum(r["teacher_tokens"] for r in rows)
-    logprob = sum(r["teacher_logprob"] or 0.0 for r in rows)
-    return {
-        "distill/student_tokens": float(sampled),
-        "distill/teacher_tokens": float(scored),
-        # the teacher's forward reads the prompt too: what it cost, in tokens
-        "distill/teacher_input_tokens": float(sum(r["prompt_tokens"] + r["teacher_tokens"] for r in rows)),
-        "distill/teacher_logprob_per_token": logprob / scored if scored else float("nan"),
-        "time/generate": max((g for g, _ in times), default=0.0),
-        "time/teacher": max((t for _, t in times), default=0.0),
-    }
