@@ -106,7 +106,7 @@ REGISTRY: dict[str, StageSpec] = {
         help="Score traces with a reward model (or a PRM, per step).",
     ),
     "prepare-student": StageSpec(
-        "reasonkit.distill.prepare.run:PrepareConfig",
+        "reasonkit.distill.prepare.config:PrepareConfig",
         "reasonkit.distill.prepare.run:prepare_student",
         inputs=("model",),
         models=("model",),

@@ -40,8 +40,6 @@ OUTSIDE = {".venv", "build", "runs", "out", "dist", ".git"}
 #: changes, which own the files. Take an entry out when it has one.
 PENDING = {
     ("distill/train.py", "_run"),
-    ("distill/train.py", "train"),  # split in the tree (_read, _lint), committed with issue 40's hunks there
-    ("distill/lint/checks.py", "lint"),  # likewise (_scan, _row_findings)
     ("distill/lint/prompt.py", "lint_prompts"),
     ("distill/lint/memory.py", "estimate"),
     ("distill/data.py", "read_prompt_rows"),

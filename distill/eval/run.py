@@ -30,44 +30,20 @@ from reasonkit.gen.engine_args import output_engine_args
 CARD_TABLES = ("problems.parquet", "samples", "generations")
 
 
-# long: the eval stage in order (generate, verify, score, write), each step reading the ones before
 def run_eval(config: EvalConfig, *, log: Callable[[str], None] | None = None, backend=None) -> dict:
     """Evaluate and write OUT; returns the summary. ``backend``: a prebuilt gen backend to reuse."""
     from reasonkit.distill.eval.model import lora_backend, resolve_model
     from reasonkit.distill.eval.protocol import protocol, resolve_data_parallel
-    from reasonkit.distill.eval.report import write_markdown, write_plot
     from reasonkit.distill.eval.score import score, verify_samples
     from reasonkit.gen.stage import generate
-    from reasonkit.readers import ColumnMap, read_prompts
+    from reasonkit.readers import ColumnMap
     from reasonkit.store import fingerprint_path, read_stage, write_card
 
-    if config.adapter is not None and not (Path(config.adapter) / "adapter_config.json").is_file():
-        raise UserError(f"--adapter {config.adapter}: not a peft adapter directory (no adapter_config.json)")
     started = time.perf_counter()
-    from reasonkit.distill.trackers import names, require
-
-    require(names(config.report_to))  # a tracker not installed: one line naming its extra, before any sample
-    sandbox_mode = None
-    if config.verifier == "code" or "python" in (config.tools or "").split(","):  # before the data is read
-        from reasonkit.sandbox.stage import require_sandbox
-
-        sandbox_mode = require_sandbox(
-            "distill eval" + (" --verifier code" if config.verifier == "code" else " --tools python")
-        )
+    sandbox_mode = _before_any_work(config)
     out = Path(config.out)
     columns = ColumnMap(id=config.id_col, problem=config.problem_col, answer=config.answer_col)
-    prompts = read_prompts(config.data, columns, limit=config.limit, split=config.split)
-    missing = [i for i, a in enumerate(prompts.column("answer").to_pylist()) if a is None or not str(a).strip()]
-    if config.verifier == "code":  # the tests are the gold (distill/eval/code.py checks them)
-        from reasonkit.distill.eval.code import tests_of
-
-        tests_of(prompts, config.tests_col)
-        missing = []
-    if missing:
-        raise UserError(
-            f"{config.data}: row {missing[0]}: no gold answer in column {config.answer_col!r}; every eval problem "
-            "needs one"
-        )
+    prompts = _problems(config, columns)
     contamination = _contamination(config, prompts) if config.decontam_against else None
     toolbox = None
     if config.tools:  # an unknown tool or a bad corpus fails here, before OUT is written (the index is cached)
@@ -110,15 +86,58 @@ def run_eval(config: EvalConfig, *, log: Callable[[str], None] | None = None, ba
     if sandbox_mode:  # how the model's programs ran (not in the protocol: it does not change a correct verdict)
         summary["sandbox"] = sandbox_mode
     summary["timing"] = {"total_s": round(time.perf_counter() - started, 2), "generate_s": round(gen_seconds, 2)}
+    _write(config, out, summary, problems)
+    return summary
+
+
+def _before_any_work(config: EvalConfig) -> str | None:
+    """What can be refused before the data is read: a path that is no adapter, a tracker not installed, a sandbox
+    the verifier or the python tool needs and this machine cannot give. Returns the sandbox mode, or None."""
+    if config.adapter is not None and not (Path(config.adapter) / "adapter_config.json").is_file():
+        raise UserError(f"--adapter {config.adapter}: not a peft adapter directory (no adapter_config.json)")
+    from reasonkit.distill.trackers import names, require
+
+    require(names(config.report_to))  # a tracker not installed: one line naming its extra, before any sample
+    if config.verifier == "code" or "python" in (config.tools or "").split(","):  # before the data is read
+        from reasonkit.sandbox.stage import require_sandbox
+
+        return require_sandbox(
+            "distill eval" + (" --verifier code" if config.verifier == "code" else " --tools python")
+        )
+    return None
+
+
+def _problems(config: EvalConfig, columns):
+    """The eval's prompts, each with its gold: an answer, or (the code verifier) tests."""
+    from reasonkit.readers import read_prompts
+
+    prompts = read_prompts(config.data, columns, limit=config.limit, split=config.split)
+    missing = [i for i, a in enumerate(prompts.column("answer").to_pylist()) if a is None or not str(a).strip()]
+    if config.verifier == "code":  # the tests are the gold (distill/eval/code.py checks them)
+        from reasonkit.distill.eval.code import tests_of
+
+        tests_of(prompts, config.tests_col)
+        missing = []
+    if missing:
+        raise UserError(
+            f"{config.data}: row {missing[0]}: no gold answer in column {config.answer_col!r}; every eval problem "
+            "needs one"
+        )
+    return prompts
+
+
+def _write(config: EvalConfig, out: Path, summary: dict, problems) -> None:
+    """OUT's last files (problems, card, summary in JSON and Markdown, the pass@k plot), and the trackers' copy."""
+    from reasonkit.distill.eval.report import write_markdown, write_plot
+    from reasonkit.distill.trackers import log_eval, names
+    from reasonkit.store import write_card
+
     _write_problems(problems, out / "problems.parquet")
     write_card(out)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     write_markdown(summary, out / "summary.md", title=config.label or out.name)
     write_plot([(config.label or out.name, summary)], out / "pass_at_k.png")
-    from reasonkit.distill.trackers import log_eval
-
     log_eval(names(config.report_to), summary, name=config.label or out.name, out=out)
-    return summary
 
 
 def generation_config(config: EvalConfig, model: str, out: Path, columns, replicas: int):

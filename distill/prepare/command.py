@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from reasonkit.distill.prepare.run import PrepareConfig
+from reasonkit.distill.prepare.config import PrepareConfig
 from reasonkit.options import Command, config_options, given
 
 

@@ -28,10 +28,10 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from reasonkit.config import Checks, load_json_object, setting
+from reasonkit.config import load_json_object
+from reasonkit.distill.prepare.config import PrepareConfig, parse_rope_scaling
 from reasonkit.errors import UserError
 
 RECORD = "prepare.json"
@@ -47,71 +47,6 @@ _REWRITTEN = (
     "generation_config.json",
     RECORD,
 )
-
-
-@dataclass(frozen=True)
-class PrepareConfig:
-    model: str = setting(
-        cli=False
-    )  # the command's argument: a model directory or Hub id (from the local cache when offline)
-    out: str = setting("student", "The new model directory (weights hard-linked, never changed).")
-    # new max_position_embeddings (and tokenizer model_max_length)
-    max_positions: int | None = setting(None, "New max_position_embeddings (open-r1: 32768 for Qwen2.5-Math).")
-    rope_theta: float | None = setting(None, "New RoPE base (open-r1: 300000 with 32768 positions).")
-    # "TYPE:FACTOR", e.g. "yarn:4" or "linear:2" (original length = the old positions)
-    rope_scaling: str | None = setting(
-        None, "RoPE scaling TYPE:FACTOR, e.g. yarn:4 (the original length is the old positions)."
-    )
-    template: str = setting(
-        "auto",
-        "Chat template with {% generation %} markers: auto (from the vocabulary), chatml, "
-        "llama3, keep (the model's own, with its EOS), or a .jinja file.",
-    )
-    eos: str | None = setting(None, "The turn-end token to make EOS [the family's: <|im_end|>, <|eot_id|>].")
-    overwrite: bool = setting(False, "Replace OUT if it holds something else.")
-
-    def __post_init__(self) -> None:
-        check = Checks()
-        check(
-            self.max_positions is None or self.max_positions >= 1,
-            "max_positions",
-            f"must be >= 1, found {self.max_positions}",
-        )
-        check(self.rope_theta is None or self.rope_theta > 0, "rope_theta", f"must be > 0, found {self.rope_theta}")
-        if self.rope_scaling is not None:
-            check.run(lambda: parse_rope_scaling(self.rope_scaling))
-        check.done()
-
-    def settings(self) -> dict:
-        data = asdict(self)
-        data.pop("overwrite")
-        return data
-
-
-def parse_rope_scaling(text: str) -> tuple[str, float]:
-    """``"yarn:4"`` -> ``("yarn", 4.0)``.
-
-    >>> parse_rope_scaling("linear:2")
-    ('linear', 2.0)
-    >>> parse_rope_scaling("yarn")
-    Traceback (most recent call last):
-    ...
-    reasonkit.errors.FieldErrors: rope_scaling: expected TYPE:FACTOR with TYPE one of linear, dynamic, yarn, longrope, llama3 (e.g. yarn:4); found 'yarn'
-    """  # noqa: E501
-    kinds = ("linear", "dynamic", "yarn", "longrope", "llama3")
-    kind, _, factor = str(text).partition(":")
-    try:
-        value = float(factor)
-    except ValueError:
-        value = 0.0
-    check = Checks()
-    check(
-        kind in kinds and value > 0,
-        "rope_scaling",
-        f"expected TYPE:FACTOR with TYPE one of {', '.join(kinds)} (e.g. yarn:4); found {text!r}",
-    )
-    check.done()
-    return kind, value
 
 
 def prepare_student(cfg: PrepareConfig, *, log: Callable[[str], None] | None = None) -> dict:
@@ -195,15 +130,11 @@ def _link_files(source: Path, dest: Path) -> int:
     return linked
 
 
-# long: tokenizer, template, config and generation config rewritten in turn; each edit reads the last
-def _rewrite(source: Path, dest: Path, cfg: PrepareConfig) -> dict:
-    """Tokenizer, template, config and generation config, rewritten into ``dest``; returns the changes."""
-    from transformers import AutoTokenizer
+def _template(tok, vocab: dict, cfg: PrepareConfig) -> tuple:
+    """The chat template and turn-end token ``cfg`` asks for, checked against the vocabulary: (the family or None,
+    the template's text, the turn-end token)."""
+    from reasonkit.distill.prepare.templates import FAMILIES, detect_family, own_default_system
 
-    from reasonkit.distill.prepare.templates import FAMILIES, detect_family, own_default_system, turn_end_token
-
-    tok = AutoTokenizer.from_pretrained(str(source))
-    vocab = tok.get_vocab()
     family = None
     if cfg.template == "auto":
         family = detect_family(vocab)
@@ -240,6 +171,18 @@ def _rewrite(source: Path, dest: Path, cfg: PrepareConfig) -> dict:
         )
     if turn_end not in vocab:
         raise UserError(f"--eos {turn_end}: not in {cfg.model}'s vocabulary")
+    return family, template, turn_end
+
+
+def _rewrite(source: Path, dest: Path, cfg: PrepareConfig) -> dict:
+    """Tokenizer, template, config and generation config, rewritten into ``dest``; returns the changes."""
+    from transformers import AutoTokenizer
+
+    from reasonkit.distill.prepare.templates import turn_end_token
+
+    tok = AutoTokenizer.from_pretrained(str(source))
+    vocab = tok.get_vocab()
+    family, template, turn_end = _template(tok, vocab, cfg)
 
     old_eos, old_pad = tok.eos_token, tok.pad_token
     tok.chat_template = template
