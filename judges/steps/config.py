@@ -6,15 +6,14 @@ a recipe can be validated without loading anything.
 >>> LabelStepsConfig(input="v", out="o", policy="m", n=0)
 Traceback (most recent call last):
 ...
-reasonkit.errors.UserError: --n 0: expected at least 1 rollout per step
+reasonkit.errors.FieldErrors: n: expected at least 1 rollout per step, found 0
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from reasonkit.config import setting
-from reasonkit.errors import UserError
+from reasonkit.config import Checks, setting
 from reasonkit.gen.engine_args import EngineArgs, output_engine_args
 from reasonkit.gen.settings import BackendSettings, SamplingSettings
 from reasonkit.judges.config import StageRun
@@ -59,27 +58,26 @@ class LabelStepsConfig(SamplingSettings, BackendSettings, StageRun):
     shard_size: int = setting(64, "Solutions per committed shard.")
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise UserError(
-                f"--backend {self.backend!r}: expected one of {', '.join(BACKENDS)} (a server applies its "
-                "own template and cannot continue a partial assistant turn)"
-            )
-        if self.n < 1:
-            raise UserError(f"--n {self.n}: expected at least 1 rollout per step")
-        if self.verifier not in VERIFIERS:
-            raise UserError(f"--verifier {self.verifier!r}: expected one of {', '.join(VERIFIERS)}")
+        check = Checks()
+        check(
+            self.backend in BACKENDS,
+            "backend",
+            f"expected one of {', '.join(BACKENDS)} (a server applies its own template and cannot continue a "
+            f"partial assistant turn), found {self.backend!r}",
+        )
+        check(self.n >= 1, "n", f"expected at least 1 rollout per step, found {self.n}")
+        check(
+            self.verifier in VERIFIERS, "verifier", f"expected one of {', '.join(VERIFIERS)}, found {self.verifier!r}"
+        )
         for name in ("shard_size", "batch_size"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name.replace('_', '-')} {getattr(self, name)}: expected at least 1")
+            check(getattr(self, name) >= 1, name, f"expected at least 1, found {getattr(self, name)}")
         for name in ("limit", "max_tokens"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise UserError(f"--{name.replace('_', '-')} {getattr(self, name)}: expected at least 1")
-        if self.temperature < 0:
-            raise UserError(f"--temperature {self.temperature}: expected >= 0")
-        if not 0 < self.top_p <= 1:
-            raise UserError(f"--top-p {self.top_p}: expected in (0, 1]")
-        if not self.separator:
-            raise UserError("--separator: expected a non-empty string")
+            value = getattr(self, name)
+            check(value is None or value >= 1, name, f"expected at least 1, found {value}")
+        check(self.temperature >= 0, "temperature", f"expected >= 0, found {self.temperature}")
+        check(0 < self.top_p <= 1, "top_p", f"expected in (0, 1], found {self.top_p}")
+        check(bool(self.separator), "separator", "expected a non-empty string")
+        check.done()
         object.__setattr__(self, "engine_args", EngineArgs.from_config(self.engine_args, "engine_args"))
 
     @property

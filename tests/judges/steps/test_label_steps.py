@@ -116,7 +116,7 @@ def test_bad_input_one_line_exit_2(tmp_path, teacher_dir, case):
     expected = {
         "no_gold": f"row 0 (id {p[0]['id']!r}, sample 0): no gold answer",
         "empty": "empty solution, no step to label",
-        "n0": "--n 0: expected at least 1",
+        "n0": "label-steps.n: expected at least 1 rollout per step, found 0",
     }[case]
     assert expected in lines[0]
     assert not out.exists()  # nothing written
