@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -85,7 +86,7 @@ def read_input(cfg: ScoreConfig):
     return table.drop_columns([c for c in SCORE_COLUMNS if c in names]), manifest
 
 
-def run_score(cfg: ScoreConfig, *, scorer=None) -> dict:
+def run_score(cfg: ScoreConfig, *, log: Callable[[str], None] | None = None, scorer=None) -> dict:
     """Score every row of ``cfg.input`` not yet in ``cfg.out``; returns the report (also ``OUT/report.json``)."""
     import pyarrow as pa
 
@@ -136,7 +137,8 @@ def run_score(cfg: ScoreConfig, *, scorer=None) -> dict:
             writer.commit(part)
             scored += len(rows)
             if ticker is None:
-                stage.say(f"score: {scored} rows scored ({writer.manifest['rows']}/{table.num_rows} committed)")
+                committed = f"{writer.manifest['rows']}/{table.num_rows} committed"
+                (log or stage.say)(f"score: {scored} rows scored ({committed})")
             else:
                 ticker.update(writer.manifest["rows"], figures=f"{scored:,} scored this run")
     finally:
