@@ -164,6 +164,31 @@ _EVAL_SAMPLES = (
     Column("completion_tokens", pa.int32()),
 )
 
+#: ``distill generate --logprobs K``: per completion token, the token the teacher sampled (``completion_ids``)
+#: and its K most likely tokens (``logprob_ids``, most likely first) with their log-probs (``logprobs``, the
+#: model's raw distribution, before temperature and top-p). Extra columns of a traces table, carried by the
+#: filter into its kept rows and its ``sft`` table; ``distill train --method sft --kd-weight`` reads them.
+#: float16 log-probs, not float32: measured in Parquet as the store writes it (bench/logprob_bytes.py; 200
+#: traces of the embedded teacher, 23,652 tokens, temperature 0.6), the three columns take 20.7 bytes a token
+#: at K=5 (24.2 with float32; the log-probs alone 10.1 vs 13.7) and 78.8 at K=20 (90.0; 38.4 vs 49.6), against
+#: 1.7 for the rest of the row. float16 keeps about 3 significant digits (-10.80 is stored as -10.8046875),
+#: below what separates one token's target from the next.
+LOGPROB_COLUMNS = (
+    Column("completion_ids", pa.list_(pa.int32())),
+    Column("logprob_ids", pa.list_(pa.list_(pa.int32()))),
+    Column("logprobs", pa.list_(pa.list_(pa.float16()))),
+)
+
+
+def missing_logprob_columns(names: list[str]) -> list[str]:
+    """The teacher log-prob columns a table with columns ``names`` lacks.
+
+    >>> missing_logprob_columns(["id", "messages", "logprobs"])
+    ['completion_ids', 'logprob_ids']
+    """
+    return [c.name for c in LOGPROB_COLUMNS if c.name not in names]
+
+
 TABLES: dict[str, tuple[Column, ...]] = {
     "prompts": _PROMPTS,
     "traces": _TRACES,

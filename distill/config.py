@@ -313,6 +313,10 @@ class TrainConfig(
     max_length: int | None = setting(None, "Token limit per example [min(4096, the student's context)].")
     # SFT only: best-fit-decreasing packing into rows of max_length
     packing: bool = setting(False, "SFT: pack examples best-fit decreasing.", flag="--packing/--no-packing")
+    # SFT only: distill/kd.py; the sft table carries the teacher's top-K (distill generate --logprobs)
+    kd_weight: float = setting(
+        0.0, "SFT: weight of a sparse forward KL to the teacher's stored top-K log-probs beside the cross-entropy."
+    )
     warmup: float = 0.03  # a ratio of the steps when < 1, else a step count
     lr_scheduler: str = "cosine"
     weight_decay: float = 0.0
@@ -433,6 +437,12 @@ class TrainConfig(
             not self.packing or self.method == "sft",
             "packing",
             "applies to --method sft only (DPO pairs are scored whole)",
+        )
+        check(
+            not self.kd_weight or (self.method == "sft" and self.kd_weight > 0 and not self.packing),
+            "kd_weight",
+            f"applies to --method sft without packing, as a weight > 0, found {self.kd_weight} (its targets sit at "
+            "each row's token positions, which packing moves)",
         )
         check(
             self.margin_scale >= 0 and (self.center_rewards_coefficient or 0) >= 0,

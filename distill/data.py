@@ -226,8 +226,9 @@ def read_prompt_rows(cfg) -> pa.Table:
     return pa.table(columns)
 
 
-def to_dataset(table: pa.Table, method: str):
-    """A ``datasets.Dataset`` holding only the columns the TRL trainer reads.
+def to_dataset(table: pa.Table, method: str, *, logprobs: bool = False):
+    """A ``datasets.Dataset`` holding only the columns the TRL trainer reads (``logprobs``: and the teacher's
+    log-prob columns, for ``--kd-weight``: distill/kd.py).
 
     Tool-use conversations go in converted (:func:`chat_inputs`), each turn a ``Json`` value: Arrow
     would otherwise merge every tool's arguments into one struct, and the template would then write
@@ -245,6 +246,10 @@ def to_dataset(table: pa.Table, method: str):
             features=features,
         )
     extra = ["tests"] if method == "grpo" and "tests" in table.column_names else []  # the code reward's column
+    if logprobs:
+        from reasonkit.schema import LOGPROB_COLUMNS
+
+        extra += [c.name for c in LOGPROB_COLUMNS]
     return datasets.Dataset(table.select(list(_NEEDS[method]) + extra))
 
 

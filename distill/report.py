@@ -25,6 +25,10 @@ _STEP_KEYS = {
     "grad_norm": "grad_norm",
     "num_tokens": "tokens",
     "mean_token_accuracy": "token_accuracy",
+    # SFT with --kd-weight (distill/kd.py): the loss's two terms, and the tokens that had a teacher target
+    "ce_loss": "ce_loss",
+    "kd_loss": "kd_loss",
+    "kd_tokens": "kd_tokens",
     "rewards/accuracies": "reward_accuracy",
     "rewards/margins": "reward_margin",
     "rewards/chosen": "reward_chosen",

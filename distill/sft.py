@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 from trl import SFTConfig, SFTTrainer
 
+from reasonkit.distill import kd
 from reasonkit.distill.levers import AUTO, is_flash_attention, resolve_attention, trl_levers
 
 
@@ -63,8 +64,18 @@ class _SFTTrainer(SFTTrainer):
     """
 
     row_packed_pad_id: int | None = None
+    #: ``--kd-weight``: the sparse forward KL's weight beside the cross-entropy (distill/kd.py); 0: plain SFT
+    kd_weight: float = 0.0
+    kd_alignment: dict | None = None
+
+    def _set_signature_columns_if_needed(self):
+        super()._set_signature_columns_if_needed()
+        if self.kd_weight and not set(kd.TARGET_COLUMNS) <= set(self._signature_columns):
+            self._signature_columns = [*self._signature_columns, *kd.TARGET_COLUMNS]  # the collator reads them
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if self.kd_weight:  # the targets go to our loss, never to the model's forward
+            self._kd_targets = {k: inputs.pop(k) for k in kd.KD_KEYS}
         before = self._total_train_tokens
         result = super().compute_loss(
             model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
@@ -76,6 +87,17 @@ class _SFTTrainer(SFTTrainer):
             )
             self._metrics["train"]["num_tokens"] = [self._total_train_tokens]
         return result
+
+    def _kd_loss(self, outputs, labels, num_items_in_batch=None):
+        """TRL's ``compute_loss_func``: it hands over the model's full logits (its fused head never builds them)."""
+        loss, ce, kl, tokens = kd.kd_loss(
+            outputs.logits, labels, self._kd_targets, self.kd_weight, num_items=num_items_in_batch
+        )
+        mode = "train" if self.model.training else "eval"
+        for name, value in (("ce_loss", ce), ("kd_loss", kl)):
+            self._metrics[mode][name].append(self.accelerator.gather_for_metrics(value.detach()).mean().item())
+        self._metrics[mode]["kd_tokens"].append(float(self.accelerator.gather_for_metrics(tokens).sum()))
+        return loss
 
 
 def sft_arguments(cfg, args: dict) -> SFTConfig:
@@ -119,4 +141,17 @@ def build_sft_trainer(cfg, model, tok, dataset, args: dict | SFTConfig, peft_con
     if cfg.packing and not _flash(cfg, cuda=not config.use_cpu):
         trainer.data_collator = RowPackedCollator(pad_token_id=tok.pad_token_id)
         trainer.row_packed_pad_id = tok.pad_token_id
+    if cfg.kd_weight:
+        with_teacher_targets(trainer, cfg, tok)
     return trainer
+
+
+def with_teacher_targets(trainer: _SFTTrainer, cfg, tok) -> None:
+    """``--kd-weight``: the tokenized rows get the teacher's aligned targets (distill/kd.py), the collator
+    batches them, and the loss adds the sparse forward KL. TRL's full-logits hook (``compute_loss_func``)
+    costs one more forward without gradients per step, for TRL's entropy and accuracy metrics."""
+    vocab = trainer.model.get_output_embeddings().weight.shape[0]
+    trainer.train_dataset, trainer.kd_alignment = kd.add_targets(trainer.train_dataset, tok, vocab, cfg.data)
+    trainer.data_collator = kd.TargetCollator(trainer.data_collator)
+    trainer.kd_weight = cfg.kd_weight
+    trainer.compute_loss_func = trainer._kd_loss

@@ -132,6 +132,10 @@ def _read(cfg: TrainConfig, say) -> tuple:
         heads.check_student(cfg)
     else:
         table = data.read_rows(cfg.data, cfg.method, allow_incomplete=cfg.allow_incomplete)
+        if cfg.kd_weight:  # the teacher's log-probs, before anything is written (distill/kd.py)
+            from reasonkit.distill.kd import check_columns
+
+            check_columns(table.column_names, cfg.data)
     tok = data.load_tokenizer(cfg)
     note = data.resolve_template(tok, cfg) if not head or heads.module(cfg.method).needs_template(table) else None
     if head and tok.pad_token is None:  # the heads read the last non-pad token: padding must be told apart
@@ -246,7 +250,8 @@ def _run(
         )
     else:
         model = load_model(cfg, device)
-        trainer = build(cfg, model, tok, to_dataset(table, cfg.method), args, lora_config(cfg), [monitor])
+        dataset = to_dataset(table, cfg.method, logprobs=cfg.kd_weight > 0)
+        trainer = build(cfg, model, tok, dataset, args, lora_config(cfg), [monitor])
     _drop_printer(trainer)
     _trackers(trainer, cfg, out, extra)
     trainable, total = count_parameters(trainer.model)
@@ -292,6 +297,7 @@ def _run(
         "attn_implementation": resolve_attention(cfg.attn_implementation, cuda=device.kind == "cuda"),  # auto resolved
         "history": records,
         **extra,
+        **(getattr(trainer, "kd_alignment", None) or {}),  # --kd-weight: the teacher's targets aligned (distill/kd.py)
         "config": dataclasses.asdict(cfg),
         "versions": versions(),
         "report": str(out / "report.json"),

@@ -41,7 +41,7 @@ from reasonkit.filters.trajectory import is_trajectories
 from reasonkit.filters.trajectory import report as trajectory_report
 from reasonkit.filters.trajectory import sft_rows as trajectory_sft_rows
 from reasonkit.sandbox.stage import sandbox_record
-from reasonkit.schema import MESSAGES, TABLES
+from reasonkit.schema import LOGPROB_COLUMNS, MESSAGES, TABLES
 from reasonkit.store import StageWriter, fingerprint, fingerprint_path, load_manifest, shard_paths
 from reasonkit.think import assistant_turn
 from reasonkit.ticker import Ticker, plain_ticker
@@ -334,7 +334,8 @@ def reward_report(work: list[Path], config: FilterConfig) -> dict:
 def sft_rows(kept: pa.Table) -> pa.Table:
     """The ``sft`` table of kept rows: the prompt plus one assistant turn, :func:`assistant_turn`'s
     layout (R1's ``<think>\\n{reasoning}\\n</think>\\n\\n{response}``, or the response alone for a
-    trace that wrote no think block)."""
+    trace that wrote no think block); with the teacher's log-probs (``distill generate --logprobs``,
+    schema.LOGPROB_COLUMNS) when the traces carry them, for ``distill train --kd-weight``."""
     messages = [
         list(prompt) + [{"role": "assistant", "content": assistant_turn(r, a)}]
         for prompt, r, a in zip(
@@ -349,6 +350,7 @@ def sft_rows(kept: pa.Table) -> pa.Table:
             "messages": pa.array(messages, MESSAGES),
             "source": kept.column("source"),
             "sample": kept.column("sample"),
+            **{c.name: kept.column(c.name) for c in LOGPROB_COLUMNS if c.name in kept.column_names},
         }
     )
 

@@ -38,6 +38,8 @@ class Request:
     prefill: str = ""
     #: JSON schemas of the tools the model may call (gen/tools/): the template renders them, a server gets ``tools=``
     tools: tuple[dict, ...] | list[dict] | None = None
+    #: the teacher's top-K log-probs of every completion token (``distill generate --logprobs K``); None: none asked
+    logprobs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,11 @@ class Completion:
     #: the tool calls a server parsed out of the turn (gen/tools/calls.py ToolCall); None where the
     #: backend returns the raw text and the caller parses it
     tool_calls: tuple | list | None = None
+    #: with ``Request.logprobs``: the sampled token ids (the stop token included, as generated), and per
+    #: token the top-K ids, most likely first, with their log-probs (gen/logprobs.py); None when not asked
+    token_ids: list[int] | None = None
+    top_ids: list[list[int]] | None = None
+    top_logprobs: list[list[float]] | None = None
 
 
 @runtime_checkable

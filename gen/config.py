@@ -30,6 +30,12 @@ class GenerateConfig(SamplingSettings, PromptSettings, BackendSettings, ToolSett
     # of a Hugging Face dataset: its only split unless named (dataset_ref.py)
     split: str | None = setting(None, "Split of a Hugging Face dataset (default: its only split); or write ID:SPLIT.")
     overwrite: bool = setting(False, "Replace an --out written with other settings.")
+    logprobs: int | None = setting(
+        None,
+        "Store the teacher's top-K log-probs of every completion token (columns completion_ids, logprob_ids, "
+        "logprobs: train --kd-weight reads them).",
+        metavar="K",
+    )
 
     def __post_init__(self) -> None:
         check_engine(self.engine, self.replicas, self.ray_address)
@@ -71,6 +77,7 @@ class GenerateConfig(SamplingSettings, PromptSettings, BackendSettings, ToolSett
             )
         if not 0 < self.top_p <= 1:
             raise UserError(f"--top-p {self.top_p}: expected in (0, 1]")
+        self._check_logprobs()
         if self.limit is not None and self.limit < 1:
             raise UserError(f"--limit {self.limit}: expected at least 1")
         if self.max_model_len is not None and self.max_model_len < 2:
@@ -90,3 +97,8 @@ class GenerateConfig(SamplingSettings, PromptSettings, BackendSettings, ToolSett
                     "--chat-template applies to the vllm and hf backends; a server uses the template "
                     "it was started with (vllm serve --chat-template FILE)"
                 )
+
+    def _check_logprobs(self) -> None:
+        """``--logprobs K``: a count, on single-turn rows (a trajectory's turns would each need their own)."""
+        if self.logprobs is not None and (self.logprobs < 1 or self.tools):
+            raise UserError(f"--logprobs {self.logprobs}: expected at least 1, and no --tools (one turn per row)")

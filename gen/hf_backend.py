@@ -92,7 +92,9 @@ class HFBackend:
             groups: dict[tuple, list] = {}
             for request, ids, opened in fits:
                 s = request.sampling
-                groups.setdefault((request.n, s.temperature, s.top_p, s.max_tokens), []).append((request, ids, opened))
+                groups.setdefault((request.n, s.temperature, s.top_p, s.max_tokens, request.logprobs), []).append(
+                    (request, ids, opened)
+                )
             for group in groups.values():
                 yield from self._generate(group)
 
@@ -124,8 +126,10 @@ class HFBackend:
                 num_return_sequences=n,
                 pad_token_id=self.pad_id,
                 eos_token_id=sorted(self.eos),
+                return_dict_in_generate=True,
+                output_logits=bool(first.logprobs),  # raw logits, before temperature and top-p (as vLLM's)
             )
-        new = out[:, width:].cpu().tolist()
+        new = out.sequences[:, width:].cpu().tolist()
         for row, tokens in enumerate(new):
             request, ids, opened = group[row // n]
             end = next((i for i, t in enumerate(tokens) if t in self.eos), None)
@@ -139,7 +143,18 @@ class HFBackend:
                 prompt_tokens=len(ids),
                 completion_tokens=len(kept) + (end is not None),
                 prefilled=opened,
+                **_logprobs(out.logits, row, tokens[: len(kept) + (end is not None)], first.logprobs),
             )
 
     def close(self) -> None:
         self.model = None
+
+
+def _logprobs(step_logits, row: int, token_ids: list[int], k: int | None) -> dict:
+    """One output row's token ids (its stop token included) and top-K log-probs as Completion fields."""
+    if not k:
+        return {}
+    from reasonkit.gen.logprobs import from_logits
+
+    top_ids, top_logprobs = from_logits(step_logits, row, len(token_ids), k)
+    return {"token_ids": token_ids, "top_ids": top_ids, "top_logprobs": top_logprobs}

@@ -184,6 +184,10 @@ class OpenAIBackend:
         extra: dict = {}
         if self.info.owned_by == "vllm":
             extra["return_token_ids"] = True  # exact per-sample token counts
+        if request.logprobs:  # the top K of every token, tokens written as ids (gen/logprobs.py)
+            self._check_logprobs()
+            body.update(logprobs=True, top_logprobs=request.logprobs)
+            extra["return_tokens_as_token_ids"] = True
         if request.prefill:
             # Continue an assistant turn that starts with the prefill (vLLM and SGLang's field).
             messages.append({"role": "assistant", "content": request.prefill})
@@ -191,6 +195,15 @@ class OpenAIBackend:
         if extra:
             body["extra_body"] = extra
         return body
+
+    def _check_logprobs(self) -> None:
+        """Token ids come only from a vLLM server (``return_tokens_as_token_ids``); another server's tokens
+        are text, which cannot be aligned to a student's tokenization: refuse rather than guess."""
+        if self.info.owned_by != "vllm":
+            raise UserError(
+                f"--logprobs: {self.base_url} is not a vLLM server (models owned by {self.info.owned_by!r}); "
+                "token ids of the top-K log-probs need vLLM's return_tokens_as_token_ids"
+            )
 
     async def _call(self, client, limit, request: Request, n: int, seed: int | None):
         """The response, None for a prompt the model can never take, "split" when ``n`` is refused."""
@@ -251,9 +264,21 @@ class OpenAIBackend:
                     completion_tokens=tokens,
                     reasoning=reasoning or None,
                     tool_calls=_tool_calls(msg) if request.tools else None,
+                    **_logprobs(choice, request.logprobs),
                 )
             )
         return out
+
+
+def _logprobs(choice, k: int | None) -> dict:
+    """A choice's token ids and top-K log-probs as Completion fields (none when none were asked)."""
+    if not k:
+        return {}
+    from reasonkit.gen.logprobs import from_openai
+
+    content = choice.logprobs.content if choice.logprobs is not None else None
+    token_ids, top_ids, top_logprobs = from_openai(content or [], k)
+    return {"token_ids": token_ids, "top_ids": top_ids, "top_logprobs": top_logprobs}
 
 
 def _tool_calls(message) -> list | None:

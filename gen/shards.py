@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from reasonkit.gen.backend import Completion, Request, derive_seed
-from reasonkit.schema import MESSAGES
+from reasonkit.schema import LOGPROB_COLUMNS, MESSAGES
 from reasonkit.think import join, split
 
 
@@ -75,13 +75,15 @@ class Assembler:
         self.committed = 0
         # Pass-through prompt columns: everything but the two the traces rebuild.
         self.extra = [c for c in prompts.column_names if c not in ("id", "messages")]
+        self.logprobs: int | None = None  # the top K asked of every token (set by requests())
 
     def requests(self, config, prefill: str) -> Iterator[Request]:
+        self.logprobs = getattr(config, "logprobs", None)
         for chunk in self.work.chunks:
             for i in chunk:
                 pid = self.work.ids[i]
                 sampling = config.request_sampling(derive_seed(config.seed, pid))
-                yield Request(pid, self.messages[i], config.n, sampling, prefill)
+                yield Request(pid, self.messages[i], config.n, sampling, prefill, logprobs=self.logprobs)
 
     def add(self, completion: Completion) -> int:
         """Record one sample; returns 1 when it completed its prompt (for progress), else 0."""
@@ -144,6 +146,8 @@ class Assembler:
             "teacher": pa.array([self.teacher] * count, pa.string()),
             "gen_config": pa.array([self.gen_config] * count, pa.string()),
         }
+        if self.logprobs:
+            columns.update(logprob_columns(rows))
         return self.with_extras(columns, take)
 
     def with_extras(self, columns: dict, take: list[int]) -> pa.Table:
@@ -152,6 +156,15 @@ class Assembler:
         for name in self.extra:
             columns[name] = passed.column(name)
         return pa.table(columns)
+
+
+def logprob_columns(rows: list[Completion]) -> dict[str, pa.Array]:
+    """The rows' sampled ids and top-K log-probs as the contract's columns (schema.LOGPROB_COLUMNS); a row the
+    backend refused (``finish_reason`` error) has none: empty lists."""
+    return {
+        column.name: pa.array([getattr(r, field) or [] for r in rows], column.type)
+        for column, field in zip(LOGPROB_COLUMNS, ("token_ids", "top_ids", "top_logprobs"))
+    }
 
 
 def generate_shard(

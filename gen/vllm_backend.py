@@ -170,6 +170,7 @@ class VllmBackend:
             output_kind=RequestOutputKind.FINAL_ONLY,
             # some templates make <tool_call> a special token: keep it for the caller's parser (as vLLM's server does)
             skip_special_tokens=not request.tools,
+            logprobs=request.logprobs,  # the top K of each sampled token (gen/logprobs.py)
         )
 
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
@@ -218,6 +219,7 @@ class VllmBackend:
                             prompt_tokens=prompt_len,
                             completion_tokens=len(o.token_ids),
                             prefilled=opened,
+                            **_logprobs(o, request.logprobs),
                         )
         finally:
             if pending:  # the caller stopped early (an error, a kill): free the engine for reuse
@@ -229,3 +231,13 @@ class VllmBackend:
         if self._owned and self.llm is not None:
             self.llm.llm_engine.engine_core.shutdown()
         self.llm = None
+
+
+def _logprobs(output, k: int | None) -> dict:
+    """A sample's token ids and top-K log-probs as Completion fields (none when none were asked)."""
+    if not k:
+        return {}
+    from reasonkit.gen.logprobs import from_vllm
+
+    top_ids, top_logprobs = from_vllm(output.logprobs or [], k)
+    return {"token_ids": list(output.token_ids), "top_ids": top_ids, "top_logprobs": top_logprobs}
