@@ -102,6 +102,14 @@ class FilterConfig(EngineSettings):
         "--select reward on a PRM's step_rewards: the weakest step (Math-Shepherd) or the product (Lightman et al.).",
     )
     seed: int = setting(0, cli=False)
+    # difficulty (filters/difficulty.py): a `distill eval` directory's per-problem pass rates, and the band kept
+    difficulty: str | None = setting(
+        None,
+        "An eval directory (distill eval, problems.parquet): each prompt's pass rate becomes the pass_rate "
+        "column, and prompts outside --pass-rate are dropped (too_easy, too_hard; not in the eval: unrated).",
+        path="dir",
+    )
+    pass_rate: str = setting("0..1", "With --difficulty: the pass rates kept, LO..HI inclusive (e.g. 0.1..0.9).")
     # running
     workers: int | None = setting(
         None, "Verification processes [default: all cores; with --engine ray, per replica: 1]."
@@ -167,7 +175,19 @@ def _check(c: FilterConfig) -> None:
     check(c.workers is None or c.workers >= 1, "workers", f"must be >= 1, got {c.workers}")
     check(bool(c.decontam_column), "decontam_column", "must name a column")
     check(bool(c.tests_column), "tests_column", "must name a column")
+    check(_band_error(c.pass_rate) is None, "pass_rate", _band_error(c.pass_rate) or "")
     check.done()
+
+
+def _band_error(text: str) -> str | None:
+    """What is wrong with a ``--pass-rate LO..HI`` (filters/difficulty.py), None when nothing is."""
+    from reasonkit.filters.difficulty import parse_band
+
+    try:
+        parse_band(text)
+    except ValueError as e:
+        return str(e)
+    return None
 
 
 def language_lookahead(config: FilterConfig, rows: int) -> bool:

@@ -48,6 +48,10 @@ def build_filters(config: FilterConfig, eval_sets, kind: str = "traces", *, look
     (filters/lookahead.py); the local loop asks for it, a Ray replica (one CPU) does not."""
     trajectories = kind == "trajectories"
     filters: list = [TrajectoryFilter(config.require_tool)] if trajectories else []
+    if config.difficulty is not None:  # first: a prompt outside the band needs no verifying (filters/difficulty.py)
+        from reasonkit.filters.difficulty import DifficultyFilter, parse_band, read_pass_rates
+
+        filters.append(DifficultyFilter(read_pass_rates(config.difficulty), parse_band(config.pass_rate)))
     filters.append(
         FormatFilter(
             drop_truncated=config.drop_truncated,

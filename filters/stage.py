@@ -143,8 +143,13 @@ def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool =
         config, eval_sets, kind, lookahead=language_lookahead(config, load_manifest(config.traces).get("rows", 0))
     )
     deduper = build_deduper(config)
+    for f in filters:
+        if f.name == "difficulty":  # an eval of other prompts is an error before OUT exists
+            f.check_input(shards, config.difficulty, config.traces)
     out = Path(config.out)
     inputs = [config.traces] + [parse_spec(s)[1] for s in config.decontam]
+    if config.difficulty is not None:  # the pass rates by content: another eval is another input
+        inputs.append(str(Path(config.difficulty) / "problems.parquet"))
     in_fp = fingerprint([fingerprint_path(p) for p in inputs])
     if config.overwrite and (out / WORK).exists():
         shutil.rmtree(out / WORK)

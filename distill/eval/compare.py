@@ -60,20 +60,10 @@ def load_run(run_dir: str | Path) -> tuple[str, dict, dict[str, float]]:
     A problem's pass@1 is the share of its samples verified correct (problems.parquet's ``correct``
     over ``n``, what eval's pass@1 averages; unverifiable and unanswered samples count as not correct).
     """
-    import pyarrow.parquet as pq
+    from reasonkit.filters.difficulty import read_pass_rates
 
     label, summary = load_summary(run_dir)
-    path = Path(run_dir) / "problems.parquet"
-    if not path.is_file():
-        raise UserError(f"{run_dir}: no problems.parquet (not a finished `distill eval` directory)")
-    try:
-        table = pq.read_table(path, columns=["id", "n", "correct"])
-    except Exception as e:  # a truncated or foreign file: one line, not a traceback
-        raise UserError(f"{path}: unreadable, expected columns id, n, correct ({e})") from None
-    scores = {
-        pid: correct / n if n else 0.0
-        for pid, n, correct in zip(*(table.column(c).to_pylist() for c in ("id", "n", "correct")))
-    }
+    scores = read_pass_rates(run_dir)
     return label, summary, scores
 
 
