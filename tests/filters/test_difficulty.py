@@ -3,7 +3,6 @@ traces and a literal eval directory's problems.parquet."""
 
 import json
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -15,17 +14,12 @@ from reasonkit.filters.stage import run_filter
 from reasonkit.store import load_manifest, read_stage
 
 from ..helpers.synthetic import trace, write_traces
+from ..helpers.view import write_eval
 
 
-def write_eval(path, counts: dict[str, tuple[int, int]]):
-    """An eval directory as far as the filter reads it: problems.parquet's id, n (samples), correct."""
-    path.mkdir(parents=True)
-    ids = list(counts)
-    pq.write_table(
-        pa.table({"id": ids, "n": [counts[i][0] for i in ids], "correct": [counts[i][1] for i in ids]}),
-        path / "problems.parquet",
-    )
-    return path
+def counts(**solved: int) -> dict[str, list[bool]]:
+    """Each problem's 4 samples, the first ``solved`` of them correct (the eval's problems.parquet counts them)."""
+    return {pid: [j < k for j in range(4)] for pid, k in solved.items()}
 
 
 def config(tmp_path, **kw):
@@ -44,13 +38,13 @@ def config(tmp_path, **kw):
 
 def test_prompts_outside_the_band_are_dropped_with_their_reason(tmp_path):
     write_traces(tmp_path / "traces", [trace(p, s) for p in ("easy", "mid", "hard", "new") for s in (0, 1)])
-    write_eval(tmp_path / "eval", {"easy": (8, 8), "mid": (8, 4), "hard": (8, 1), "other": (8, 3)})
+    write_eval(tmp_path / "eval", counts(easy=4, mid=2, hard=0, other=3))
     report = run_filter(config(tmp_path))
     kept = read_stage(tmp_path / "out", kind="verdicts")
     assert set(kept.column("id").to_pylist()) == {"mid"} and kept.column("pass_rate").to_pylist() == [0.5, 0.5]
     rejected = read_stage(tmp_path / "out" / "rejected", kind="verdicts").to_pylist()
     why = {r["id"]: (r["drop_reason"], r["pass_rate"]) for r in rejected}
-    assert why == {"easy": ("too_easy", 1.0), "hard": ("too_hard", 0.125), "new": ("unrated", None)}
+    assert why == {"easy": ("too_easy", 1.0), "hard": ("too_hard", 0.0), "new": ("unrated", None)}
     dropped = {s["reason"]: s["dropped"] for s in report["funnel"] if s["filter"] == "difficulty"}
     assert dropped == {"too_easy": 2, "too_hard": 2, "unrated": 2}
     manifest = load_manifest(tmp_path / "out")
@@ -61,7 +55,7 @@ def test_prompts_outside_the_band_are_dropped_with_their_reason(tmp_path):
 
 def test_an_eval_of_other_prompts_is_one_line_before_any_work(tmp_path):
     write_traces(tmp_path / "traces", [trace("a"), trace("b")])
-    write_eval(tmp_path / "eval", {"x": (4, 2)})
+    write_eval(tmp_path / "eval", counts(x=2))
     with pytest.raises(UserError, match=r"rates none of the 2 prompts .* \(e.g. a, b\); it rates 1 others"):
         run_filter(config(tmp_path))
     assert not (tmp_path / "out").exists()
@@ -84,7 +78,7 @@ def test_the_command_takes_the_flags(tmp_path):
     from reasonkit.cli import cli
 
     write_traces(tmp_path / "traces", [trace("easy"), trace("mid")])
-    write_eval(tmp_path / "eval", {"easy": (4, 4), "mid": (4, 2)})
+    write_eval(tmp_path / "eval", counts(easy=4, mid=2))
     args = ["filter", str(tmp_path / "traces"), "--out", str(tmp_path / "out"), "--verifier", "int", "--lang", "none"]
     result = CliRunner().invoke(cli, [*args, "--difficulty", str(tmp_path / "eval"), "--pass-rate", "0.25..0.75"])
     assert result.exit_code == 0, result.output
