@@ -82,12 +82,14 @@ def sampling_levers(cfg, *, vllm: bool, longest_prompt: int | None) -> dict:
     teacher). ``longest_prompt``: the lint's measure, when ``max_prompt_length`` is not given."""
     if not vllm:
         return {"generation_kwargs": {"use_cache": True}}
-    from reasonkit.distill.config import VLLM_SERVER_FIELDS
+    import dataclasses
 
     prompt = cfg.max_prompt_length or longest_prompt
+    # the server's address (config.VLLM_SERVER_FIELDS, read by prefix: config.py imports this module)
+    server = [f.name for f in dataclasses.fields(cfg) if f.name.startswith("vllm_server_")]
     return {
         "vllm_mode": cfg.vllm_mode,
         "vllm_gpu_memory_utilization": cfg.vllm_gpu_memory_utilization,
         "vllm_max_model_length": prompt + cfg.max_completion_length if prompt else None,
-        **{k: getattr(cfg, k) for k in VLLM_SERVER_FIELDS if getattr(cfg, k) is not None},
+        **{k: getattr(cfg, k) for k in server if getattr(cfg, k) is not None},
     }

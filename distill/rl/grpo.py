@@ -13,7 +13,7 @@ reasonkit adds, by subclassing without changing the loss:
 
 - sampling from the policy itself: TRL's transformers generation runs inside the training step with
   dropout on and the LoRA adapter unmerged; ours samples in eval mode with the adapter merged where that
-  is exact (fp32, unsharded; :func:`sampling_policy`), as TRL's vLLM path does, 1.6x faster on the teacher;
+  is exact (fp32, unsharded; distill/sampling.py), as TRL's vLLM path does, 1.6x faster on the teacher;
 
 - rollouts as data: every sampled completion, its per-function rewards and advantage, written to
   OUT/rollouts/ as a traces stage directory (distill/rl/rollouts.py);
@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
 
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from reasonkit.distill.levers import sampling_levers, trl_levers
+from reasonkit.distill.rl.dynamic import DynamicSampling, flat_groups
+from reasonkit.distill.sampling import SamplesFromThePolicy
 
 #: TrainConfig fields passed to GRPOConfig under the same name and meaning.
 SAME_NAMES = (
@@ -136,7 +137,7 @@ def build_grpo_trainer(
         raise ValueError(f"reward weights {weights} differ from the config's {config.reward_weights}")
     # a reward model scores in the policy's dtype: bf16 on a GPU (fp32 would hold twice the memory in every process)
     funcs = [f.in_dtype_of(model) if isinstance(f, ModelReward) else f for f in funcs]
-    trainer = RolloutGRPOTrainer(
+    trainer = (DynamicGRPOTrainer if cfg.dynamic_sampling else RolloutGRPOTrainer)(
         model=model,
         reward_funcs=list(funcs),
         args=config,
@@ -153,15 +154,23 @@ def build_grpo_trainer(
     trainer.rollout_log = rollouts
     trainer.rollout_stamp = dict(stamp or {})
     trainer.add_callback(CommitRollouts(trainer, cfg.rollouts_every))
+    if cfg.dynamic_sampling and trainer.accelerator.num_processes > 1:  # distill/rl/dynamic.py says why
+        from reasonkit.errors import UserError
+
+        raise UserError(
+            f"--dynamic-sampling runs in one process; this run has {trainer.accelerator.num_processes} "
+            "(drop it, or train on one GPU)"
+        )
+    trainer.dynamic_sampling = cfg.dynamic_sampling
     return trainer
 
 
-class RolloutGRPOTrainer(GRPOTrainer):
+class RolloutGRPOTrainer(SamplesFromThePolicy, GRPOTrainer):
     """TRL's GRPOTrainer that keeps its rollouts and times generation and rewards; the numbers are TRL's.
 
     Each override calls TRL's method and only reads what it returns, so the rewards, advantages and loss
     of given samples are exactly a plain GRPOTrainer's; the samples come from the policy in eval mode
-    (:func:`sampling_policy`), without the dropout noise TRL's transformers generation samples with.
+    (distill/sampling.py), without the dropout noise TRL's transformers generation samples with.
     """
 
     rollout_log = None
@@ -174,18 +183,6 @@ class RolloutGRPOTrainer(GRPOTrainer):
         self._timed("generate", start)
         self._sampled = result  # prompt_ids, completion_ids, tool_mask, completions, ...
         return result
-
-    def _generate_single_turn(self, *args, **kwargs):
-        if self.use_vllm:  # vLLM samples from merged weights without dropout already (TRL merges at each sync)
-            return super()._generate_single_turn(*args, **kwargs)
-        with sampling_policy(self.accelerator.unwrap_model(self.model), merge=self._merge_for_sampling()):
-            return super()._generate_single_turn(*args, **kwargs)
-
-    def _merge_for_sampling(self) -> bool:
-        if not hasattr(self, "_merge_ok"):  # sharded weights (DeepSpeed, FSDP): TRL gathers them to merge; left alone
-            sharded = self.is_deepspeed_enabled or self.is_fsdp_enabled
-            self._merge_ok = not sharded and merges_exactly(self.accelerator.unwrap_model(self.model))
-        return self._merge_ok
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         start = time.perf_counter()
@@ -269,42 +266,9 @@ class RolloutGRPOTrainer(GRPOTrainer):
         return self._opens_think
 
 
-def merges_exactly(model) -> bool:
-    """Whether ``model`` is a PEFT model whose adapter merges and unmerges back to its weights within fp32
-    rounding (~1e-8 of a weight after 1,000 round trips): every frozen weight fp32. bf16 weights would
-    drift by up to half a bf16 ulp a round trip, and a quantized base cannot be merged losslessly."""
-    import torch
-
-    frozen = [p.dtype for p in model.parameters() if not p.requires_grad]
-    return hasattr(model, "merge_adapter") and bool(frozen) and all(d == torch.float32 for d in frozen)
-
-
-@contextmanager
-def sampling_policy(model, *, merge: bool):
-    """The policy as it samples in TRL's transformers generation: in eval mode (no dropout) and, with ``merge``,
-    the LoRA adapter merged into the base weights; train mode and the unmerged adapter restored after.
-
-    TRL samples inside the training step with the model in train mode, so LoRA's dropout perturbs every
-    sampled token and the unmerged adapter costs two extra matmuls a layer: on the 1.1M teacher one
-    ``generate`` of 8 x 135 tokens takes 0.74 CPU-s against 0.45 merged in eval mode (bench/grpo.py). TRL's
-    vLLM path samples the same way: it merges the adapter for every weight sync and vLLM has no dropout.
-    The loss's forward still runs in train mode; what is trained is unchanged, only the samples lose
-    dropout's noise.
-    """
-    import torch
-
-    training = model.training
-    model.eval()
-    if merge:
-        with torch.no_grad():
-            model.merge_adapter()
-    try:
-        yield model
-    finally:
-        if merge:
-            with torch.no_grad():
-                model.unmerge_adapter()
-        model.train(training)
+class DynamicGRPOTrainer(DynamicSampling, RolloutGRPOTrainer):
+    """``--dynamic-sampling``: each round of DAPO's sampling is a RolloutGRPOTrainer generation (its rollouts
+    kept, its rewards read), the batch joined from their groups with reward variance (distill/rl/dynamic.py)."""
 
 
 class CommitRollouts(TrainerCallback):
@@ -337,14 +301,8 @@ def zero_variance_share(
     >>> zero_variance_share([[1.0, 1.0], [1.0, 1.0], [0.0, 1.0], [1.0, 1.0]], [1.0, 0.2], group=2)
     0.5
     """
-    sums = []
-    for scores in rewards_per_func:
-        kept = [w * v for w, v in zip(weights, scores) if not math.isnan(v)]
-        sums.append(sum(kept) if kept else None)
-    groups = [[v for v in sums[i : i + group] if v is not None] for i in range(0, len(sums), group)]
-    if not groups:
-        return 0.0
-    return sum(1 for g in groups if not g or max(g) - min(g) <= tol) / len(groups)
+    flags = flat_groups(rewards_per_func, weights, group, tol)
+    return sum(flags) / len(flags) if flags else 0.0
 
 
 def rollout_row(example: dict, completion, prompt_ids, completion_ids, stops: set) -> dict:

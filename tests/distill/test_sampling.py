@@ -1,18 +1,21 @@
-"""How `distill train --method grpo` samples on TRL's transformers path: from the policy in eval mode (no
-dropout), the LoRA adapter merged where the round trip is exact (fp32) and unmerged after, with a KV cache
-whatever the student's generation_config says; the frozen weights come back unchanged."""
+"""How `distill train --method grpo` and `--method distill` sample on TRL's transformers path (distill/sampling.py):
+from the policy in eval mode (no dropout), the LoRA adapter merged where the round trip is exact (fp32) and
+unmerged after, with a KV cache whatever the student's generation_config says; the frozen weights come back
+unchanged."""
 
 import json
 import shutil
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.rl.grpo import merges_exactly, sampling_policy
+from reasonkit.distill.sampling import merges_exactly, sampling_policy
 from reasonkit.distill.train import train
 
-from .test_grpo import settings, write_prompts
+from .onpolicy.test_trainer import settings as distill_settings
+from .rl.test_grpo import settings, write_prompts
 
 
 def lora_teacher(teacher_dir, dtype=torch.float32):
@@ -70,13 +73,19 @@ def test_only_fp32_peft_models_merge(teacher_dir):
     assert not merges_exactly(AutoModelForCausalLM.from_pretrained(teacher_dir))  # full fine-tuning: no adapter
 
 
-def test_grpo_samples_merged_in_eval_mode_with_a_kv_cache(teacher_dir, tmp_path, monkeypatch):
+@pytest.mark.parametrize("method", ["grpo", pytest.param("distill", marks=pytest.mark.slow)])
+def test_the_policy_samples_merged_in_eval_mode_with_a_kv_cache(method, teacher_dir, tmp_path, monkeypatch):
     """A real LoRA run from a student whose generation_config turns the KV cache off: every generate sees the
     policy in eval mode with the adapter merged and a cache; the frozen weights end where they started."""
     from peft import PeftModelForCausalLM
 
     student = tmp_path / "student"
-    shutil.copytree(teacher_dir, student)
+    if method == "grpo":
+        shutil.copytree(teacher_dir, student)
+    else:  # a fresh student: one copied from the teacher would diverge from it by 0, and never move
+        from reasonkit.recipes.teachers.student import StudentConfig, init_student
+
+        init_student(StudentConfig(tokenizer=teacher_dir, out=str(student)))
     gen = json.loads((student / "generation_config.json").read_text())
     (student / "generation_config.json").write_text(json.dumps(gen | {"use_cache": False}))
 
@@ -90,7 +99,11 @@ def test_grpo_samples_merged_in_eval_mode_with_a_kv_cache(teacher_dir, tmp_path,
         return generate(self, *args, **kwargs)
 
     monkeypatch.setattr(PeftModelForCausalLM, "generate", spy)
-    s = settings(student, write_prompts(tmp_path / "prompts.jsonl", n=8), tmp_path / "run") | {"max_steps": 2}
+    prompts = write_prompts(tmp_path / "prompts.jsonl", n=8)
+    if method == "grpo":
+        s = settings(student, prompts, tmp_path / "run") | {"max_steps": 2}
+    else:
+        s = distill_settings(student, teacher_dir, prompts, tmp_path / "run") | {"max_steps": 2}
     report = train(TrainConfig(**s))
     assert report["steps"] == 2 and len(seen) == 2
     assert seen == [(False, True, True)] * 2, seen  # (training, merged, use_cache) as each generate saw it
