@@ -35,7 +35,7 @@ printed, then the median and the spread.
 
 Measured 2026-12-04 (2 cores shared with other helpers' jobs; teacher, G 8, 8 completions a step, 12 steps,
 1 thread; completions ~135 tokens; ``--repeats 3``, two runs of the default command, medians of 3 rounds).
-Ours samples from the policy itself (distill/rl/grpo.py ``sampling_policy``): in eval mode, the LoRA adapter
+Ours samples from the policy itself (distill/sampling.py ``sampling_policy``): in eval mode, the LoRA adapter
 merged into the fp32 weights and unmerged after, as TRL's vLLM path samples; TRL's transformers path
 samples in train mode, the adapter unmerged with its dropout on (0.74 against 0.45 CPU-s a ``generate``).
 
