@@ -92,6 +92,8 @@ def lint_prompts(
                 ),
             )
         )
+    teacher = teacher_context_finding(cfg, longest)
+    findings += [teacher] if teacher else []
     rewards = cfg.rewards if cfg.method == "grpo" else {}  # distill: the teacher is the target, not a reward
     if rows and "format" in rewards and not trained_by_reasonkit(cfg.student):
         text = tok.apply_chat_template(rows[0][1]["prompt"], tokenize=False, add_generation_prompt=True)
@@ -153,6 +155,24 @@ def group_finding(cfg, *, world_size: int, prompts: int) -> Finding | None:
             ),
         )
     return None
+
+
+def teacher_context_finding(cfg, longest: int) -> Finding | None:
+    """On-policy distillation's local teacher reads every prompt and completion whole: the longest must fit its
+    positions too (a served teacher's own ``max_model_len`` refuses it there)."""
+    if getattr(cfg, "method", None) != "distill" or not cfg.teacher:
+        return None
+    from reasonkit.distill.data import max_positions
+
+    positions = max_positions(cfg.teacher)
+    if positions is None or longest + cfg.max_completion_length <= positions:
+        return None
+    return Finding(
+        "context",
+        f"the longest prompt ({longest} tokens) plus max_completion_length {cfg.max_completion_length} exceeds the "
+        f"teacher's context ({positions} positions, {cfg.teacher}); lower --max-completion-length to "
+        f"{max(1, positions - longest)}",
+    )
 
 
 def batch_finding(cfg, *, world_size: int, prompts: int) -> Finding | None:
