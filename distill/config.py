@@ -112,6 +112,12 @@ class GrpoSettings:
     steps_per_generation: int | None = None  # None: grad_accum (TRL's); one generation feeds this many steps
     num_iterations: int = 1  # optimizer passes over each generation (mu in the GRPO paper)
     mask_truncated_completions: bool = False  # DAPO: completions cut at max_completion_length train nothing
+    dynamic_sampling: bool = setting(
+        False,
+        "GRPO: DAPO's dynamic sampling: groups whose rewards are all equal are dropped and more prompts drawn until "
+        "the batch is full (distill/rl/dynamic.py; one process).",
+        flag="--dynamic-sampling/--no-dynamic-sampling",
+    )
     instruction: str | None = R1_INSTRUCTION  # appended to a prompt's problem text, as `distill generate` does
     system: str | None = None
 
@@ -437,6 +443,11 @@ class TrainConfig(
             not self.packing or self.method == "sft",
             "packing",
             "applies to --method sft only (DPO pairs are scored whole)",
+        )
+        check(
+            not self.dynamic_sampling or self.method == "grpo",
+            "dynamic_sampling",
+            f"applies to --method grpo (its groups of num_generations), not {self.method}",
         )
         check(
             not self.kd_weight or (self.method == "sft" and self.kd_weight > 0 and not self.packing),

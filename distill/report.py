@@ -41,6 +41,11 @@ _STEP_KEYS = {
     "reward": "reward",
     "reward_std": "reward_std",
     "frac_reward_zero_std": "frac_reward_zero_std",  # groups whose G rewards are all equal: zero advantage
+    # --dynamic-sampling (distill/rl/dynamic.py), per generation batch: prompts drawn, rounds, groups trained on
+    "dynamic/prompts_drawn": "prompts_drawn",
+    "dynamic/rounds": "sampling_rounds",
+    "dynamic/groups_wanted": "groups_wanted",
+    "dynamic/groups_filled_flat": "groups_filled_flat",
     "kl": "kl",
     "entropy": "entropy",
     "clip_ratio/region_mean": "clip_ratio",

@@ -79,10 +79,33 @@ def add_grpo(report: dict, records: list[dict], cfg, rollouts, out: Path) -> Non
     section.update(
         num_generations=cfg.num_generations, beta=cfg.kl_beta, loss_type=cfg.loss_type, scale_rewards=cfg.scale_rewards
     )
+    if cfg.dynamic_sampling:
+        section["dynamic_sampling"] = dynamic_section(records)
     report["grpo"] = section
     png = plot_rewards(out, records, list(cfg.rewards), f"grpo {Path(cfg.student).name} on {Path(cfg.data).name}")
     report["rewards_plot"] = str(png) if png else None
     report["report_md"] = str(write_markdown(out, report, records, list(cfg.rewards)))
+
+
+def dynamic_section(records: list[dict]) -> dict:
+    """DAPO's dynamic sampling over the run (distill/rl/dynamic.py): the prompts drawn to fill the batches, the
+    groups trained on, and how many of those were flat groups standing in after the last round.
+
+    >>> dynamic_section([{"prompts_drawn": 6, "groups_wanted": 2, "groups_filled_flat": 0, "sampling_rounds": 3}])
+    {'prompts_drawn': 6, 'groups_trained': 2, 'prompts_per_group_trained': 3.0, 'flat_groups_trained': 0, 'flat_share_trained': 0.0, 'rounds_max': 3}
+    """  # noqa: E501
+    total = {
+        k: int(sum(r.get(k, 0) for r in records)) for k in ("prompts_drawn", "groups_wanted", "groups_filled_flat")
+    }
+    groups = total["groups_wanted"]
+    return {
+        "prompts_drawn": total["prompts_drawn"],
+        "groups_trained": groups,
+        "prompts_per_group_trained": round(total["prompts_drawn"] / groups, 3) if groups else None,
+        "flat_groups_trained": total["groups_filled_flat"],
+        "flat_share_trained": round(total["groups_filled_flat"] / groups, 4) if groups else None,
+        "rounds_max": int(max((r.get("sampling_rounds", 0) for r in records), default=0)),
+    }
 
 
 def summary_lines(section: dict) -> list[str]:
@@ -96,6 +119,12 @@ def summary_lines(section: dict) -> list[str]:
     zero = section.get("frac_reward_zero_std")
     if zero is not None:
         lines.append(f"groups with zero reward variance (no signal): {zero:.0%} on average")
+    dynamic = section.get("dynamic_sampling")
+    if dynamic:
+        lines.append(
+            f"dynamic sampling: {dynamic['prompts_drawn']} prompts drawn for {dynamic['groups_trained']} groups "
+            f"trained on, {dynamic['flat_groups_trained']} of them flat (after {dynamic['rounds_max']} rounds at most)"
+        )
     t = section["time_s"]
     if t["step"]:
         lines.append(
