@@ -46,6 +46,9 @@ def filter(ctx: click.Context, traces_dir: str, overrides: tuple[str, ...], quie
     with no think block) and OUT/report.json (the funnel). Trajectories (distill generate --tools) are
     verified on their final answer and dropped at the turn limit (max_turns) or on a tool error no
     later call recovered from (tool_error_unrecovered); OUT/sft/ then holds whole conversations.
+    --difficulty EVAL_DIR --pass-rate LO..HI keeps the prompts a distill eval solved at a rate in the band
+    (too_easy, too_hard, unrated); on a prompts table instead of traces it is the only filter, and OUT/ is
+    the prompts in the band (GRPO's --data).
     """
     from reasonkit.config import from_dict, override
     from reasonkit.filters.config import LANGUAGE_WARM_UP, language_lookahead

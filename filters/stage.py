@@ -35,7 +35,7 @@ from reasonkit.filters.config import FilterConfig, language_lookahead
 from reasonkit.filters.decontam import load_eval_sets, parse_spec
 from reasonkit.filters.dedup import Deduper
 from reasonkit.filters.pass1 import build_deduper, build_filters, filter_shards
-from reasonkit.filters.prompts import is_traces_dir
+from reasonkit.filters.prompts import filter_prompts, is_traces_dir
 from reasonkit.filters.report import Tally
 from reasonkit.filters.select import reward_pick, reward_scores, select, select_by_reward
 from reasonkit.filters.trajectory import is_trajectories
@@ -126,8 +126,6 @@ def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool =
     lines of pass 1 on stderr when it is not a terminal (reasonkit/ticker.py; ``--quiet`` turns them off)."""
     log = log or (lambda message: None)
     if config.difficulty is not None and not is_traces_dir(config.traces):  # a prompts table: the band alone
-        from reasonkit.filters.prompts import filter_prompts
-
         return filter_prompts(config, log=log)
     started = time.time()
     sandbox_mode = None
