@@ -450,10 +450,11 @@ class TrainConfig(
             f"applies to --method grpo (its groups of num_generations), not {self.method}",
         )
         check(
-            not self.kd_weight or (self.method == "sft" and self.kd_weight > 0 and not self.packing),
+            not self.kd_weight
+            or (self.method == "sft" and self.kd_weight > 0 and not self.packing and not self.use_liger_kernel),
             "kd_weight",
-            f"applies to --method sft without packing, as a weight > 0, found {self.kd_weight} (its targets sit at "
-            "each row's token positions, which packing moves)",
+            f"applies to --method sft without packing or use_liger_kernel, as a weight > 0, found {self.kd_weight} "
+            "(its targets sit at each row's token positions, which packing moves; the KL needs the full logits)",
         )
         check(
             self.margin_scale >= 0 and (self.center_rewards_coefficient or 0) >= 0,

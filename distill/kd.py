@@ -70,11 +70,15 @@ def row_targets(example: dict) -> dict:
     trained = [example["input_ids"][t] for t in positions]
     generated = example["completion_ids"] or []
     pairs = align(trained, generated)
+    target_ids = [example["logprob_ids"][j] for _, j in pairs]
     return {
         "kd_positions": [positions[i] for i, _ in pairs],
-        "kd_target_ids": [example["logprob_ids"][j] for _, j in pairs],
+        "kd_target_ids": target_ids,
         "kd_target_logprobs": [[float(v) for v in example["logprobs"][j]] for _, j in pairs],
+        # the counts add_targets sums, so it never reads the targets themselves back into Python
+        "kd_aligned": len(pairs),
         "kd_expected": min(len(trained), len(generated)),
+        "kd_top_id": max((max(ids) for ids in target_ids if ids), default=-1),
     }
 
 
@@ -83,9 +87,8 @@ def add_targets(dataset, tok, vocab_size: int, source: str):
     targets; returns ``(dataset, report)``. Stops when the targets name ids past the student's vocabulary or
     too few align (the module's docstring)."""
     dataset = dataset.map(row_targets, desc="Aligning the teacher's log-probs")
-    aligned = sum(len(p) for p in dataset["kd_positions"])
-    expected = sum(dataset["kd_expected"])
-    top = max((max(ids) for row in dataset["kd_target_ids"] for ids in row if ids), default=-1)
+    aligned, expected = sum(dataset["kd_aligned"]), sum(dataset["kd_expected"])
+    top = max(dataset["kd_top_id"], default=-1)
     if top >= vocab_size:
         raise UserError(
             f"{source}: the teacher's log-probs name token {top}, past the student's vocabulary of {vocab_size}: "

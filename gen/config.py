@@ -12,6 +12,7 @@ from reasonkit.config import ColumnMap, setting
 from reasonkit.engine import EngineSettings, check_engine
 from reasonkit.errors import UserError
 from reasonkit.gen.engine_args import EngineArgs
+from reasonkit.gen.logprobs import MAX_K
 from reasonkit.gen.settings import BACKENDS, BackendSettings, PromptSettings, SamplingSettings, ToolSettings
 
 
@@ -99,6 +100,15 @@ class GenerateConfig(SamplingSettings, PromptSettings, BackendSettings, ToolSett
                 )
 
     def _check_logprobs(self) -> None:
-        """``--logprobs K``: a count, on single-turn rows (a trajectory's turns would each need their own)."""
-        if self.logprobs is not None and (self.logprobs < 1 or self.tools):
+        """``--logprobs K``: a count, on single-turn rows (a trajectory's turns would each need their own), within
+        what vLLM's engine gives (``max_logprobs``: 20 unless engine_args say more; a server says its own)."""
+        if self.logprobs is None:
+            return
+        if self.logprobs < 1 or self.tools:
             raise UserError(f"--logprobs {self.logprobs}: expected at least 1, and no --tools (one turn per row)")
+        cap = (self.engine_args or {}).get("max_logprobs", MAX_K)
+        if self.backend == "vllm" and 0 <= cap < self.logprobs:
+            raise UserError(
+                f"--logprobs {self.logprobs}: vLLM's engine gives at most max_logprobs {cap} "
+                "(engine_args max_logprobs raises it)"
+            )

@@ -96,7 +96,7 @@ def test_a_table_without_the_columns_stops_before_any_work(teacher_dir, tmp_path
 def test_kd_weight_is_for_sft_without_packing():
     from reasonkit.distill.config import TrainConfig
 
-    for bad in (dict(method="dpo"), dict(packing=True), dict(kd_weight=-1.0)):
+    for bad in (dict(method="dpo"), dict(packing=True), dict(kd_weight=-1.0), dict(use_liger_kernel=True)):
         with pytest.raises(UserError, match="kd_weight"):
             TrainConfig(**{"method": "sft", "student": "m", "data": "d", "out": "o", "kd_weight": 0.5, **bad})
 

@@ -105,3 +105,6 @@ def test_logprobs_need_k_and_no_tools(tmp_path):
         GenerateConfig(prompts="p", teacher="t", out=str(tmp_path), logprobs=0)
     with pytest.raises(UserError, match="no --tools"):
         GenerateConfig(prompts="p", teacher="t", out=str(tmp_path), logprobs=5, tools="python")
+    with pytest.raises(UserError, match="at most max_logprobs 20"):
+        GenerateConfig(prompts="p", teacher="t", out=str(tmp_path), logprobs=21)
+    assert GenerateConfig(prompts="p", teacher="t", out=str(tmp_path), logprobs=32, engine_args={"max_logprobs": 32})
