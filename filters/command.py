@@ -76,4 +76,5 @@ def filter(ctx: click.Context, traces_dir: str, overrides: tuple[str, ...], quie
             f"trajectories {name}: {part['rows']}, {part['tool_calls_per_trajectory']} tool calls each, "
             f"tool-error rate {part['tool_error_rate']}, finish {part['finish_reason']}"
         )
-    click.echo(f"wrote {report['rows_out']} rows to {config.out} (rejected/, sft/, report.json)")
+    parts = "rejected/, report.json" if report.get("table") == "prompts" else "rejected/, sft/, report.json"
+    click.echo(f"wrote {report['rows_out']} rows to {config.out} ({parts})")

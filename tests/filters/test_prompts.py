@@ -39,3 +39,17 @@ def test_a_prompts_table_is_cut_to_the_band_and_reads_as_prompts(tmp_path):
     # a rerun resumes: nothing written twice
     run_filter(cfg)
     assert read_stage(tmp_path / "band", kind="prompts").num_rows == 3
+
+
+def test_the_command_says_what_it_wrote(tmp_path):
+    from click.testing import CliRunner
+
+    from reasonkit.cli import cli
+
+    prompts = write_prompts(tmp_path / "p.parquet", 2, seed=0, variant="mul")
+    ids = read_prompts(prompts).column("id").to_pylist()
+    write_eval(tmp_path / "eval", {ids[0]: [True, False, True, False], ids[1]: [True] * 4})
+    args = ["filter", str(prompts), "--out", str(tmp_path / "band"), "--difficulty", str(tmp_path / "eval")]
+    result = CliRunner().invoke(cli, [*args, "--pass-rate", "0.1..0.9"])
+    assert result.exit_code == 0, result.output
+    assert f"wrote 1 rows to {tmp_path / 'band'} (rejected/, report.json)" in result.output
