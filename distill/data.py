@@ -188,16 +188,9 @@ def read_prompt_rows(cfg) -> pa.Table:
     from reasonkit.schema import MESSAGES
 
     prompts = read_prompts(cfg.data)
-    name = str(cfg.data)
-    answers = prompts.column("answer")
     rewards = cfg.rewards if cfg.method == "grpo" else {}  # distillation's target is the teacher, not an answer
-    if "accuracy" in rewards and answers.null_count == prompts.num_rows:
-        extra = [c for c in prompts.column_names if c not in ("id", "messages", "answer", "source", "problem")]
-        raise UserError(
-            f"{name}: the accuracy reward needs each prompt's gold answer in an 'answer' column; there is none "
-            f"(other columns: {extra or 'none'}); rename the column holding it to 'answer', or train without "
-            f"accuracy (--reward format=1.0 ...)"
-        )
+    if "accuracy" in rewards:
+        _check_answers(prompts, str(cfg.data))
     problems = (
         prompts.column("problem").to_pylist() if "problem" in prompts.column_names else [None] * prompts.num_rows
     )
@@ -208,22 +201,38 @@ def read_prompt_rows(cfg) -> pa.Table:
     columns = {
         "id": prompts.column("id"),
         "prompt": pa.array(rendered, MESSAGES),
-        "answer": answers,
+        "answer": prompts.column("answer"),
         "source": prompts.column("source"),
     }
     if "code" in rewards:  # the code reward runs each completion's program against the prompt's tests
-        if "tests" not in prompts.column_names:
-            raise UserError(
-                f"{name}: the code reward needs each prompt's tests (JSON: APPS/TACO, CodeContests or "
-                f"LiveCodeBench shapes) in a 'tests' column; found columns {prompts.column_names}"
-            )
-        tests = prompts.column("tests")
-        if not pa.types.is_string(tests.type):  # an object column read from JSONL: back to JSON text
-            import json
-
-            tests = pa.array([None if t is None else json.dumps(t) for t in tests.to_pylist()], pa.string())
-        columns["tests"] = tests
+        columns["tests"] = _tests_column(prompts, str(cfg.data))
     return pa.table(columns)
+
+
+def _check_answers(prompts: pa.Table, name: str) -> None:
+    """The accuracy reward's gold answers: a UserError when no prompt has one."""
+    if prompts.column("answer").null_count == prompts.num_rows:
+        extra = [c for c in prompts.column_names if c not in ("id", "messages", "answer", "source", "problem")]
+        raise UserError(
+            f"{name}: the accuracy reward needs each prompt's gold answer in an 'answer' column; there is none "
+            f"(other columns: {extra or 'none'}); rename the column holding it to 'answer', or train without "
+            f"accuracy (--reward format=1.0 ...)"
+        )
+
+
+def _tests_column(prompts: pa.Table, name: str) -> pa.ChunkedArray | pa.Array:
+    """The code reward's tests, as JSON text (a UserError when the prompts have none)."""
+    if "tests" not in prompts.column_names:
+        raise UserError(
+            f"{name}: the code reward needs each prompt's tests (JSON: APPS/TACO, CodeContests or "
+            f"LiveCodeBench shapes) in a 'tests' column; found columns {prompts.column_names}"
+        )
+    tests = prompts.column("tests")
+    if not pa.types.is_string(tests.type):  # an object column read from JSONL: back to JSON text
+        import json
+
+        tests = pa.array([None if t is None else json.dumps(t) for t in tests.to_pylist()], pa.string())
+    return tests
 
 
 def to_dataset(table: pa.Table, method: str, *, logprobs: bool = False):

@@ -211,47 +211,20 @@ def _method(cfg, table, out: Path, checkpoint: Path | None, extra: dict, say) ->
 def _run(
     cfg, out: Path, table, tok, max_length: int, checkpoint: Path | None, progress: bool, say, extra: dict
 ) -> dict:
-    from reasonkit.distill.data import to_dataset
-    from reasonkit.distill.levers import resolve_attention
-    from reasonkit.distill.report import Monitor, history, plot, summary, write_report
-    from reasonkit.distill.student import (
-        count_parameters,
-        load_model,
-        lora_config,
-        merge_adapter,
-        resolve_device,
-        trainer_args,
-    )
-    from reasonkit.hardware import machine, versions
+    from reasonkit.distill.report import Monitor, history, summary, write_report
+    from reasonkit.distill.student import count_parameters, resolve_device, trainer_args
 
     device = resolve_device(cfg)
     monitor = Monitor(cfg.method, progress)
-    from reasonkit.distill.reward import heads
-
     table, heldout, scorer, arguments, build, rollouts = _method(cfg, table, out, checkpoint, extra, say)
     # Before the model: under accelerate's DeepSpeed ZeRO-3 the training arguments register the
     # DeepSpeed config that makes from_pretrained load each weight already partitioned
     # (transformers' is_deepspeed_zero3_enabled); loaded first, every process would hold it whole.
     args = arguments(cfg, trainer_args(cfg, device, out / CHECKPOINTS, max_length))
     if heldout is not None:
-        model = heads.load_head_model(cfg, device, tok.pad_token_id)
-        trainer = build(
-            cfg,
-            model,
-            tok,
-            scorer.dataset(table, cfg, tok, max_length),
-            args,
-            heads.head_lora(cfg) if cfg.is_lora else None,
-            [monitor],
-        )
-        # the random head: the bar to clear (one process only: before training starts, ZeRO-3's weights are not gathered)  # noqa: E501
-        before = (
-            scorer.held_out(trainer, heldout, cfg, cfg.batch_size, max_length) if launch.world_size() == 1 else None
-        )
+        trainer, before = _head_trainer(cfg, tok, table, heldout, scorer, build, args, device, monitor, max_length)
     else:
-        model = load_model(cfg, device)
-        dataset = to_dataset(table, cfg.method, logprobs=cfg.kd_weight > 0)
-        trainer = build(cfg, model, tok, dataset, args, lora_config(cfg), [monitor])
+        trainer, before = _lm_trainer(cfg, tok, table, build, args, device, monitor), None
     _drop_printer(trainer)
     _trackers(trainer, cfg, out, extra)
     trainable, total = count_parameters(trainer.model)
@@ -265,21 +238,104 @@ def _run(
     trainer.save_model(str(final))  # every process takes part (FSDP/ZeRO gather); the main one writes
     if not trainer.is_world_process_zero():  # under accelerate launch: the other ranks are done
         return {"complete": True, "steps": trainer.state.global_step, "rank": trainer.args.process_index}
-    if cfg.method == "prm":
-        heads.write_prm_file(final, cfg.step_separator)
-    merged = None
-    if cfg.merge and cfg.full:
-        say(f"note: --full trains every weight; {final} already is a plain model, nothing to merge")
-    elif cfg.merge:
-        merged = merge_adapter(final, out / "merged", device.bf16 and device.kind == "cuda", cfg.method)
+    merged = _finish_weights(cfg, final, out, device, say)
 
     records = history(trainer.state.log_history)
     runtime = float(result.metrics.get("train_runtime", monitor.elapsed))
-    report = {
+    report = _report(
+        cfg,
+        out,
+        trainer,
+        rows=table.num_rows,
+        weights=(final, merged),
+        checkpoint=checkpoint,
+        measured=_measured(monitor, runtime, device, records),
+        parameters=(trainable, total),
+        max_length=max_length,
+        device=device,
+        records=records,
+        extra=extra,
+    )
+    _add_method_figures(report, cfg, out, records, rollouts)
+    if heldout is not None:
+        _add_heldout(report, out, table, heldout, before, after)
+    write_report(out, report)
+    for line in summary(report):
+        say(line)
+    return report
+
+
+def _head_trainer(cfg, tok, table, heldout, scorer, build, args, device, monitor, max_length: int) -> tuple:
+    """A reward model's trainer, and its held-out figures before training (the random head: the bar to clear)."""
+    from reasonkit.distill.reward import heads
+
+    model = heads.load_head_model(cfg, device, tok.pad_token_id)
+    trainer = build(
+        cfg,
+        model,
+        tok,
+        scorer.dataset(table, cfg, tok, max_length),
+        args,
+        heads.head_lora(cfg) if cfg.is_lora else None,
+        [monitor],
+    )
+    # the random head: the bar to clear (one process only: before training starts, ZeRO-3's weights are not gathered)
+    before = scorer.held_out(trainer, heldout, cfg, cfg.batch_size, max_length) if launch.world_size() == 1 else None
+    return trainer, before
+
+
+def _lm_trainer(cfg, tok, table, build, args, device, monitor):
+    """The trainer of a method that trains the student's language model head (sft, dpo, grpo, distill)."""
+    from reasonkit.distill.data import to_dataset
+    from reasonkit.distill.student import load_model, lora_config
+
+    model = load_model(cfg, device)
+    dataset = to_dataset(table, cfg.method, logprobs=cfg.kd_weight > 0)
+    return build(cfg, model, tok, dataset, args, lora_config(cfg), [monitor])
+
+
+def _finish_weights(cfg, final: Path, out: Path, device, say) -> Path | None:
+    """After the saved weights: a process reward model's step separator file, and the merged model when asked
+    (its path, or None)."""
+    from reasonkit.distill.student import merge_adapter
+
+    if cfg.method == "prm":
+        from reasonkit.distill.reward import heads
+
+        heads.write_prm_file(final, cfg.step_separator)
+    if cfg.merge and cfg.full:
+        say(f"note: --full trains every weight; {final} already is a plain model, nothing to merge")
+    elif cfg.merge:
+        return merge_adapter(final, out / "merged", device.bf16 and device.kind == "cuda", cfg.method)
+    return None
+
+
+def _report(
+    cfg,
+    out: Path,
+    trainer,
+    *,
+    rows: int,
+    weights: tuple,
+    checkpoint: Path | None,
+    measured: dict,
+    parameters: tuple[int, int],
+    max_length: int,
+    device,
+    records: list[dict],
+    extra: dict,
+) -> dict:
+    """report.json's common part, in its order: what was trained, where the weights are, the steps, the measured
+    figures, the setup and the history. ``weights``: (the final weights' directory, the merged model or None)."""
+    from reasonkit.distill.levers import resolve_attention
+    from reasonkit.hardware import machine, versions
+
+    final, merged = weights
+    return {
         "method": cfg.method,
         "student": cfg.student,
         "data": cfg.data,
-        "rows": table.num_rows,
+        "rows": rows,
         "complete": True,
         "adapter": None if cfg.full else str(final),
         "model": str(final) if cfg.full else None,
@@ -287,9 +343,9 @@ def _run(
         "steps": trainer.state.global_step,
         "epochs": round(float(trainer.state.epoch or 0), 4),
         "resumed_from_step": int(checkpoint.name.split("-")[1]) if checkpoint else None,
-        **_measured(monitor, runtime, device, records),
-        "trainable_parameters": trainable,
-        "total_parameters": total,
+        **measured,
+        "trainable_parameters": parameters[0],
+        "total_parameters": parameters[1],
         "max_length": max_length,
         "learning_rate": cfg.learning_rate,
         "device": device.as_dict(),
@@ -302,6 +358,12 @@ def _run(
         "versions": versions(),
         "report": str(out / "report.json"),
     }
+
+
+def _add_method_figures(report: dict, cfg, out: Path, records: list[dict], rollouts) -> None:
+    """The loss plot, and GRPO's or on-policy distillation's figures from its rollouts."""
+    from reasonkit.distill.report import plot
+
     png = plot(out, records, cfg.method, f"{cfg.method} {Path(cfg.student).name} on {Path(cfg.data).name}")
     report["plot"] = str(png) if png else None
     if rollouts is not None and cfg.method == "distill":
@@ -312,19 +374,20 @@ def _run(
         from reasonkit.distill.rl.report import add_grpo
 
         add_grpo(report, records, cfg, rollouts, out)
-    if heldout is not None:
-        report.update(
-            rows=table.num_rows + heldout.num_rows,
-            train_rows=table.num_rows,
-            heldout_rows=heldout.num_rows,
-            heldout_before=before,
-            heldout=after,
-        )
-        report["report_md"] = str(heads.write_markdown(out, report))
-    write_report(out, report)
-    for line in summary(report):
-        say(line)
-    return report
+
+
+def _add_heldout(report: dict, out: Path, table, heldout, before, after) -> None:
+    """A reward model's held-out rows and figures, before and after training, and its report.md."""
+    from reasonkit.distill.reward import heads
+
+    report.update(
+        rows=table.num_rows + heldout.num_rows,
+        train_rows=table.num_rows,
+        heldout_rows=heldout.num_rows,
+        heldout_before=before,
+        heldout=after,
+    )
+    report["report_md"] = str(heads.write_markdown(out, report))
 
 
 def _measured(monitor, runtime: float, device, records: list[dict]) -> dict:

@@ -381,29 +381,7 @@ def make_rewards(
     ...
     reasonkit.errors.UserError: unknown reward 'speed'; expected one of accuracy, format, language, length, cosine, arithmetic, code
     """  # noqa: E501
-    from reasonkit.filters.math.verify import VERIFIERS
-
-    if not weights:
-        raise UserError(f"no reward asked for; expected one or more of {', '.join(NAMES)}")
-    for name, weight in weights.items():
-        if name not in NAMES and name != "rm":
-            raise _unknown(name)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-            raise UserError(f"reward {name}: the weight must be a finite number, got {weight!r}")
-    if (
-        isinstance(max_completion_length, bool)
-        or not isinstance(max_completion_length, int)
-        or max_completion_length < 1
-    ):
-        raise UserError(f"max_completion_length must be a positive integer, got {max_completion_length!r}")
-    if verifier not in VERIFIERS:
-        raise UserError(f"unknown verifier {verifier!r}; expected one of {', '.join(VERIFIERS)}")
-    if not verify_timeout > 0:
-        raise UserError(f"verify_timeout must be > 0 seconds, got {verify_timeout}")
-    if overlong_cache is not None and not 1 <= overlong_cache <= max_completion_length:
-        raise UserError(
-            f"overlong_cache must be within [1, max_completion_length={max_completion_length}], got {overlong_cache}"
-        )
+    _check_arguments(weights, max_completion_length, verifier, verify_timeout, overlong_cache)
     setup = RewardSetup(
         verifier=verifier,
         verify_timeout=float(verify_timeout),
@@ -430,3 +408,37 @@ def make_rewards(
         [model_reward if name == "rm" else Reward(name, setup) for name in weights],
         [float(w) for w in weights.values()],
     )
+
+
+def _check_arguments(
+    weights: dict[str, float],
+    max_completion_length: int,
+    verifier: str,
+    verify_timeout: float,
+    overlong_cache: int | None,
+) -> None:
+    """make_rewards' arguments, each a UserError naming what is wrong: the names and weights, the length limits,
+    the verifier and its timeout."""
+    from reasonkit.filters.math.verify import VERIFIERS
+
+    if not weights:
+        raise UserError(f"no reward asked for; expected one or more of {', '.join(NAMES)}")
+    for name, weight in weights.items():
+        if name not in NAMES and name != "rm":
+            raise _unknown(name)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+            raise UserError(f"reward {name}: the weight must be a finite number, got {weight!r}")
+    if (
+        isinstance(max_completion_length, bool)
+        or not isinstance(max_completion_length, int)
+        or max_completion_length < 1
+    ):
+        raise UserError(f"max_completion_length must be a positive integer, got {max_completion_length!r}")
+    if verifier not in VERIFIERS:
+        raise UserError(f"unknown verifier {verifier!r}; expected one of {', '.join(VERIFIERS)}")
+    if not verify_timeout > 0:
+        raise UserError(f"verify_timeout must be > 0 seconds, got {verify_timeout}")
+    if overlong_cache is not None and not 1 <= overlong_cache <= max_completion_length:
+        raise UserError(
+            f"overlong_cache must be within [1, max_completion_length={max_completion_length}], got {overlong_cache}"
+        )

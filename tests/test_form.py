@@ -35,19 +35,6 @@ LONGEST = 60
 OUTSIDE = {".venv", "build", "runs", "out", "dist", ".git"}
 
 
-#: Long functions in files that other changes of the same day were editing when this check came (issue 40's on-policy
-#: distillation: train, data, lint; issue 39 item 3's reward room): their split or '# long:' reason comes with those
-#: changes, which own the files. Take an entry out when it has one.
-PENDING = {
-    ("distill/train.py", "_run"),
-    ("distill/lint/prompt.py", "lint_prompts"),
-    ("distill/lint/memory.py", "estimate"),
-    ("distill/data.py", "read_prompt_rows"),
-    ("reward/functions.py", "make_rewards"),
-    ("judges/score/run.py", "run_score"),
-}
-
-
 def long_functions(root: Path = REPO) -> list[tuple[str, str, int, bool]]:
     """Every function over LONGEST lines (decorators not counted): (path, name, lines, whether a ``# long: REASON``
     comment stands on the line above its def, or above its first decorator)."""
@@ -72,9 +59,7 @@ def long_functions(root: Path = REPO) -> list[tuple[str, str, int, bool]]:
 
 def test_no_function_over_60_lines_without_a_reason_beside_it():
     found = long_functions()
-    unexplained = [
-        f"{path}: {name} ({n} lines)" for path, name, n, said in found if not (said or (path, name) in PENDING)
-    ]
+    unexplained = [f"{path}: {name} ({n} lines)" for path, name, n, said in found if not said]
     assert not unexplained, (
         f"{len(unexplained)} function(s) over {LONGEST} lines: split them where their concerns part, or write "
         "'# long: REASON' on the line above the def:\n" + "\n".join(unexplained)

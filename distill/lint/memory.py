@@ -200,27 +200,13 @@ def estimate(
     vocab, h, layers, inter, _, kv, _ = _dims(shape)
     width = 2 if bf16 else 4
     params = parameter_count(shape)
-    per_param = FULL_BYTES[sharding] if bf16 else None
     split = shards if sharding != "none" else 1
-    if full:
-        trainable = params
-        w, g, o = per_param or (width, width, 2 * width)
-        weights, grads, optimizer = params * w, params * g, params * o
-    else:
-        trainable = lora_count(shape, lora_r, targets)
-        base = 4 if sharding == "fsdp" and bf16 else width  # FSDP upcasts every sharded parameter, frozen ones too
-        weights, grads, optimizer = params * base + trainable * 4, trainable * 4, trainable * 8
+    trainable, (weights, grads, optimizer) = _training_state(
+        shape, params, bf16=bf16, full=full, lora_r=lora_r, targets=targets, sharding=sharding
+    )
     ref = params * width if reference and full else 0.0
     layer = tokens * (6 * h + 2 * kv + 4 * inter) * width
     activations = (layers * tokens * h * width + layer) if checkpointing else layers * layer
-    if logits == "whole":
-        head = tokens * vocab * 4
-    elif logits == "fused":
-        head = (
-            min(tokens, TILE_TOKENS) * min(vocab, TILE_VOCAB) * width + tokens * h * 4 + (vocab * h * 4 if full else 0)
-        )
-    else:
-        head = 0
     return Estimate(
         params,
         trainable,
@@ -228,13 +214,40 @@ def estimate(
         grads / split,
         optimizer / split,
         activations,
-        head,
+        _head_bytes(logits, tokens=tokens, vocab=vocab, hidden=h, width=width, full=full),
         reference=ref / split,
         reward_model=frozen,
         teacher=teacher,
         vllm=vllm,
         **(overheads or {}),
     )
+
+
+def _training_state(
+    shape: dict, params: int, *, bf16: bool, full: bool, lora_r: int, targets: str, sharding: str
+) -> tuple[int, tuple[float, float, float]]:
+    """(trainable parameters, (weights, gradients, optimizer state) bytes) before sharding splits them."""
+    width = 2 if bf16 else 4
+    per_param = FULL_BYTES[sharding] if bf16 else None
+    if full:
+        w, g, o = per_param or (width, width, 2 * width)
+        return params, (params * w, params * g, params * o)
+    trainable = lora_count(shape, lora_r, targets)
+    base = 4 if sharding == "fsdp" and bf16 else width  # FSDP upcasts every sharded parameter, frozen ones too
+    return trainable, (params * base + trainable * 4, trainable * 4, trainable * 8)
+
+
+def _head_bytes(logits: str, *, tokens: int, vocab: int, hidden: int, width: int, full: bool) -> float:
+    """The LM head's working memory: T x V fp32 logits ("whole"), TRL's tiles ("fused") or none (a score head)."""
+    if logits == "whole":
+        return tokens * vocab * 4
+    if logits == "fused":
+        return (
+            min(tokens, TILE_TOKENS) * min(vocab, TILE_VOCAB) * width
+            + tokens * hidden * 4
+            + (vocab * hidden * 4 if full else 0)
+        )
+    return 0
 
 
 def sdpa_mask_bytes(rows: int, sequence: int, *, width: int, layers: int, checkpointing: bool) -> float:

@@ -46,25 +46,62 @@ def lint_prompts(
 
     findings = student_findings(tok, cfg, max_length=0, max_positions=None, stops=stops)  # context: checked below
     rows = list(sample_rows(table, cfg.lint_rows))
-    tools = None
-    if getattr(cfg, "tools", None):
-        from reasonkit.distill.rl.tools import tool_functions
-
-        tools = tool_functions(cfg)
-    lengths = prompt_lengths(tok, table.column("prompt").to_pylist(), tools)
-    ordered = sorted(lengths) or [0]
-    longest = ordered[-1]
-    stats = {
-        "prompts": len(lengths),
-        "prompt_median": ordered[len(ordered) // 2],
-        "prompt_p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
-        "prompt_longest": longest,
-        "max_completion_length": cfg.max_completion_length,
-    }
+    lengths = prompt_lengths(tok, table.column("prompt").to_pylist(), _tools(cfg))
+    stats = _prompt_stats(lengths, cfg.max_completion_length)
+    longest = stats["prompt_longest"]
     if rows and "eos_turn_end" not in {f.check for f in findings}:
         stop = _turn_stop(tok, rows[0][1]["prompt"], stops)
         if stop is not None:
             findings.append(stop)
+    findings += _length_findings(table, cfg, lengths, longest, max_positions)
+    teacher = teacher_context_finding(cfg, longest)
+    findings += [teacher] if teacher else []
+    rewards = cfg.rewards if cfg.method == "grpo" else {}  # distill: the teacher is the target, not a reward
+    if rows and "format" in rewards and not trained_by_reasonkit(cfg.student):
+        text = tok.apply_chat_template(rows[0][1]["prompt"], tokenize=False, add_generation_prompt=True)
+        unmet = format_unmet(text, knows_think="<think>" in tok.get_vocab())
+        if unmet:
+            findings.append(Finding("format_reward", unmet))
+    group = group_finding(cfg, world_size=world_size, prompts=table.num_rows) if cfg.method == "grpo" else None
+    group = group or batch_finding(cfg, world_size=world_size, prompts=table.num_rows)
+    findings += [group] if group else []
+    gold = _gold_finding(rows) if "accuracy" in rewards else None
+    findings += [gold] if gold else []
+    memory = memory_finding(
+        cfg, max_length=longest + cfg.max_completion_length, longest=longest + cfg.max_completion_length
+    )
+    findings += [memory] if memory else []
+    return findings, stats
+
+
+def _tools(cfg) -> list | None:
+    """GRPO's tool functions, whose schemas the chat template renders into every prompt (None without tools)."""
+    if not getattr(cfg, "tools", None):
+        return None
+    from reasonkit.distill.rl.tools import tool_functions
+
+    return tool_functions(cfg)
+
+
+def _prompt_stats(lengths: list[int], max_completion_length: int) -> dict:
+    """The prompt-length statistics lint.json records.
+
+    >>> _prompt_stats([5, 1, 9], 16)
+    {'prompts': 3, 'prompt_median': 5, 'prompt_p95': 9, 'prompt_longest': 9, 'max_completion_length': 16}
+    """
+    ordered = sorted(lengths) or [0]
+    return {
+        "prompts": len(lengths),
+        "prompt_median": ordered[len(ordered) // 2],
+        "prompt_p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
+        "prompt_longest": ordered[-1],
+        "max_completion_length": max_completion_length,
+    }
+
+
+def _length_findings(table: pa.Table, cfg, lengths: list[int], longest: int, max_positions: int | None) -> list:
+    """Prompts over max_prompt_length, and the longest prompt plus a completion past the student's context."""
+    findings = []
     if cfg.max_prompt_length is not None:
         over = [i for i, n in enumerate(lengths) if n > cfg.max_prompt_length]
         if over:
@@ -92,35 +129,22 @@ def lint_prompts(
                 ),
             )
         )
-    teacher = teacher_context_finding(cfg, longest)
-    findings += [teacher] if teacher else []
-    rewards = cfg.rewards if cfg.method == "grpo" else {}  # distill: the teacher is the target, not a reward
-    if rows and "format" in rewards and not trained_by_reasonkit(cfg.student):
-        text = tok.apply_chat_template(rows[0][1]["prompt"], tokenize=False, add_generation_prompt=True)
-        unmet = format_unmet(text, knows_think="<think>" in tok.get_vocab())
-        if unmet:
-            findings.append(Finding("format_reward", unmet))
-    group = group_finding(cfg, world_size=world_size, prompts=table.num_rows) if cfg.method == "grpo" else None
-    group = group or batch_finding(cfg, world_size=world_size, prompts=table.num_rows)
-    findings += [group] if group else []
-    if "accuracy" in rewards:
-        missing = [(i, row["id"]) for i, row in rows if not (row["answer"] or "").strip()]
-        if missing:
-            findings.append(
-                Finding(
-                    "no_gold",
-                    (
-                        f"{len(missing)} of {len(rows)} prompts have no answer, so the accuracy reward cannot score "
-                        "their "
-                        f"completions (None: no signal); first: row {missing[0][0]} (id {missing[0][1]!r})"
-                    ),
-                )
-            )
-    memory = memory_finding(
-        cfg, max_length=longest + cfg.max_completion_length, longest=longest + cfg.max_completion_length
+    return findings
+
+
+def _gold_finding(rows: list[tuple[int, dict]]) -> Finding | None:
+    """The sampled prompts without a gold answer, which the accuracy reward cannot score."""
+    missing = [(i, row["id"]) for i, row in rows if not (row["answer"] or "").strip()]
+    if not missing:
+        return None
+    return Finding(
+        "no_gold",
+        (
+            f"{len(missing)} of {len(rows)} prompts have no answer, so the accuracy reward cannot score "
+            "their "
+            f"completions (None: no signal); first: row {missing[0][0]} (id {missing[0][1]!r})"
+        ),
     )
-    findings += [memory] if memory else []
-    return findings, stats
 
 
 def prompt_lengths(tok, prompts: list[list[dict]], tools: list | None = None) -> list[int]:

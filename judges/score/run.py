@@ -88,25 +88,13 @@ def read_input(cfg: ScoreConfig):
 
 def run_score(cfg: ScoreConfig, *, log: Callable[[str], None] | None = None, scorer=None) -> dict:
     """Score every row of ``cfg.input`` not yet in ``cfg.out``; returns the report (also ``OUT/report.json``)."""
-    import pyarrow as pa
-
     from reasonkit.judges import stage
-    from reasonkit.reward.scorer import Scorer, inspect_model, turn_of
-    from reasonkit.store import StageWriter, fingerprint_path
+    from reasonkit.reward.scorer import Scorer, inspect_model
     from reasonkit.ticker import plain_ticker
 
     spec = inspect_model(cfg.model)  # a bad model path fails before anything is read or written
     table, _ = read_input(cfg)
-    writer = StageWriter(
-        cfg.out,
-        stage="score",
-        kind="scores",
-        config=cfg.fingerprinted(),
-        keys=("id", "sample"),
-        input_fingerprint=fingerprint_path(cfg.input),
-        input_path=cfg.input,
-        overwrite=cfg.overwrite,
-    )
+    writer = _writer(cfg)
     done = writer.done_keys()
     keys = list(zip(table.column("id").to_pylist(), table.column("sample").to_pylist()))
     todo = [
@@ -123,18 +111,7 @@ def run_score(cfg: ScoreConfig, *, log: Callable[[str], None] | None = None, sco
     try:
         for rows in todo:
             rows = [i for i in rows if keys[i] not in done]
-            part = table.take(pa.array(rows, pa.int64()))
-            records = part.select(
-                [c for c in ("messages", "completion", "reasoning", "response") if c in part.column_names]
-            )
-            records = records.to_pylist()
-            results = scorer.score(
-                [r["messages"] for r in records], [turn_of(r, cfg.include_reasoning) for r in records], cfg.batch_size
-            )
-            part = part.append_column("reward", pa.array([r for r, _ in results], pa.float32()))
-            if spec.kind == "prm":
-                part = part.append_column("step_rewards", pa.array([s for _, s in results], pa.list_(pa.float32())))
-            writer.commit(part)
+            writer.commit(_scored(table, rows, scorer, spec.kind, cfg))
             scored += len(rows)
             if ticker is None:
                 committed = f"{writer.manifest['rows']}/{table.num_rows} committed"
@@ -158,6 +135,40 @@ def run_score(cfg: ScoreConfig, *, log: Callable[[str], None] | None = None, sco
     stage.write_report(cfg.out, report)
     writer.finish(report=report)
     return report
+
+
+def _writer(cfg: ScoreConfig):
+    """OUT's writer: rows keyed by (id, sample), resumable while the config and the input are the same."""
+    from reasonkit.store import StageWriter, fingerprint_path
+
+    return StageWriter(
+        cfg.out,
+        stage="score",
+        kind="scores",
+        config=cfg.fingerprinted(),
+        keys=("id", "sample"),
+        input_fingerprint=fingerprint_path(cfg.input),
+        input_path=cfg.input,
+        overwrite=cfg.overwrite,
+    )
+
+
+def _scored(table, rows: list[int], scorer, kind: str, cfg: ScoreConfig):
+    """The input's ``rows`` with their reward (and a process reward model's step_rewards) appended."""
+    import pyarrow as pa
+
+    from reasonkit.reward.scorer import turn_of
+
+    part = table.take(pa.array(rows, pa.int64()))
+    records = part.select([c for c in ("messages", "completion", "reasoning", "response") if c in part.column_names])
+    records = records.to_pylist()
+    results = scorer.score(
+        [r["messages"] for r in records], [turn_of(r, cfg.include_reasoning) for r in records], cfg.batch_size
+    )
+    part = part.append_column("reward", pa.array([r for r, _ in results], pa.float32()))
+    if kind == "prm":
+        part = part.append_column("step_rewards", pa.array([s for _, s in results], pa.list_(pa.float32())))
+    return part
 
 
 def _summary(writer) -> dict:

@@ -217,7 +217,7 @@ def test_command_help_and_config_errors(tiny_model_dir, sft_dir, tmp_path):
         train_command,
         ["--method", "dpo", "--student", tiny_model_dir, "--data", sft_dir, "--out", str(tmp_path), "--packing"],
     )
-    assert result.exit_code == 2 and "packing applies to --method sft only" in result.output
+    assert result.exit_code == 2 and "train.packing: applies to --method sft only" in result.output
     result = runner.invoke(
         train_command,
         [
@@ -233,7 +233,7 @@ def test_command_help_and_config_errors(tiny_model_dir, sft_dir, tmp_path):
             "rpo_alpha=-1",
         ],
     )
-    assert result.exit_code == 2 and "rpo_alpha must be >= 0, found -1" in result.output
+    assert result.exit_code == 2 and "train.rpo_alpha: must be >= 0, found -1" in result.output
 
 
 def test_command_module_imports_nothing_heavy():
