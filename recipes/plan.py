@@ -50,6 +50,10 @@ PUBLISHED: dict[str, tuple[float, float, int, int, int]] = {
     "Qwen/Qwen2.5-32B-Instruct": (32.8e9, 2.0, 152_064, 5120, 64),
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": (1.78e9, 2.0, 151_936, 1536, 28),
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": (7.62e9, 2.0, 152_064, 3584, 28),
+    # Qwen3 (model cards: 8.2B and 1.7B parameters; the shapes below are their config.json files), one tokenizer
+    # and one embedding size (151,936) across sizes: recipes/onpolicy-qwen3.yaml's teacher and student
+    "Qwen/Qwen3-8B": (8.19e9, 2.0, 151_936, 4096, 36),
+    "Qwen/Qwen3-1.7B": (1.72e9, 2.0, 151_936, 2048, 28),
 }
 _QWEN_1_5B = {
     "vocab_size": 151_936,
@@ -73,6 +77,12 @@ _QWEN_7B = {
     "model_type": "qwen2",
     "max_position_embeddings": 32768,
 }
+#: huggingface.co/Qwen/Qwen3-8B and /Qwen3-1.7B, config.json: head_dim 128 in both (not hidden / heads in 1.7B)
+_QWEN3 = {"vocab_size": 151_936, "head_dim": 128, "model_type": "qwen3", "max_position_embeddings": 40_960}
+_QWEN3_8B = {**_QWEN3, "hidden_size": 4096, "num_hidden_layers": 36, "intermediate_size": 12_288}
+_QWEN3_8B |= {"num_attention_heads": 32, "num_key_value_heads": 8, "tie_word_embeddings": False}
+_QWEN3_1_7B = {**_QWEN3, "hidden_size": 2048, "num_hidden_layers": 28, "intermediate_size": 6144}
+_QWEN3_1_7B |= {"num_attention_heads": 16, "num_key_value_heads": 8, "tie_word_embeddings": True}
 _MATH = {"max_position_embeddings": 4096}  # Qwen2.5-Math's context
 #: DeepSeek-R1's attention (MLA): the KV cache holds a 512-wide latent and a 64-wide RoPE key a token a layer.
 _R1 = {
@@ -95,6 +105,8 @@ PUBLISHED_SHAPES: dict[str, dict] = {
     "Qwen/Qwen2.5-7B": {**_QWEN_7B, "max_position_embeddings": 131_072},
     "deepseek-ai/DeepSeek-R1": _R1,
     "deepseek-ai/DeepSeek-R1-0528": _R1,
+    "Qwen/Qwen3-8B": _QWEN3_8B,
+    "Qwen/Qwen3-1.7B": _QWEN3_1_7B,
 }
 #: The GPU a plan fits when neither ``--gpu-gb`` nor a train step's ``gpu_memory_gb`` says and none is visible here:
 #: the 80 GB H100 the shipped GPU recipes are written for, at the memory torch.cuda reports for it (81,559 MiB =

@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+from reasonkit.recipes import teacher_tokens
 from reasonkit.recipes.recipe import Recipe, step_dir
 from reasonkit.view.command import PAGE
 
@@ -47,6 +48,7 @@ def write_report(recipe: Recipe) -> Path:
         sections.append(_eval_section(evals, out))
     if recipe.compare:
         sections.append(_compare_section(recipe))
+    sections.append(teacher_tokens.section(recipe))
     path = out / "report.md"
     path.write_text("\n".join(s for s in sections if s))
     _write_view(out, path)

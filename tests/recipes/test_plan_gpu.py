@@ -106,3 +106,14 @@ def test_auto_attention_is_counted_as_the_one_it_resolves_to(tmp_path, no_gpu_he
     )
     with_flash = planned_sft()
     assert "flash_attention_2 attention" in with_flash and "attention mask" not in terms(with_flash)
+
+
+def test_the_qwen3_distillation_is_planned_offline_with_a_teacher_copy_a_process(tmp_path, no_gpu_here, monkeypatch):
+    """recipes/onpolicy-qwen3.yaml before any download: both models' shapes are the published ones (one embedding size,
+    which the pair was chosen for), and every one of the 8 processes holds the bf16 8B teacher."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    assert plan_module.PUBLISHED["Qwen/Qwen3-8B"][2] == plan_module.PUBLISHED["Qwen/Qwen3-1.7B"][2] == 151_936
+    steps = {s.name: s for s in planned("onpolicy-qwen3.yaml", tmp_path / "out")}
+    assert steps["distill"].gpus == 8 and terms(steps["distill"].memory)["teacher"] == 16.4, steps["distill"].memory
+    assert "114.7 KB a token" in steps["eval_student"].memory  # 2 x 28 layers x 8 KV heads x 128 x 2 bytes
