@@ -41,15 +41,24 @@ class EngineSettings:
 
 
 def check_engine(engine: str, replicas: int, ray_address: str | None) -> None:
-    """One clear error for engine settings that cannot work together."""
+    """The engine settings that cannot work together: every one in one UserError.
+
+    >>> check_engine("spark", 0, None)
+    Traceback (most recent call last):
+    ...
+    reasonkit.errors.UserError: --engine 'spark': expected one of local, ray; --replicas 0: expected at least 1
+    """
+    problems = []
     if engine not in ENGINES:
-        raise UserError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
+        problems.append(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
-        raise UserError(f"--replicas {replicas}: expected at least 1")
-    if engine == "local" and replicas != 1:
-        raise UserError(f"--replicas {replicas} needs --engine ray (the local engine runs one replica)")
+        problems.append(f"--replicas {replicas}: expected at least 1")
+    elif engine == "local" and replicas != 1:
+        problems.append(f"--replicas {replicas} needs --engine ray (the local engine runs one replica)")
     if engine == "local" and ray_address:
-        raise UserError(f"--ray-address {ray_address} needs --engine ray")
+        problems.append(f"--ray-address {ray_address} needs --engine ray")
+    if problems:
+        raise UserError(*problems)
 
 
 def usable_cores() -> int:

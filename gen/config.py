@@ -6,14 +6,30 @@ engine.py; eval and the judges hold the same groups and hand them to this config
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from reasonkit.config import ColumnMap, setting
+from reasonkit.config import Checks, ColumnMap, setting
 from reasonkit.engine import EngineSettings, check_engine
-from reasonkit.errors import UserError
 from reasonkit.gen.engine_args import EngineArgs
 from reasonkit.gen.logprobs import MAX_K
 from reasonkit.gen.settings import BACKENDS, BackendSettings, PromptSettings, SamplingSettings, ToolSettings
+
+#: The counts a run needs at least one of (max_retries: none is fine), and those that may be left unset.
+AT_LEAST = {
+    "n": 1,
+    "max_tokens": 1,
+    "shard_size": 1,
+    "concurrency": 1,
+    "tensor_parallel": 1,
+    "data_parallel": 1,
+    "batch_size": 1,
+    "max_retries": 0,
+    "max_turns": 1,
+    "tool_workers": 1,
+    "search_k": 1,
+}
+AT_LEAST_WHEN_SET = {"limit": 1, "max_model_len": 2}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,76 +55,79 @@ class GenerateConfig(SamplingSettings, PromptSettings, BackendSettings, ToolSett
     )
 
     def __post_init__(self) -> None:
-        check_engine(self.engine, self.replicas, self.ray_address)
-        if self.engine == "ray" and self.data_parallel > 1:
-            raise UserError(
-                f"--data-parallel {self.data_parallel} is the local engine's; with --engine ray "
-                f"use --replicas {self.data_parallel} (one engine per replica)"
-            )
-        for name, low in (
-            ("n", 1),
-            ("max_tokens", 1),
-            ("shard_size", 1),
-            ("concurrency", 1),
-            ("tensor_parallel", 1),
-            ("data_parallel", 1),
-            ("batch_size", 1),
-            ("max_retries", 0),
-            ("max_turns", 1),
-            ("tool_workers", 1),
-            ("search_k", 1),
-        ):
-            if getattr(self, name) < low:
-                raise UserError(f"--{name.replace('_', '-')} {getattr(self, name)}: expected at least {low}")
-        if self.backend not in BACKENDS:
-            raise UserError(f"--backend {self.backend!r}: expected one of {', '.join(BACKENDS)}")
-        if self.temperature < 0:
-            raise UserError(f"--temperature {self.temperature}: expected >= 0")
-        if self.tool_timeout <= 0:
-            raise UserError(f"--tool-timeout {self.tool_timeout}: expected > 0 seconds")
+        check = Checks()
+        check.run(lambda: check_engine(self.engine, self.replicas, self.ray_address))
+        check(
+            self.engine != "ray" or self.data_parallel <= 1,
+            "data_parallel",
+            f"{self.data_parallel} is the local engine's; with --engine ray use --replicas {self.data_parallel} "
+            "(one engine per replica)",
+        )
+        for name, low in AT_LEAST.items():
+            check(getattr(self, name) >= low, name, f"expected at least {low}, found {getattr(self, name)}")
+        for name, low in AT_LEAST_WHEN_SET.items():
+            value = getattr(self, name)
+            check(value is None or value >= low, name, f"expected at least {low}, found {value}")
+        check(self.backend in BACKENDS, "backend", f"expected one of {', '.join(BACKENDS)}, found {self.backend!r}")
+        check(self.temperature >= 0, "temperature", f"expected >= 0, found {self.temperature}")
+        check(0 < self.top_p <= 1, "top_p", f"expected in (0, 1], found {self.top_p}")
+        check(
+            0 < self.gpu_memory_utilization <= 1,
+            "gpu_memory_utilization",
+            f"expected in (0, 1], found {self.gpu_memory_utilization}",
+        )
+        check(self.tool_timeout > 0, "tool_timeout", f"expected > 0 seconds, found {self.tool_timeout}")
         if self.tools is not None or self.corpus is not None:
             from reasonkit.gen.tools.trajectories import check_tool_config
 
-            check_tool_config(
-                self.tools,
-                self.corpus,
-                engine=self.engine,
-                replicas=self.data_parallel,
-                prefill_think=self.prefill_think,
-            )
-        if not 0 < self.top_p <= 1:
-            raise UserError(f"--top-p {self.top_p}: expected in (0, 1]")
-        self._check_logprobs()
-        if self.limit is not None and self.limit < 1:
-            raise UserError(f"--limit {self.limit}: expected at least 1")
-        if self.max_model_len is not None and self.max_model_len < 2:
-            raise UserError(f"--max-model-len {self.max_model_len}: expected at least 2")
-        if not 0 < self.gpu_memory_utilization <= 1:
-            raise UserError(f"--gpu-memory-utilization {self.gpu_memory_utilization}: expected in (0, 1]")
-        object.__setattr__(self, "engine_args", EngineArgs.from_config(self.engine_args, "engine_args"))
-        if self.engine_args and self.backend != "vllm":
-            raise UserError(
-                f"engine_args {dict(self.engine_args)} apply to the vllm backend, not --backend {self.backend}"
-            )
-        if self.backend == "openai":
-            if not self.base_url:
-                raise UserError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
-            if self.chat_template:
-                raise UserError(
-                    "--chat-template applies to the vllm and hf backends; a server uses the template "
-                    "it was started with (vllm serve --chat-template FILE)"
+            check.run(
+                lambda: check_tool_config(
+                    self.tools,
+                    self.corpus,
+                    engine=self.engine,
+                    replicas=self.data_parallel,
+                    prefill_think=self.prefill_think,
                 )
+            )
+        check.run(
+            lambda: object.__setattr__(self, "engine_args", EngineArgs.from_config(self.engine_args, "engine_args"))
+        )
+        self._check_logprobs(check)
+        self._check_backend(check)
+        check.done()
 
-    def _check_logprobs(self) -> None:
+    def _check_logprobs(self, check: Checks) -> None:
         """``--logprobs K``: a count, on single-turn rows (a trajectory's turns would each need their own), within
         what vLLM's engine gives (``max_logprobs``: 20 unless engine_args say more; a server says its own)."""
         if self.logprobs is None:
             return
-        if self.logprobs < 1 or self.tools:
-            raise UserError(f"--logprobs {self.logprobs}: expected at least 1, and no --tools (one turn per row)")
-        cap = (self.engine_args or {}).get("max_logprobs", MAX_K)
-        if self.backend == "vllm" and 0 <= cap < self.logprobs:
-            raise UserError(
-                f"--logprobs {self.logprobs}: vLLM's engine gives at most max_logprobs {cap} "
-                "(engine_args max_logprobs raises it)"
+        check(
+            self.logprobs >= 1 and not self.tools,
+            "logprobs",
+            f"expected at least 1, and no --tools (one turn per row), found {self.logprobs}",
+        )
+        args = self.engine_args if isinstance(self.engine_args, Mapping) else {}  # not a mapping: engine_args says so
+        cap = args.get("max_logprobs", MAX_K)
+        check(
+            not (self.backend == "vllm" and 0 <= cap < self.logprobs),
+            "logprobs",
+            f"vLLM's engine gives at most max_logprobs {cap} (engine_args max_logprobs raises it), "
+            f"found {self.logprobs}",
+        )
+
+    def _check_backend(self, check: Checks) -> None:
+        """What one backend takes and the others do not: engine_args (vllm), a server's address, a chat template."""
+        if isinstance(self.engine_args, Mapping) and self.engine_args:
+            check(
+                self.backend == "vllm",
+                "engine_args",
+                f"{dict(self.engine_args)} apply to the vllm backend, not --backend {self.backend}",
+            )
+        if self.backend == "openai":
+            check(bool(self.base_url), "base_url", "--backend openai needs one (e.g. http://127.0.0.1:8000/v1)")
+            check(
+                not self.chat_template,
+                "chat_template",
+                "applies to the vllm and hf backends; a server uses the template it was started with "
+                "(vllm serve --chat-template FILE)",
             )

@@ -25,23 +25,30 @@ def tool_names(tools: str | None) -> list[str]:
 def check_tool_config(
     tools: str | None, corpus: str | None, *, engine: str, replicas: int, prefill_think: bool
 ) -> None:
-    """The tool settings of generate (and eval, which generates) that can be judged without loading anything.
-    ``replicas``: the engines generating side by side (data parallel)."""
+    """The tool settings of generate (and eval, which generates) that can be judged without loading anything, every
+    problem in one UserError. ``replicas``: the engines generating side by side (data parallel).
+
+    >>> check_tool_config("search", None, engine="ray", replicas=1, prefill_think=False)
+    Traceback (most recent call last):
+    ...
+    reasonkit.errors.UserError: --tools search needs --corpus FILE (JSONL or Parquet with id and contents columns); --tools runs on the local engine; --engine ray generates single replies only
+    """  # noqa: E501
     names = tool_names(tools)
+    problems = []
     if tools is not None and not names:
-        raise UserError("--tools: no tool named; expected a comma-separated list such as search,python")
+        problems.append("--tools: no tool named; expected a comma-separated list such as search,python")
     if corpus is not None and "search" not in names:
-        raise UserError(f"--corpus {corpus}: only the search tool reads a corpus; add search to --tools")
-    if not names:
-        return
+        problems.append(f"--corpus {corpus}: only the search tool reads a corpus; add search to --tools")
     if "search" in names and not corpus:
-        raise UserError("--tools search needs --corpus FILE (JSONL or Parquet with id and contents columns)")
-    if engine == "ray":
-        raise UserError("--tools runs on the local engine; --engine ray generates single replies only")
-    if replicas > 1:
-        raise UserError("--tools runs one engine (its turns are fed as tools return); use --data-parallel 1")
-    if prefill_think:
-        raise UserError("--prefill-think does not apply to --tools (every turn would reopen a think block)")
+        problems.append("--tools search needs --corpus FILE (JSONL or Parquet with id and contents columns)")
+    if names and engine == "ray":
+        problems.append("--tools runs on the local engine; --engine ray generates single replies only")
+    if names and replicas > 1:
+        problems.append("--tools runs one engine (its turns are fed as tools return); use --data-parallel 1")
+    if names and prefill_think:
+        problems.append("--prefill-think does not apply to --tools (every turn would reopen a think block)")
+    if problems:
+        raise UserError(*problems)
 
 
 def load_run_tools(config):

@@ -101,7 +101,7 @@ def test_the_filter_carries_the_columns_into_kept_and_sft(engine_rows, tmp_path)
 
 
 def test_logprobs_need_k_and_no_tools(tmp_path):
-    with pytest.raises(UserError, match="--logprobs 0"):
+    with pytest.raises(UserError, match=r"logprobs: expected at least 1, .* found 0"):
         GenerateConfig(prompts="p", teacher="t", out=str(tmp_path), logprobs=0)
     with pytest.raises(UserError, match="no --tools"):
         GenerateConfig(prompts="p", teacher="t", out=str(tmp_path), logprobs=5, tools="python")

@@ -101,7 +101,8 @@ def test_a_flag_not_given_leaves_the_yaml_value(tmp_path):
         "generate:\n  temperature: -1\n  prompts: nowhere.jsonl\n  teacher: t\n  out: o\n"
     )
     result = CliRunner().invoke(cli, ["generate", "--config", str(tmp_path / "c.yaml"), "--top-p", "0.5"])
-    assert result.exit_code == 2 and "--temperature -1.0: expected >= 0" in result.output  # the YAML's, not 0.6
+    # the YAML's value, not the default 0.6
+    assert result.exit_code == 2 and "generate.temperature: expected >= 0, found -1.0" in result.output
 
 
 def test_a_request_carries_every_sampling_field_with_its_own_seed():

@@ -324,13 +324,13 @@ def base_args(tmp_path, tiny_model_dir):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--n", "0"], "--n 0: expected at least 1"),
+        (["--n", "0"], "generate.n: expected at least 1, found 0"),
         (["--backend", "tgi"], "Invalid value for '--backend'"),
-        (["--top-p", "0"], "--top-p 0.0: expected in (0, 1]"),
+        (["--top-p", "0"], "generate.top_p: expected in (0, 1], found 0.0"),
         (["--max-tokens", "4096"], "--max-tokens 4096 does not fit the model's length (1024 tokens"),
         (["--problem-col", "question"], "no 'messages' or 'question' column"),
         (["--set", "temprature=1"], "generate.temprature: unknown key; did you mean temperature?"),
-        (["--backend", "openai"], "--backend openai needs --base-url"),
+        (["--backend", "openai"], "generate.base_url: --backend openai needs one"),
         (["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"], "cannot connect"),
         (["--chat-template", "/nonexistent.jinja"], "--chat-template /nonexistent.jinja: no such file"),
     ],

@@ -325,7 +325,7 @@ def distill(args):
     "extra, message",
     [
         (["--tools", "search,calculator", "--corpus", "c.jsonl"], "unknown tool 'calculator'"),
-        (["--tools", "python", "--max-turns", "0"], "--max-turns 0: expected at least 1"),
+        (["--tools", "python", "--max-turns", "0"], "generate.max_turns: expected at least 1, found 0"),
         (["--tools", "search"], "--tools search needs --corpus"),
         (["--corpus", "c.jsonl"], "only the search tool reads a corpus"),
         (["--tools", ","], "no tool named"),
