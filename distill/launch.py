@@ -381,7 +381,7 @@ def run_launched(cfg, say, placed: Layout) -> dict:
             + (f"; CUDA_VISIBLE_DEVICES={devices}" if devices is not None else "")
             + f"{on}; their output: {log}"
         )
-        code, error, tail = _follow(cmd, env, log, say)
+        code, error, tail = run_logged(cmd, env, log, say)
     if error:
         raise UserError(error)
     if code != 0:
@@ -427,7 +427,7 @@ def launch_command(
     return [*cmd, "-m", "reasonkit.distill.worker", str(settings)]
 
 
-def _follow(cmd: list[str], env: dict, log_path: Path, say) -> tuple[int, str | None, str]:
+def run_logged(cmd: list[str], env: dict, log_path: Path, say) -> tuple[int, str | None, str]:
     """Run ``cmd``, all its output appended to ``log_path``; pass the main process's lines to ``say``.
 
     Returns (exit code, the first error a process reported, the last line of output).

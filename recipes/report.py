@@ -33,7 +33,7 @@ def write_report(recipe: Recipe) -> Path:
     for step in recipe.steps:
         d = Path(step_dir(recipe, step.name))
         if step.stage == "generate":
-            sections.append(_generate_section(step.name, d))
+            sections.append(generate_section(step.name, d))
         elif step.stage == "filter":
             sections.append(_filter_section(step.name, d, out))
         elif step.stage == "pairs":
@@ -45,7 +45,7 @@ def write_report(recipe: Recipe) -> Path:
             if summary:
                 evals.append((step.name, summary))
     if evals:
-        sections.append(_eval_section(evals, out))
+        sections.append(eval_section(evals, out))
     if recipe.compare:
         sections.append(_compare_section(recipe))
     sections.append(teacher_tokens.section(recipe))
@@ -87,7 +87,8 @@ def _steps_table(recipe: Recipe, state: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _generate_section(name: str, d: Path) -> str:
+def generate_section(name: str, d: Path) -> str:
+    """The report's section on a generate step's directory ``d``: samples, tokens, speed, truncation, settings."""
     m = _read_json(d / "_manifest.json")
     if not m:
         return ""
@@ -210,7 +211,9 @@ def _train_section(name: str, d: Path, out: Path) -> str:
     return text
 
 
-def _eval_section(evals: list[tuple[str, dict]], out: Path) -> str:
+def eval_section(evals: list[tuple[str, dict]], out: Path) -> str:
+    """The report's evaluation section: the table of every eval step's summary, the protocol, context overflow and
+    the pass@k plot (written into ``out``)."""
     from reasonkit.distill.eval.report import markdown_table, write_plot
 
     png = out / "pass_at_k.png"

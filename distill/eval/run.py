@@ -132,7 +132,7 @@ def _write(config: EvalConfig, out: Path, summary: dict, problems) -> None:
     from reasonkit.distill.trackers import log_eval, names
     from reasonkit.store import write_card
 
-    _write_problems(problems, out / "problems.parquet")
+    write_problems(problems, out / "problems.parquet")
     write_card(out)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     write_markdown(summary, out / "summary.md", title=config.label or out.name)
@@ -260,7 +260,9 @@ def _contamination(config: EvalConfig, prompts) -> dict:
     return {"ngram": config.ngram, "overlapping_ids": found, "n_overlapping": sum(len(v) for v in found.values())}
 
 
-def _write_problems(problems: list[dict], path: Path) -> None:
+def write_problems(problems: list[dict], path: Path) -> None:
+    """OUT/problems.parquet: each problem's counts (what compare and the difficulty filter read), whole or not at
+    all (written beside it, then renamed)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -60,7 +60,7 @@ def _scan(tok, rows, cfg, *, max_length: int, stops: set[int], unready: set[str]
         where = f"row {index} (id {row['id']!r})"
         if cfg.method == "sft" and not row.get("tools") and uses_tools(row["messages"]):
             tallies["no_tool_schemas"].add(where)
-        for ids, trained, prompt, content, empty_why in _examples(tok, row, cfg.method):
+        for ids, trained, prompt, content, empty_why in trained_sequences(tok, row, cfg.method):
             lengths.append(len(ids))
             if len(ids) > max_length:
                 truncated.add(where)
@@ -220,14 +220,14 @@ def _pad_finding(tok, eos: set[int]) -> Finding | None:
     )
 
 
-def _examples(tok, row: dict, method: str):
-    """(ids, trained ids, prompt messages, assistant content, why-empty) per sequence the trainer will see."""
+def trained_sequences(tok, row: dict, method: str):
+    """(ids, trained ids, prompt messages, assistant content, why-empty) per sequence the trainer will see: what the
+    lint reads of ``row``, tokenized as TRL tokenizes it for ``method`` (a DPO row: one per side)."""
     if method == "sft":
         from reasonkit.distill.data import chat_inputs
 
-        messages, tools = chat_inputs(
-            row
-        )  # a tool-use conversation as TRL renders it: calls as objects, its tools shown
+        # a tool-use conversation as TRL renders it: calls as objects, its tools shown
+        messages, tools = chat_inputs(row)
         out = tok.apply_chat_template(
             messages, tools=tools, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
         )

@@ -212,7 +212,7 @@ def train_loop(
         if len(order) < batch_size:  # reshuffle each epoch
             order += torch.randperm(len(examples), generator=gen).tolist()
         batch, order = [examples[i] for i in order[:batch_size]], order[batch_size:]
-        input_ids, labels, mask = _collate(batch, pad_id)
+        input_ids, labels, mask = collate(batch, pad_id)
         if loss_fn is None:
             loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
         else:
@@ -230,7 +230,7 @@ def train_loop(
     return sum(recent) / len(recent)
 
 
-def _collate(batch, pad_id: int):
+def collate(batch, pad_id: int):
     """Right-padded ids, labels (-100 on prompt and padding) and the attention mask.
 
     An example is ``(ids, n_prompt)`` (loss on everything after the prompt) or ``(ids, loss_mask)``

@@ -120,7 +120,7 @@ def test_train_on_a_multi_gpu_machine_starts_accelerate_with_the_gpus_and_the_sp
         (tmp_path / "out" / "report.json").write_text(json.dumps({"complete": True}))
         return 0, None, ""
 
-    monkeypatch.setattr(launch, "_follow", follow)
+    monkeypatch.setattr(launch, "run_logged", follow)
     monkeypatch.setattr(launch, "visible_gpus", lambda c: 4)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
     said = []

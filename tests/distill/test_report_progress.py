@@ -9,7 +9,7 @@ import pytest
 from transformers import TrainerState
 
 from reasonkit.distill.config import TrainConfig
-from reasonkit.distill.launch import LAUNCHED, MARK, PROGRESS_MARK, _follow
+from reasonkit.distill.launch import LAUNCHED, MARK, PROGRESS_MARK, run_logged
 from reasonkit.distill.report import Monitor
 from reasonkit.recipes.tasks.train_sets import write_sft
 from reasonkit.ticker import EVERY_ENV
@@ -51,7 +51,7 @@ def test_the_launcher_passes_progress_lines_on_even_with_nothing_to_say_to(tmp_p
     """A train step inside ``distill run`` launches its processes with a ``say`` that drops what it is told."""
     child = f"print({PROGRESS_MARK + '[sft] 2/3 steps (66%)'!r}); print({MARK + 'note: a note'!r})"
     said = []
-    code, error, _ = _follow([sys.executable, "-c", child], dict(os.environ), tmp_path / "launch.log", said.append)
+    code, error, _ = run_logged([sys.executable, "-c", child], dict(os.environ), tmp_path / "launch.log", said.append)
     assert code == 0 and error is None and said == ["note: a note"]
     assert capfd.readouterr().err == "[sft] 2/3 steps (66%)\n"
     assert PROGRESS_MARK + "[sft] 2/3 steps (66%)" in (tmp_path / "launch.log").read_text()  # the log keeps all

@@ -247,7 +247,9 @@ def test_names_are_checked_and_a_missing_tracker_names_its_extra(monkeypatch):
 
 def test_a_tracker_reruns_nothing(tmp_path):
     """Where the curves go is no part of what a step computes: a finished run stays finished with --report-to."""
-    from reasonkit.recipes.command import QUICKSTART, _load, with_trackers
+    from reasonkit.config import load_yaml
+    from reasonkit.recipes.command import QUICKSTART, with_trackers
+    from reasonkit.recipes.recipe import parse_recipe
     from reasonkit.recipes.runner import validate
 
     a = TrainConfig(method="sft", student="m", data="d", out="o")
@@ -255,7 +257,7 @@ def test_a_tracker_reruns_nothing(tmp_path):
         a.fingerprinted()
         == TrainConfig(method="sft", student="m", data="d", out="o", report_to="wandb").fingerprinted()
     )
-    recipe = _load(str(QUICKSTART), (), str(tmp_path / "qs"))
+    recipe = parse_recipe(load_yaml(QUICKSTART), str(QUICKSTART), [], out=str(tmp_path / "qs"))
     tracked = with_trackers(recipe, tuple(INSTALLED[:1] or ["none"]))
     if INSTALLED:
         assert all(s.config.get("report_to") == INSTALLED[:1] for s in tracked.steps if s.stage in ("train", "eval"))

@@ -45,7 +45,7 @@ REPORT = {
 RECIPE = "# distill run recipe.yaml\ngenerate:\n  n: 2\nfilter:\n  verifier: math\n"
 
 
-def _traces(ids: list[str], sample: int = 0, correct: bool | None = None) -> pa.Table:
+def traces_of(ids: list[str], sample: int = 0, correct: bool | None = None) -> pa.Table:
     n = len(ids)
     cols = {
         "id": ids,
@@ -67,8 +67,8 @@ def _traces(ids: list[str], sample: int = 0, correct: bool | None = None) -> pa.
     return pa.table(cols)
 
 
-def _verdicts(ids: list[str], keep: bool) -> pa.Table:
-    t = _traces(ids)
+def verdicts_of(ids: list[str], keep: bool) -> pa.Table:
+    t = traces_of(ids)
     n = len(ids)
     return (
         t.append_column("pred", pa.array(["2"] * n))
@@ -93,7 +93,7 @@ def stages(tmp_path) -> Path:
         keys=("id", "sample"),
         input_fingerprint=fingerprint_path(prompts),
     ) as w:
-        w.commit(_traces([f"p{i}" for i in range(4)]))
+        w.commit(traces_of([f"p{i}" for i in range(4)]))
         w.finish(
             run_config={
                 "prompts": str(prompts),
@@ -113,13 +113,13 @@ def stages(tmp_path) -> Path:
         keys=("id", "sample"),
         input_fingerprint=fingerprint_path(gen),
     ) as w:
-        w.commit(_verdicts(["p0", "p1"], keep=True))
-        w.commit(_verdicts(["p2"], keep=True))
+        w.commit(verdicts_of(["p0", "p1"], keep=True))
+        w.commit(verdicts_of(["p2"], keep=True))
         w.finish(input_path="runs/traces", versions={"math_verify": "0.8.0", "lingua": "2.1.0"})
     with StageWriter(
         out / "rejected", stage="filter", kind="verdicts", config=FILTER_CONFIG, keys=("id", "sample")
     ) as w:
-        w.commit(_verdicts(["p3"], keep=False))
+        w.commit(verdicts_of(["p3"], keep=False))
         w.finish()
     with StageWriter(out / "sft", stage="filter", kind="sft", config=FILTER_CONFIG, keys=("id",)) as w:
         w.commit(
@@ -136,5 +136,5 @@ def stages(tmp_path) -> Path:
     return out
 
 
-def _files(folder: Path) -> dict[str, bytes]:
+def folder_files(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}

@@ -120,7 +120,7 @@ def make_run(root: Path) -> Path:
 # long: a literal evaluation directory, file by file, as the eval stage writes it
 def write_eval(path: Path, correct: dict[str, list[bool]]) -> Path:
     """An evaluation directory as the eval stage leaves it: generations/, samples/, problems.parquet, summary.json."""
-    from reasonkit.distill.eval.run import _write_problems
+    from reasonkit.distill.eval.run import write_problems
     from reasonkit.distill.eval.score import score
 
     gens = [
@@ -177,7 +177,7 @@ def write_eval(path: Path, correct: dict[str, list[bool]]) -> Path:
         "seed": 0,
         "gen_config": "0" * 16,
     }
-    _write_problems(problems, path / "problems.parquet")
+    write_problems(problems, path / "problems.parquet")
     (path / "summary.json").write_text(json.dumps(summary, indent=2))
     return path
 

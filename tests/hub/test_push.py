@@ -29,9 +29,9 @@ from ..helpers.hub import (
     REPORT,
     TEACHER,
     TOKEN,
-    _files,
-    _traces,
-    _verdicts,
+    folder_files,
+    traces_of,
+    verdicts_of,
 )
 
 
@@ -56,7 +56,7 @@ def test_dry_run_folder_loads_every_config_with_datasets(stages, tmp_path, monke
     assert result["configs"] == {"default": 3, "rejected": 1, "sft": 3}
     assert result["url"] is None and result["commit"] is None
 
-    files = _files(folder)
+    files = folder_files(folder)
     assert (
         sorted(files)
         == [
@@ -148,7 +148,7 @@ def test_the_pushed_card_is_the_stage_card_with_provenance(stages, tmp_path, mon
     monkeypatch.chdir(tmp_path)
     local = yaml.safe_load((stages / ".huggingface.yaml").read_text())
     push(stages, "org/x", dry_run=tmp_path / "preview")
-    files = _files(tmp_path / "preview")
+    files = folder_files(tmp_path / "preview")
     assert [f for f in files if f.endswith((".md", ".yaml"))] == ["README.md"]
     card = files["README.md"].decode()
     assert [c["config_name"] for c in _card_meta(card)["configs"]] == [c["config_name"] for c in local["configs"]]
@@ -181,7 +181,7 @@ def test_changed_input_is_not_trusted(stages, tmp_path, monkeypatch):
         keys=("id", "sample"),
         input_fingerprint=fingerprint_path(tmp_path / "prompts.jsonl"),
     ) as w:
-        w.commit(_traces(["p9"]))  # the traces grew after the filter read them
+        w.commit(traces_of(["p9"]))  # the traces grew after the filter read them
         w.finish()
     chain = lineage(stages, load_manifest(stages))
     assert len(chain) == 1
@@ -202,7 +202,7 @@ def test_hub_dataset_source(tmp_path):
         keys=("id", "sample"),
         input_fingerprint=fingerprint_path("AI-MO/aimo-validation-aime"),
     ) as w:
-        w.commit(_traces(["p0"]))
+        w.commit(traces_of(["p0"]))
         w.finish(run_config={"prompts": "AI-MO/aimo-validation-aime"})
     chain = lineage(tmp_path / "gen", load_manifest(tmp_path / "gen"))
     assert [ln.source for ln in chain] == [None, "AI-MO/aimo-validation-aime"] and chain[0].notes == []
@@ -229,7 +229,7 @@ def test_token_appears_nowhere(stages, tmp_path, monkeypatch, distill):
     assert result.exit_code == 0, result.output
     assert f"dry run: wrote 6 files to {folder}" in result.output and "nothing uploaded" in result.output
     assert TOKEN not in result.output
-    for name, data in _files(folder).items():
+    for name, data in folder_files(folder).items():
         assert TOKEN.encode() not in data, name
     for manifest in stages.rglob("_manifest.json"):
         assert TOKEN not in manifest.read_text()
@@ -267,7 +267,7 @@ def test_bad_repo_id(stages, tmp_path, distill, repo):
 
 def test_incomplete_directory(tmp_path, distill):
     w = StageWriter(tmp_path / "partial", stage="generate", kind="traces", config=GEN_CONFIG, keys=("id", "sample"))
-    w.commit(_traces(["p0"]))  # never finished
+    w.commit(traces_of(["p0"]))  # never finished
     result = distill(tmp_path / "partial", "--repo", "org/x", "--dry-run", tmp_path / "preview")
     assert result.exit_code == 2 and "is incomplete (1 rows committed)" in result.output
     assert not (tmp_path / "preview").exists()
@@ -298,7 +298,7 @@ def test_non_empty_dry_run_folder(stages, tmp_path, distill):
     (tmp_path / "preview" / "keep.txt").write_text("mine")
     result = distill(stages, "--repo", "org/x", "--dry-run", tmp_path / "preview")
     assert result.exit_code == 2 and "not an empty folder" in result.output
-    assert _files(tmp_path / "preview") == {"keep.txt": b"mine"}
+    assert folder_files(tmp_path / "preview") == {"keep.txt": b"mine"}
 
 
 def test_missing_token(stages, tmp_path, monkeypatch, distill):
@@ -329,7 +329,7 @@ def _recipe_run(root: Path, teacher: str, identity: str) -> Path:
         input_fingerprint=fingerprint_path(root / "p.jsonl"),
         input_path=str(root / "p.jsonl"),
     ) as w:
-        w.commit(_traces(["p0"]).set_column(9, "teacher", pa.array([teacher])))
+        w.commit(traces_of(["p0"]).set_column(9, "teacher", pa.array([teacher])))
         w.finish()
     with StageWriter(
         out,
@@ -340,7 +340,7 @@ def _recipe_run(root: Path, teacher: str, identity: str) -> Path:
         input_fingerprint=fingerprint([fingerprint_path(gen)]),
         input_path=[str(gen)],
     ) as w:
-        w.commit(_verdicts(["p0"], keep=True).set_column(9, "teacher", pa.array([teacher])))
+        w.commit(verdicts_of(["p0"], keep=True).set_column(9, "teacher", pa.array([teacher])))
         w.finish()
     (out / "report.json").write_text(json.dumps({**REPORT, "input": str(gen)}))
     return out
@@ -374,7 +374,7 @@ def test_a_moved_run_is_found_beside_the_stage_and_a_lookalike_is_not_trusted(tm
     with StageWriter(
         tmp_path / "alone" / "traces", stage="generate", kind="traces", config=GEN_CONFIG, keys=("id", "sample")
     ) as w:
-        w.commit(_traces(["other"]))
+        w.commit(traces_of(["other"]))
         w.finish()
     result = push(tmp_path / "alone" / "verified", "org/x", dry_run=tmp_path / "alone-card")
     card = (tmp_path / "alone-card" / "README.md").read_text()

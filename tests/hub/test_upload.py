@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
-from ..helpers.hub import TOKEN, _files
+from ..helpers.hub import TOKEN, folder_files
 
 
 class _Hub(BaseHTTPRequestHandler):
@@ -158,7 +158,7 @@ def test_upload_reaches_the_hub_intact(stages, tmp_path, hub):
     assert all(r["headers"].get("authorization") == f"Bearer {TOKEN}" for r in hub.requests)
     # Exactly the dry-run repository arrived (card, provenance, shards byte for byte), the stale
     # shard from an earlier push is gone and files that are not shards are left alone.
-    assert hub.files == {".gitattributes": b"*.parquet filter=lfs\n", **_files(preview)}
+    assert hub.files == {".gitattributes": b"*.parquet filter=lfs\n", **folder_files(preview)}
     header = json.loads(hub.requests[-1]["body"].splitlines()[0])["value"]
     assert header["summary"] == "reasonkit push: filter (7 rows)"
 

@@ -1,7 +1,7 @@
 """distill eval compare A B: the paired difference in pass@1 over the same problems.
 
 The eval directories are written the way the eval stage writes them (eval_score.score on a samples
-table, evaluate._write_problems, summary.json with a protocol as eval_protocol records it); no model.
+table, distill/eval/run.py's write_problems, summary.json with a protocol as eval_protocol records it); no model.
 """
 
 import json
@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from reasonkit.cli import cli
 from reasonkit.distill.eval.compare import paired_difference, paired_text
 from reasonkit.distill.eval.metrics import ci95_positions, paired_bootstrap, sign_test
-from reasonkit.distill.eval.run import _write_problems
+from reasonkit.distill.eval.run import write_problems
 from reasonkit.distill.eval.score import score
 from reasonkit.errors import UserError
 
@@ -81,7 +81,7 @@ def write_eval(path, correct: dict[str, list[bool | None]], **protocol) -> str:
     summary, problems = score(samples, None, k=K)
     summary["protocol"] = {**PROTOCOL, **protocol}
     path.mkdir(parents=True)
-    _write_problems(problems, path / "problems.parquet")
+    write_problems(problems, path / "problems.parquet")
     (path / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return str(path)
 

@@ -136,14 +136,14 @@ def test_eval_refuses_a_first_prompt_that_cannot_fit_then_counts_it_with_allow_o
 
 def test_recipe_report_states_each_figure_with_its_unit(tmp_path):
     """Item 7: "truncated share 46" was a count of 46 samples read as a share."""
-    from reasonkit.recipes.report import _eval_section, _generate_section
+    from reasonkit.recipes.report import eval_section, generate_section
 
     gen = tmp_path / "trajectories"
     gen.mkdir()
     (gen / "_manifest.json").write_text(
         json.dumps({"rows": 600, "tokens": 49200, "summary": {"truncated": 46}, "last_run": {"tokens_per_s": 864.0}})
     )
-    text = _generate_section("trajectories", gen)
+    text = generate_section("trajectories", gen)
     assert "600 samples, 49,200 completion tokens, 864.0 tokens/s, 46 of 600 samples truncated (7.7%)" in text
     assert "share 46" not in text
     samples = _samples([("p1", 0, None, None, 0, "context", None, None), ("p1", 1, "7", True, 9, "stop", None, 0)])
@@ -151,7 +151,7 @@ def test_recipe_report_states_each_figure_with_its_unit(tmp_path):
     summary.update(
         protocol={"temperature": 0.6, "top_p": 0.95, "k": 2, "max_tokens": 64, "backend": "vllm"}, tools={"rows": 2}
     )
-    text = _eval_section([("eval_student", summary)], tmp_path)
+    text = eval_section([("eval_student", summary)], tmp_path)
     assert "max tokens 64 tokens per turn" in text and "k=2 samples per problem" in text
     assert (
         "- eval_student: context overflow in 1 of 2 samples (1 of 1 problems: p1), counted apart from no answer"

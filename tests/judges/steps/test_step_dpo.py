@@ -66,11 +66,11 @@ def test_lint_reads_string_pairs_as_trl_does(teacher_dir):
     """The trained tokens of a string pair are the step and the EOS TRL appends, not the prompt."""
     from transformers import AutoTokenizer
 
-    from reasonkit.distill.lint.checks import _examples
+    from reasonkit.distill.lint.checks import trained_sequences
 
     tok = AutoTokenizer.from_pretrained(teacher_dir)
     (pair,) = step_pairs(1)
-    sides = list(_examples(tok, pair, "dpo"))
+    sides = list(trained_sequences(tok, pair, "dpo"))
     assert [tok.decode(trained) for _, trained, *_ in sides] == [
         pair["chosen"] + "<|end|>",
         pair["rejected"] + "<|end|>",

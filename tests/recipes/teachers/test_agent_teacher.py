@@ -102,7 +102,7 @@ def test_shared_prefix_loss_equals_the_plain_forward():
     import torch
 
     from reasonkit.gen.tools.search import make_search
-    from reasonkit.recipes.teachers.math import _collate
+    from reasonkit.recipes.teachers.math import collate
     from reasonkit.recipes.teachers.tiny import TinyLlama, build_model
     from reasonkit.recipes.teachers.tiny_tools import build_tool_tokenizer
 
@@ -116,7 +116,7 @@ def test_shared_prefix_loss_equals_the_plain_forward():
     shared = common_prefix(examples)
     assert shared > 100  # the system and tools preamble
     model = build_model(tok, shape=TinyLlama(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64))
-    ids, labels, mask = _collate(examples, tok.pad_token_id)
+    ids, labels, mask = collate(examples, tok.pad_token_id)
     plain = model(input_ids=ids, attention_mask=mask, labels=labels).loss
     fast = shared_prefix_loss(shared)(model, ids, labels, mask)
     assert torch.allclose(plain, fast, atol=1e-5)
