@@ -155,15 +155,71 @@ def make_backend(config: GenerateConfig, *, info=None, llm=None, chat_template: 
     return VllmBackend(config.teacher, llm=llm, chat_template=chat_template, window=window, **engine)
 
 
-# long: the stage's one loop over shards, backend, progress and assembler; its parts share a dozen locals
+@dataclasses.dataclass
+class _Inputs:
+    """What a run reads and checks before OUT exists: the prompts, the chat template, the tools, the engine's
+    preflight info, the settings fingerprinted into the rows, the sandbox mode of the python tool."""
+
+    prompts: object
+    template: str | None
+    toolbox: object
+    info: object
+    settings: dict
+    sandbox_mode: str | None
+
+
 def generate(config: GenerateConfig, *, log: Callable[[str], None] | None = None, backend=None) -> dict:
     """Run the stage; returns the final manifest. ``backend``: a prebuilt one (see make_backend)."""
     from reasonkit.gen.progress import Progress, summary_line
-    from reasonkit.gen.render import THINK_PREFILL, build_messages, load_chat_template
-    from reasonkit.gen.shards import Assembler, plan, totals
+    from reasonkit.gen.render import THINK_PREFILL
+    from reasonkit.gen.shards import plan, totals
     from reasonkit.hub.public import public_model
-    from reasonkit.readers import prompt_notes, read_prompts
-    from reasonkit.store import StageWriter, fingerprint, fingerprint_path
+    from reasonkit.readers import prompt_notes
+    from reasonkit.store import fingerprint
+
+    inputs = _before_any_work(config, backend)
+    prompts, settings = inputs.prompts, inputs.settings
+    writer = _open_writer(config, settings, trajectories=inputs.toolbox is not None)
+    teacher_files = teacher_file_record(config.teacher)
+    writer.manifest["teacher_files"] = teacher_files  # saved with the first shard (or at finish)
+    messages = _messages(config, prompts)
+    work = plan(prompts.column("id").to_pylist(), config.n, config.shard_size, writer.done_keys())
+    progress = Progress(len(prompts), len(prompts) - work.prompts, n=config.n)
+    # the rows name their teacher by content, never by where it sat on this machine: a local
+    # directory as NAME@sha256:..., a Hub id at its revision, a served model by its name
+    teacher = public_model(config.teacher, settings["teacher_identity"])
+    described = None
+    prefill = THINK_PREFILL if config.prefill_think else ""
+    try:
+        if work.prompts and config.engine == "ray":
+            if backend is not None:
+                raise ValueError("engine ray builds one backend per replica; pass no prebuilt backend")
+            described = _generate_on_ray(config, inputs, messages, work, writer, prefill, progress, teacher)
+        elif work.prompts:
+            assembler = _assembler(config, inputs, messages, work, teacher, writer)
+            described = _generate_here(config, backend, inputs, assembler, prefill, progress)
+    finally:
+        progress.close()
+    counts = totals(writer)
+    line = summary_line(counts, run_tokens=progress.tokens, run_s=progress.elapsed, setup_s=progress.setup_s)
+    (log or _stderr)(line)
+    return writer.finish(
+        summary=counts,
+        gen_config=fingerprint(settings),
+        run_config=dataclasses.asdict(config),
+        last_run=_last_run(config, progress),
+        backend_info=described or writer.manifest.get("backend_info"),  # a no-op rerun keeps the last one's
+        teacher_files=teacher_files,
+        prompt_notes=prompt_notes(prompts) or None,  # what reading changed in the user's prompts
+        **({"sandbox": inputs.sandbox_mode} if inputs.sandbox_mode else {}),
+    )
+
+
+def _before_any_work(config: GenerateConfig, backend) -> _Inputs:
+    """Read the prompts and check what can fail (the sandbox, the tools, the engine, the teacher), before OUT
+    exists."""
+    from reasonkit.gen.render import load_chat_template
+    from reasonkit.readers import read_prompts
 
     sandbox_mode = None
     if "python" in (config.tools or "").split(","):  # the python tool: the sandbox starts, before the prompts are read
@@ -186,101 +242,119 @@ def generate(config: GenerateConfig, *, log: Callable[[str], None] | None = None
     if toolbox is not None:
         settings.update(tool_settings(config, toolbox))
     check_same_teacher(config, settings["teacher_identity"])
-    kind = "traces" if toolbox is None else "trajectories"
-    writer = StageWriter(
+    return _Inputs(prompts, template, toolbox, info, settings, sandbox_mode)
+
+
+def _open_writer(config: GenerateConfig, settings: dict, *, trajectories: bool):
+    """OUT's writer: traces (with tools: trajectories) keyed by (id, sample), resumable while the settings and the
+    prompts are the same."""
+    from reasonkit.store import StageWriter, fingerprint_path
+
+    return StageWriter(
         config.out,
         stage="generate",
-        kind=kind,
+        kind="trajectories" if trajectories else "traces",
         config=settings,
         keys=("id", "sample"),
         input_fingerprint=fingerprint_path(config.prompts, config.split),
         input_path=config.prompts,
         overwrite=config.overwrite,
     )
-    teacher_files = teacher_file_record(config.teacher)
-    writer.manifest["teacher_files"] = teacher_files  # saved with the first shard (or at finish)
+
+
+def _messages(config: GenerateConfig, prompts) -> list[list[dict]]:
+    """Each prompt as the teacher is sent it: its messages, or its problem with the instruction and system."""
+    from reasonkit.gen.render import build_messages
+
     problems = prompts.column("problem").to_pylist() if "problem" in prompts.column_names else [None] * len(prompts)
-    messages = [
+    return [
         build_messages(m, problem=p, instruction=config.instruction, system=config.system)
         for m, p in zip(prompts.column("messages").to_pylist(), problems)
     ]
-    work = plan(prompts.column("id").to_pylist(), config.n, config.shard_size, writer.done_keys())
-    progress = Progress(len(prompts), len(prompts) - work.prompts, n=config.n)
-    # the rows name their teacher by content, never by where it sat on this machine: a local
-    # directory as NAME@sha256:..., a Hub id at its revision, a served model by its name
-    teacher = public_model(config.teacher, settings["teacher_identity"])
-    if toolbox is not None:
+
+
+def _assembler(config: GenerateConfig, inputs: _Inputs, messages: list, work, teacher: str, writer):
+    """What turns the backend's completions (with tools: trajectories) into rows and commits each shard whole."""
+    from reasonkit.gen.shards import Assembler
+    from reasonkit.store import fingerprint
+
+    if inputs.toolbox is not None:
         from reasonkit.gen.tools.trajectories import TrajectoryAssembler
 
         Assembler = TrajectoryAssembler  # the same shards and commits, rows built from trajectories
     assembler = Assembler(
-        prompts,
+        inputs.prompts,
         messages,
         work,
         teacher=teacher,
-        gen_config=fingerprint(settings),
+        gen_config=fingerprint(inputs.settings),
         prefilled=config.prefill_think,
         commit=writer.commit,
     )
-    if toolbox is not None:  # every row carries the schemas its model was shown (TRL's SFT `tools` column)
+    if inputs.toolbox is not None:  # every row carries the schemas its model was shown (TRL's SFT `tools` column)
         import json
 
-        assembler.tools = json.dumps(toolbox.schemas(), ensure_ascii=False)
-    described = None
-    prefill = THINK_PREFILL if config.prefill_think else ""
+        assembler.tools = json.dumps(inputs.toolbox.schemas(), ensure_ascii=False)
+    return assembler
+
+
+def _generate_on_ray(
+    config: GenerateConfig, inputs: _Inputs, messages: list, work, writer, prefill: str, progress, teacher
+):
+    """Every shard on a replica of the Ray cluster, committed here (gen/ray_engine.py); returns the description."""
+    from reasonkit.gen.ray_engine import generate_on_ray
+    from reasonkit.store import fingerprint
+
+    return generate_on_ray(
+        config,
+        inputs.prompts,
+        messages,
+        work,
+        writer,
+        template=inputs.template,
+        info=inputs.info,
+        gen_config=fingerprint(inputs.settings),
+        prefill=prefill,
+        progress=progress,
+        teacher=teacher,
+        make_backend=make_backend,
+    )
+
+
+def _generate_here(config: GenerateConfig, backend, inputs: _Inputs, assembler, prefill: str, progress):
+    """Every request through one backend in this process (a prebuilt one is left open); returns its description."""
+    owned = backend is None
+    backend = backend or make_backend(config, info=inputs.info, chat_template=inputs.template)
+    progress.restart()
     try:
-        if work.prompts and config.engine == "ray":
-            from reasonkit.gen.ray_engine import generate_on_ray
+        if inputs.toolbox is None:
+            stream = backend.generate(assembler.requests(config, prefill))
+        else:  # multi-turn: each row is a whole trajectory (gen/tools/loop.py)
+            from reasonkit.gen.tools.loop import rollouts
 
-            if backend is not None:
-                raise ValueError("engine ray builds one backend per replica; pass no prebuilt backend")
-            described = generate_on_ray(
-                config,
-                prompts,
-                messages,
-                work,
-                writer,
-                template=template,
-                info=info,
-                gen_config=fingerprint(settings),
-                prefill=prefill,
-                progress=progress,
-                teacher=teacher,
-                make_backend=make_backend,
+            stream = rollouts(
+                backend,
+                assembler.requests(config, prefill),
+                inputs.toolbox,
+                max_turns=config.max_turns,
+                workers=config.tool_workers,
+                window=2 * config.shard_size * config.n,
             )
-        elif work.prompts:
-            owned = backend is None
-            backend = backend or make_backend(config, info=info, chat_template=template)
-            progress.restart()
-            try:
-                if toolbox is None:
-                    stream = backend.generate(assembler.requests(config, prefill))
-                else:  # multi-turn: each row is a whole trajectory (gen/tools/loop.py)
-                    from reasonkit.gen.tools.loop import rollouts
-
-                    stream = rollouts(
-                        backend,
-                        assembler.requests(config, prefill),
-                        toolbox,
-                        max_turns=config.max_turns,
-                        workers=config.tool_workers,
-                        window=2 * config.shard_size * config.n,
-                    )
-                for completion in stream:
-                    finished = assembler.add(completion)
-                    progress.update(prompts=finished, samples=1, tokens=completion.completion_tokens)
-                described = backend.describe()
-            finally:
-                if owned:
-                    backend.close()
-            assembler.check_complete()
+        for completion in stream:
+            finished = assembler.add(completion)
+            progress.update(prompts=finished, samples=1, tokens=completion.completion_tokens)
+        described = backend.describe()
     finally:
-        progress.close()
-    counts = totals(writer)
+        if owned:
+            backend.close()
+    assembler.check_complete()
+    return described
+
+
+def _last_run(config: GenerateConfig, progress) -> dict:
+    """The manifest's record of this run: its time and speed, per engine too."""
     replicas = config.replicas if config.engine == "ray" else config.data_parallel
-    line = summary_line(counts, run_tokens=progress.tokens, run_s=progress.elapsed, setup_s=progress.setup_s)
-    (log or _stderr)(line)
-    last_run = {
+    return {
         "setup_s": round(progress.setup_s, 3),
         "generate_s": round(progress.elapsed, 3),
         "completion_tokens": progress.tokens,
@@ -290,16 +364,6 @@ def generate(config: GenerateConfig, *, log: Callable[[str], None] | None = None
         "tokens_per_s_per_replica": round(progress.tokens_per_s / replicas, 1),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    return writer.finish(
-        summary=counts,
-        gen_config=fingerprint(settings),
-        run_config=dataclasses.asdict(config),
-        last_run=last_run,
-        backend_info=described or writer.manifest.get("backend_info"),  # a no-op rerun keeps the last one's
-        teacher_files=teacher_files,
-        prompt_notes=prompt_notes(prompts) or None,  # what reading changed in the user's prompts
-        **({"sandbox": sandbox_mode} if sandbox_mode else {}),
-    )
 
 
 def teacher_file_record(teacher: str) -> dict | None:
