@@ -120,7 +120,6 @@ def funnel_order(config: FilterConfig, filters: list, deduper: Deduper) -> list[
     return order
 
 
-# long: the filter stage's three passes in order, sharing the work directory, the writers and the tally
 def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool = True) -> dict:
     """Run the filter stage; returns the report (also in ``OUT/report.json``). ``progress``: plain progress
     lines of pass 1 on stderr when it is not a terminal (reasonkit/ticker.py; ``--quiet`` turns them off)."""
@@ -135,40 +134,12 @@ def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool =
         sandbox_mode = require_sandbox("distill filter --verifier code")
     timings = {"setup": 0.0}
     step = time.perf_counter()
-    shards = input_shards(config)  # every check that can fail runs before anything is written
-    kind = input_kind(shards)
-    if config.engine == "ray":
-        from reasonkit.ray_engine import connect
-
-        connect(config.ray_address)  # an unreachable cluster fails here, before OUT exists
-    eval_sets = load_eval_sets(config.decontam, config.decontam_column, config.ngram)
-    filters = build_filters(
-        config, eval_sets, kind, lookahead=language_lookahead(config, load_manifest(config.traces).get("rows", 0))
-    )
-    deduper = build_deduper(config)
-    for f in filters:
-        if f.name == "difficulty":  # an eval of other prompts is an error before OUT exists
-            f.check_input(shards, config.difficulty, config.traces)
+    shards, kind, filters, deduper = _before_any_work(config)
     out = Path(config.out)
-    inputs = [config.traces] + [parse_spec(s)[1] for s in config.decontam]
-    if config.difficulty is not None:  # the pass rates by content: another eval is another input
-        inputs.append(str(Path(config.difficulty) / "problems.parquet"))
-    in_fp = fingerprint([fingerprint_path(p) for p in inputs])
+    writer = _writer_factory(config)
     if config.overwrite and (out / WORK).exists():
         shutil.rmtree(out / WORK)
     timings["setup"] = time.perf_counter() - step
-
-    def writer(path: Path, kind: str | None, stage: str = "filter", **kw) -> StageWriter:
-        return StageWriter(
-            path,
-            stage=stage,
-            kind=kind,
-            config=config.fingerprinted(),
-            keys=("id", "sample"),
-            input_fingerprint=in_fp,
-            input_path=inputs,
-            **kw,
-        )
 
     verdicts, sft_kind = ("trajectories", "sft_tools") if kind == "trajectories" else ("verdicts", "sft")
     kept_w = writer(out, verdicts, overwrite=config.overwrite)
@@ -186,7 +157,6 @@ def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool =
     rejected_w, sft_w = writer(out / "rejected", verdicts), writer(out / "sft", sft_kind)
     to_sft = trajectory_sft_rows if kind == "trajectories" else sft_rows
     _pass3(work, decisions, deduper.columns, config.batch_rows, (kept_w, rejected_w, sft_w), tally, log, to_sft)
-    extra = trajectory_report(work, decisions) if kind == "trajectories" else {}
     report = tally.report(
         funnel_order(config, filters, deduper),
         sft_rows=tally.rows_out,
@@ -194,7 +164,7 @@ def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool =
         seconds=round(time.time() - started, 3),
         config=config.fingerprinted(),
         **reward_report(work, config),
-        **extra,
+        **(trajectory_report(work, decisions) if kind == "trajectories" else {}),
         **sandbox_record(sandbox_mode),
     )
     _write_json(out / REPORT, report)
@@ -206,6 +176,49 @@ def run_filter(config: FilterConfig, *, log: Log | None = None, progress: bool =
     # Where the time went, for the user and for bench/filter.py (not in report.json: it is not a result).
     log("time: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in timings.items()))
     return report
+
+
+def _before_any_work(config: FilterConfig) -> tuple:
+    """Every check that can fail, before anything is written: (the input's shards, its kind, the row filters,
+    the deduper)."""
+    shards = input_shards(config)
+    kind = input_kind(shards)
+    if config.engine == "ray":
+        from reasonkit.ray_engine import connect
+
+        connect(config.ray_address)  # an unreachable cluster fails here, before OUT exists
+    eval_sets = load_eval_sets(config.decontam, config.decontam_column, config.ngram)
+    filters = build_filters(
+        config, eval_sets, kind, lookahead=language_lookahead(config, load_manifest(config.traces).get("rows", 0))
+    )
+    deduper = build_deduper(config)
+    for f in filters:
+        if f.name == "difficulty":  # an eval of other prompts is an error before OUT exists
+            f.check_input(shards, config.difficulty, config.traces)
+    return shards, kind, filters, deduper
+
+
+def _writer_factory(config: FilterConfig) -> Callable[..., StageWriter]:
+    """Opens each of the stage's writers, all under the config and the inputs' fingerprint (the traces, the
+    decontamination sets and, with --difficulty, the eval's pass rates: another eval is another input)."""
+    inputs = [config.traces] + [parse_spec(s)[1] for s in config.decontam]
+    if config.difficulty is not None:
+        inputs.append(str(Path(config.difficulty) / "problems.parquet"))
+    in_fp = fingerprint([fingerprint_path(p) for p in inputs])
+
+    def writer(path: Path, kind: str | None, stage: str = "filter", **kw) -> StageWriter:
+        return StageWriter(
+            path,
+            stage=stage,
+            kind=kind,
+            config=config.fingerprinted(),
+            keys=("id", "sample"),
+            input_fingerprint=in_fp,
+            input_path=inputs,
+            **kw,
+        )
+
+    return writer
 
 
 def _run_pass1(
