@@ -9,6 +9,12 @@ whole recipe without loading any model.
 A stage's run function has one shape, ``run(config, *, log=None) -> report``: ``log`` takes one line of progress
 (None: silent, as the recipe runner runs them; a command passes its echo), the report is what the runner records.
 
+A stage folder holds its ``config.py``, ``run.py`` and ``command.py`` (gen/, filters/, judges/score/, judges/steps/,
+distill/eval/, distill/prepare/), with two exceptions by choice: train's run is distill/train.py, because distill/
+also holds the eval, prepare, rl, reward and onpolicy families and the name says which one it runs; and judges/'
+pairs, judge and critique share one config.py and one command.py, each run in its own module (pairs.py, judge.py,
+critique.py).
+
 >>> sorted(n for n, s in REGISTRY.items() if s.run and not s.command)  # stages only a recipe runs
 ['student', 'synth']
 >>> STAGES["generate"].inputs, "push" in STAGES, "push" in COMMANDS
@@ -53,7 +59,7 @@ def _command(command: str, help: str) -> StageSpec:
 REGISTRY: dict[str, StageSpec] = {
     "generate": StageSpec(
         "reasonkit.gen.config:GenerateConfig",
-        "reasonkit.gen.stage:generate",
+        "reasonkit.gen.run:generate",
         inputs=("prompts",),
         models=("teacher",),
         command="reasonkit.gen.command:generate",
@@ -61,7 +67,7 @@ REGISTRY: dict[str, StageSpec] = {
     ),
     "filter": StageSpec(
         "reasonkit.filters.config:FilterConfig",
-        "reasonkit.filters.stage:run_filter",
+        "reasonkit.filters.run:run_filter",
         inputs=("traces",),
         command="reasonkit.filters.command:filter",
         help="Verify, language-check, dedup and decontaminate traces.",
@@ -98,7 +104,7 @@ REGISTRY: dict[str, StageSpec] = {
         help="Math-Shepherd step labels from policy rollouts, and Step-DPO pairs.",
     ),
     "score": StageSpec(
-        "reasonkit.judges.score.run:ScoreConfig",
+        "reasonkit.judges.score.config:ScoreConfig",
         "reasonkit.judges.score.run:run_score",
         inputs=("input",),
         models=("model",),

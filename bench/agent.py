@@ -8,7 +8,7 @@ real BM25 ``search`` over the agent task's corpus), on one ``vllm.LLM``, in alte
 
 - ``sequential``: for each prompt, generate a turn (one ``llm.generate`` call), parse it, run its calls,
   append the observations, repeat until an answer or ``--max-turns``; then the next prompt;
-- ``distill``: ``gen.stage.generate`` with ``tools="search"`` end to end (gen/tools/loop.py: every
+- ``distill``: ``gen.run.generate`` with ``tools="search"`` end to end (gen/tools/loop.py: every
   trajectory's next turn batched in the engine while a thread pool runs other trajectories' calls;
   Parquet shards and manifest written) into a fresh directory each time.
 
@@ -94,7 +94,7 @@ def distill(llm, cfg, work: Path) -> tuple[int, dict, float]:
 
     import pyarrow.compute as pc
 
-    from reasonkit.gen.stage import generate, make_backend
+    from reasonkit.gen.run import generate, make_backend
     from reasonkit.store import read_stage
 
     cfg = replace(cfg, out=str(work / f"run-{time.monotonic_ns()}"))
@@ -130,7 +130,7 @@ def main() -> None:
     import pyarrow.parquet as pq
     import vllm
 
-    from reasonkit.gen.stage import GenerateConfig
+    from reasonkit.gen.run import GenerateConfig
     from reasonkit.gen.tools import base
     from reasonkit.gen.tools.base import ToolBox
     from reasonkit.gen.tools.search import make_search

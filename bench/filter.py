@@ -213,7 +213,7 @@ def minhash(n_docs: int, words: int, planted: int, threshold: float = 0.8, num_p
 _RSS_CHILD = """
 import json, resource, sys
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 if __name__ == "__main__":
     r = run_filter(FilterConfig(traces=sys.argv[1], out=sys.argv[2], workers=1, lang=None, dedup="minhash"))
     print(json.dumps({"rows_in": r["rows_in"], "seconds": r["seconds"],
@@ -241,7 +241,7 @@ def peak_rss(rows: int, work: Path) -> dict:
 def engines(n: int, workers: int, out: Path, rounds: int = 2) -> dict:
     """Wall time of the filter stage on the local engine and on a local Ray cluster, same input."""
     from reasonkit.filters.config import FilterConfig
-    from reasonkit.filters.stage import run_filter
+    from reasonkit.filters.run import run_filter
     from reasonkit.ray_engine import connect
     from reasonkit.tests.helpers.synthetic import synthetic_rows, write_traces
 

@@ -10,7 +10,7 @@ both printed (on a shared 2-core box, runs differ by 30%: the best is the steadi
 - ``bare``: one ``llm.generate`` call over all prompts (the chat text is
   rendered beforehand, outside the timer, and vLLM tokenizes it);
 - ``bare/shard``: the naive loop, one ``llm.generate`` per shard;
-- ``distill``: ``gen.stage.generate`` end to end (read the prompts, render, stream through the
+- ``distill``: ``gen.run.generate`` end to end (read the prompts, render, stream through the
   engine, split <think>, commit Parquet shards, manifest), into a fresh directory each time.
 
 Then the ``hf`` backend on a slice of the prompts, for reference. Target: distill/bare >= 0.95.
@@ -48,7 +48,7 @@ def bare(llm, texts, params, shard_size=None):
 def pipeline(llm, cfg, work):
     from dataclasses import replace
 
-    from reasonkit.gen.stage import generate, make_backend
+    from reasonkit.gen.run import generate, make_backend
 
     cfg = replace(cfg, out=str(work / f"run-{time.monotonic_ns()}"))
     start = time.perf_counter()
@@ -73,7 +73,7 @@ def main() -> None:
 
     from reasonkit.gen.backend import derive_seed
     from reasonkit.gen.render import prompt_text
-    from reasonkit.gen.stage import GenerateConfig, generate
+    from reasonkit.gen.run import GenerateConfig, generate
     from reasonkit.gen.vllm_backend import engine_kwargs
     from reasonkit.readers import read_prompts
     from reasonkit.recipes.tasks.math import write_prompts

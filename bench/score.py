@@ -91,7 +91,8 @@ def naive(scorer, table, include_reasoning: bool = True) -> float:
 
 
 def staged(scorer, traces: str, out: Path, batch_size: int, include_reasoning: bool = True) -> float:
-    from reasonkit.judges.score.run import ScoreConfig, run_score
+    from reasonkit.judges.score.config import ScoreConfig
+    from reasonkit.judges.score.run import run_score
 
     start = time.perf_counter()
     run_score(

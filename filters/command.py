@@ -63,7 +63,7 @@ def filter(ctx: click.Context, traces_dir: str, overrides: tuple[str, ...], quie
         start(LANGUAGE_WARM_UP, config.lang, config.lang_candidates)
     try:
         from reasonkit.filters.report import render
-        from reasonkit.filters.stage import run_filter
+        from reasonkit.filters.run import run_filter
 
         report = run_filter(config, log=log, progress=not quiet)
     finally:

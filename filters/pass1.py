@@ -1,6 +1,6 @@
 """Pass 1 of the filter stage on a list of shards: the row filters' verdicts and the dedup keys.
 
-The unit of work of both engines: the local loop of filters/stage.py and a Ray replica
+The unit of work of both engines: the local loop of filters/run.py and a Ray replica
 (filters/ray_engine.py). Its own module so that the stage and the engine both import it and
 neither imports the other.
 """

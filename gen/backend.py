@@ -2,7 +2,7 @@
 
 A backend turns prompts (chat messages) into samples. It owns the model (an engine, a server
 connection, a transformers model) and nothing else: sharding, resume and accounting belong to
-the stage (gen/stage.py), so a judge or an evaluator can hold the same backends.
+the stage (gen/run.py), so a judge or an evaluator can hold the same backends.
 
 Seeds are per prompt and derived from ``(seed, id)``, never from a prompt's position in the run,
 so a run killed and resumed draws the same samples as one that never stopped.

@@ -1,4 +1,4 @@
-"""``distill generate``: flags -> GenerateConfig -> gen.stage.generate. Imports nothing heavy.
+"""``distill generate``: flags -> GenerateConfig -> gen.run.generate. Imports nothing heavy.
 
 Precedence, lowest first: the dataclass defaults, a ``--config`` YAML (flat keys, or a
 ``generate:`` section of a recipe), the flags given on the command line, then ``--set key=value``.
@@ -42,7 +42,7 @@ def generate(ctx: click.Context, config_file: str | None, sets: tuple[str, ...],
 def _run(ctx: click.Context, config_file: str | None, sets: tuple[str, ...], flags: dict) -> None:
     from reasonkit.config import from_dict, load_yaml, override
     from reasonkit.errors import UserError
-    from reasonkit.gen.stage import generate as run_stage
+    from reasonkit.gen.run import generate as run_stage
 
     data: dict = {}
     if config_file:

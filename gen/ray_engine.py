@@ -1,7 +1,7 @@
 """The generate stage on Ray: one engine per replica, one shard per task, committed by the driver.
 
 The driver has read the prompts, rendered their messages and planned the owed shards exactly as
-the local engine does (gen/stage.py); here each owed shard is packed into one unit (its prompt
+the local engine does (gen/run.py); here each owed shard is packed into one unit (its prompt
 rows as Arrow IPC bytes, its rendered messages, its already committed keys) and handed to
 :func:`reasonkit.ray_engine.run_shards`. A :class:`GenerateReplica` holds one backend, built by
 the same ``make_backend`` as a local run, on ``tensor_parallel`` x ``pipeline_parallel_size`` GPUs
@@ -45,7 +45,7 @@ class GenerateReplica:
     def __init__(
         self, config, *, template: str | None, info, gen_config: str, prefill: str, teacher: str, make_backend
     ):
-        # make_backend: the stage's own (gen/stage.py passes it), so this module never imports the stage
+        # make_backend: the stage's own (gen/run.py passes it), so this module never imports the stage
         # The replica *is* the local engine, on one shard at a time.
         self.config = dataclasses.replace(config, engine="local", replicas=1, ray_address=None, data_parallel=1)
         self.backend = make_backend(self.config, info=info, chat_template=template)

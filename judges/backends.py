@@ -18,8 +18,8 @@ from reasonkit.judges.config import JudgeModel
 def generation_config(model: JudgeModel, seed: int = 0):
     """The generate stage's config of a judge's model: its sampling and backend groups whole (gen/settings.py),
     so a judge runs its model as ``distill generate`` with the same settings would."""
+    from reasonkit.gen.run import GenerateConfig
     from reasonkit.gen.settings import BackendSettings, SamplingSettings, values_of
-    from reasonkit.gen.stage import GenerateConfig
 
     return GenerateConfig(
         prompts="",
@@ -33,8 +33,8 @@ def generation_config(model: JudgeModel, seed: int = 0):
 def make_backend(model: JudgeModel, *, seed: int = 0):
     """Build the backend ``model`` names (preflight first: a bad setting fails before any load)."""
     from reasonkit.gen.render import load_chat_template
-    from reasonkit.gen.stage import make_backend as gen_backend
-    from reasonkit.gen.stage import preflight
+    from reasonkit.gen.run import make_backend as gen_backend
+    from reasonkit.gen.run import preflight
 
     try:
         config = generation_config(model, seed)

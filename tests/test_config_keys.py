@@ -18,7 +18,7 @@ WHERE = {
     "LabelStepsConfig": "reasonkit.judges.steps.config",
     "FilterConfig": "reasonkit.filters.config",
     "TrainConfig": "reasonkit.distill.config",
-    "ScoreConfig": "reasonkit.judges.score.run",
+    "ScoreConfig": "reasonkit.judges.score.config",
     "PrepareConfig": "reasonkit.distill.prepare.run",
 }
 

@@ -262,7 +262,7 @@ def test_generate_prompts_from_the_openr1_default_config(openr1):
 
 
 def test_generate_stage_reads_the_openr1_folder_and_fingerprints_its_split(openr1, tmp_path):
-    from reasonkit.gen.stage import GenerateConfig
+    from reasonkit.gen.run import GenerateConfig
     from reasonkit.store import fingerprint_path
 
     cfg = GenerateConfig(prompts=f"{openr1}:default:train", teacher="unused", out=str(tmp_path / "o"), backend="hf")

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from reasonkit.errors import UserError
-from reasonkit.gen.stage import GenerateConfig, generate
+from reasonkit.gen.run import GenerateConfig, generate
 from reasonkit.readers import prompt_notes, read_prompts, stable_id
 
 from .test_reference_prompts import RecordingTeacher, openr1_table

@@ -8,9 +8,9 @@ import pytest
 
 from reasonkit.errors import UserError
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.gen.backend import Completion
-from reasonkit.gen.stage import GenerateConfig, generate
+from reasonkit.gen.run import GenerateConfig, generate
 from reasonkit.readers import ColumnMap, _without_reference_turns, prompt_notes, read_prompts
 from reasonkit.store import read_stage
 

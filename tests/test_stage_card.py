@@ -27,7 +27,7 @@ from reasonkit.distill.eval.run import CARD_TABLES
 from reasonkit.distill.rl.rollouts import open_rollouts
 from reasonkit.errors import UserError
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.judges.config import PairsConfig
 from reasonkit.judges.pairs import run_pairs
 from reasonkit.readers import read_table

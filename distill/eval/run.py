@@ -2,7 +2,7 @@
 
 The protocol defaults are DeepSeek-R1's: temperature 0.6, top-p 0.95, the boxed-answer instruction,
 and pass@1 averaged over k samples (the paper used k=64 for AIME 2024, 32,768 generated tokens).
-Generation goes through :func:`reasonkit.gen.stage.generate`, so an interrupted evaluation resumes.
+Generation goes through :func:`reasonkit.gen.run.generate`, so an interrupted evaluation resumes.
 
 Output directory::
 
@@ -35,7 +35,7 @@ def run_eval(config: EvalConfig, *, log: Callable[[str], None] | None = None, ba
     from reasonkit.distill.eval.model import lora_backend, resolve_model
     from reasonkit.distill.eval.protocol import protocol, resolve_data_parallel
     from reasonkit.distill.eval.score import score, verify_samples
-    from reasonkit.gen.stage import generate
+    from reasonkit.gen.run import generate
     from reasonkit.readers import ColumnMap
     from reasonkit.store import fingerprint_path, read_stage, write_card
 
@@ -144,8 +144,8 @@ def generation_config(config: EvalConfig, model: str, out: Path, columns, replic
     """The generate stage's config of an evaluation: eval's groups whole (gen/settings.py, engine.py), so it
     samples, renders and runs its engine exactly as ``distill generate`` with the same settings would."""
     from reasonkit.engine import EngineSettings
+    from reasonkit.gen.run import GenerateConfig
     from reasonkit.gen.settings import BackendSettings, PromptSettings, SamplingSettings, ToolSettings, values_of
-    from reasonkit.gen.stage import GenerateConfig
 
     groups = {}
     for group in (SamplingSettings, PromptSettings, ToolSettings, EngineSettings, BackendSettings):

@@ -1,6 +1,6 @@
 """``distill generate --tools``: the generate stage's pieces that differ when rows are trajectories.
 
-Everything else is the stage's own (gen/stage.py): the same prompts, shards, manifest, resume
+Everything else is the stage's own (gen/run.py): the same prompts, shards, manifest, resume
 after SIGKILL and summary; rows are built from :class:`~reasonkit.gen.tools.loop.Trajectory`
 records instead of completions, and validated as the ``trajectories`` table (schema.py).
 """
@@ -76,7 +76,7 @@ def tool_settings(config, toolbox) -> dict:
 class TrajectoryAssembler(Assembler):
     """The stage's Assembler (commit a shard when its last sample arrives) over trajectories."""
 
-    tools: str | None = None  # the run's tool schemas as JSON text (gen/stage.py sets it)
+    tools: str | None = None  # the run's tool schemas as JSON text (gen/run.py sets it)
 
     def table(self, rows: list, take: list[int]) -> pa.Table:
         def ints(name: str) -> pa.Array:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from reasonkit.judges.score.run import ScoreConfig
+from reasonkit.judges.score.config import ScoreConfig
 from reasonkit.options import Command, config_options, given
 
 

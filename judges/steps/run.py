@@ -165,9 +165,9 @@ def make_backend(cfg: LabelStepsConfig):
     """The policy behind the generate stage's vLLM or transformers backend (preflight first)."""
     from reasonkit.gen.preflight import model_length
     from reasonkit.gen.render import load_chat_template
+    from reasonkit.gen.run import GenerateConfig, preflight
+    from reasonkit.gen.run import make_backend as gen_backend
     from reasonkit.gen.settings import BackendSettings, SamplingSettings, values_of
-    from reasonkit.gen.stage import GenerateConfig, preflight
-    from reasonkit.gen.stage import make_backend as gen_backend
 
     try:
         length = cfg.max_model_len or model_length(cfg.policy)[0]

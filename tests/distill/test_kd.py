@@ -108,8 +108,8 @@ def test_two_kd_steps_on_the_embedded_teacher(vllm_engine, gen_model, tmp_path):
     from reasonkit.distill.config import TrainConfig
     from reasonkit.distill.train import train
     from reasonkit.filters.config import FilterConfig
-    from reasonkit.filters.stage import run_filter
-    from reasonkit.gen.stage import GenerateConfig, generate, make_backend
+    from reasonkit.filters.run import run_filter
+    from reasonkit.gen.run import GenerateConfig, generate, make_backend
     from reasonkit.recipes.tasks.math import write_prompts
 
     prompts = write_prompts(tmp_path / "p.parquet", 8, seed=2, variant="mul")

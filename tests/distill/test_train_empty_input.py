@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from reasonkit.cli import cli
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.judges.config import PairsConfig
 from reasonkit.judges.pairs import run_pairs
 from reasonkit.store import StageWriter

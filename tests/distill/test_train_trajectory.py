@@ -11,7 +11,7 @@ import pytest
 from reasonkit.distill import data
 from reasonkit.distill.config import TrainConfig
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.recipes.tasks import agent as agent_task
 from reasonkit.schema import TOOL_MESSAGES
 from reasonkit.store import StageWriter

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from reasonkit.config import from_dict
 from reasonkit.errors import UserError
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.store import load_manifest, read_stage
 
 from ..helpers.synthetic import trace, write_traces

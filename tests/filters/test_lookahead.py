@@ -18,7 +18,7 @@ from reasonkit.filters.config import LANGUAGE_WARM_UP, FilterConfig, language_lo
 from reasonkit.filters.language import DEFAULT_CANDIDATES, LanguageFilter
 from reasonkit.filters.lookahead import Lookahead
 from reasonkit.filters.pass1 import build_deduper, build_filters, filter_shards
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.store import read_stage
 
 from ..helpers.synthetic import trace, traces_table, write_traces

@@ -3,7 +3,7 @@
 `unclosed_think` either way."""
 
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.store import read_stage
 
 from ..helpers.synthetic import trace, write_traces

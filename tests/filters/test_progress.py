@@ -5,7 +5,7 @@ from click.testing import CliRunner
 
 from reasonkit.cli import cli
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.ticker import EVERY_ENV
 
 from ..helpers.score import arithmetic_traces

@@ -4,7 +4,7 @@ output GRPO reads as its --data."""
 import json
 
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.readers import read_prompts
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest, read_stage

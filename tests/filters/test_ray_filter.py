@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import WORK, run_filter
-from reasonkit.gen.stage import GenerateConfig, generate
+from reasonkit.filters.run import WORK, run_filter
+from reasonkit.gen.run import GenerateConfig, generate
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest
 

@@ -114,7 +114,8 @@ def test_filter_step_aggregate_changes_the_pick(tmp_path):
 
 
 def test_select_reward_on_scores_from_a_real_reward_model(tmp_path):
-    from reasonkit.judges.score.run import ScoreConfig, run_score
+    from reasonkit.judges.score.config import ScoreConfig
+    from reasonkit.judges.score.run import run_score
 
     from ..helpers.score import arithmetic_traces, build_reward_model
 

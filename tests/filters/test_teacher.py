@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.recipes.tasks import math as task
 from reasonkit.store import read_stage
 

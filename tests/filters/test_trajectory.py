@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from reasonkit.errors import UserError
 from reasonkit.filters.command import filter as filter_command
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.filters.trajectory import unrecovered_error
 from reasonkit.schema import validate
 from reasonkit.store import StageWriter, read_stage
@@ -217,7 +217,7 @@ def test_generated_trajectories_filter_into_sft_rows_with_their_tools(tmp_path, 
     the model was shown, and the final answers are verified."""
     import pyarrow.parquet as pq
 
-    from reasonkit.gen.stage import GenerateConfig, generate
+    from reasonkit.gen.run import GenerateConfig, generate
     from reasonkit.gen.tools import base
 
     from ..helpers.gen_tools import ScriptedBackend, lookup_script

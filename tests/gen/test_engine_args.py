@@ -21,7 +21,7 @@ from reasonkit.config import from_dict, load_yaml, override
 from reasonkit.errors import UserError
 from reasonkit.gen.engine_args import engine_arg_names
 from reasonkit.gen.placement import plan_replica
-from reasonkit.gen.stage import GenerateConfig, make_backend, output_settings
+from reasonkit.gen.run import GenerateConfig, make_backend, output_settings
 from reasonkit.recipes.recipe import parse_recipe
 from reasonkit.recipes.runner import validate
 
@@ -85,7 +85,7 @@ def test_the_fields_checked_are_the_gpu_pins_that_the_installed_vllm_has_too():
 
 def test_checking_engine_args_imports_no_vllm():
     probe = (
-        "import sys\nfrom reasonkit.config import from_dict\nfrom reasonkit.gen.stage import GenerateConfig\n"
+        "import sys\nfrom reasonkit.config import from_dict\nfrom reasonkit.gen.run import GenerateConfig\n"
         "from_dict(GenerateConfig, {'prompts': 'p', 'teacher': 't', 'out': 'o',\n"
         "          'engine_args': {'pipeline_parallel_size': 2, 'kv_cache_dtype': 'fp8'}}, 'traces')\n"
         "print('HEAVY', [m for m in ('torch', 'vllm') if m in sys.modules])\n"
@@ -214,7 +214,7 @@ def test_each_gpu_recipe_header_states_its_gpus_and_memory(name):
 @pytest.mark.slow
 def test_a_real_vllm_engine_takes_engine_args_from_set(tmp_path, tiny_model_dir):
     """One engine of its own (~25 s): engine_args reach vLLM's config and it generates."""
-    from reasonkit.gen.stage import generate
+    from reasonkit.gen.run import generate
     from reasonkit.recipes.tasks.math import write_prompts
 
     prompts = write_prompts(tmp_path / "p.parquet", 4, seed=3)
@@ -269,6 +269,6 @@ def test_eval_and_judges_take_engine_args_to_the_engine_they_build(tiny_model_di
         "judge",
     )
     built = []
-    monkeypatch.setattr("reasonkit.gen.stage.make_backend", lambda config, **kw: built.append(config))
+    monkeypatch.setattr("reasonkit.gen.run.make_backend", lambda config, **kw: built.append(config))
     backends.make_backend(judge)
     assert built[0].tensor_parallel == 4 and built[0].engine_args == {"kv_cache_dtype": "fp8"}

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from reasonkit.errors import UserError
-from reasonkit.gen.stage import GenerateConfig, generate, make_backend
+from reasonkit.gen.run import GenerateConfig, generate, make_backend
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import read_stage
 
@@ -85,7 +85,7 @@ def test_hf_backend_stores_the_same_top_k(engine_rows, gen_model, tmp_path):
 @pytest.mark.slow
 def test_the_filter_carries_the_columns_into_kept_and_sft(engine_rows, tmp_path):
     from reasonkit.filters.config import FilterConfig
-    from reasonkit.filters.stage import run_filter
+    from reasonkit.filters.run import run_filter
 
     _, rows, traces = engine_rows
     run_filter(

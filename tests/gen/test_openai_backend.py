@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reasonkit.gen.stage import GenerateConfig, generate
+from reasonkit.gen.run import GenerateConfig, generate
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest, read_stage
 

@@ -6,7 +6,7 @@ import io
 import pytest
 
 from reasonkit.gen.progress import Progress
-from reasonkit.gen.stage import generate
+from reasonkit.gen.run import generate
 from reasonkit.ticker import EVERY_ENV
 
 from .test_units import FakeBackend, config

@@ -10,7 +10,7 @@ import pytest
 from reasonkit.config import from_dict
 from reasonkit.errors import UserError
 from reasonkit.filters.config import FilterConfig
-from reasonkit.gen.stage import GenerateConfig
+from reasonkit.gen.run import GenerateConfig
 
 from ..helpers.ray import distill
 from ..helpers.synthetic import synthetic_rows, write_traces

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from reasonkit.gen.stage import GenerateConfig, generate, make_backend
+from reasonkit.gen.run import GenerateConfig, generate, make_backend
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import load_manifest
 

@@ -13,7 +13,7 @@ from reasonkit.gen.backend import Backend, Completion, derive_seed
 from reasonkit.gen.command import generate as generate_command
 from reasonkit.gen.render import R1_INSTRUCTION, THINK_PREFILL, build_messages, prompt_text
 from reasonkit.gen.retry import RetryPolicy, parse_retry_after
-from reasonkit.gen.stage import GenerateConfig, generate, output_settings
+from reasonkit.gen.run import GenerateConfig, generate, output_settings
 from reasonkit.store import fingerprint, load_manifest, read_stage
 from reasonkit.think import split
 
@@ -351,10 +351,10 @@ def test_missing_model_directory(base_args, tmp_path):
 
 
 def test_config_file_then_flags_then_set(tmp_path, monkeypatch):
-    import reasonkit.gen.stage as stage
+    import reasonkit.gen.run as gen_run
 
     seen = {}
-    monkeypatch.setattr(stage, "generate", lambda cfg: seen.setdefault("cfg", cfg))
+    monkeypatch.setattr(gen_run, "generate", lambda cfg: seen.setdefault("cfg", cfg))
     yaml_file = tmp_path / "gen.yaml"
     yaml_file.write_text(
         json.dumps({"generate": {"prompts": "p.jsonl", "teacher": "t", "out": "o", "n": 4, "seed": 3}})

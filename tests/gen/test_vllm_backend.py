@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reasonkit.gen.stage import GenerateConfig, generate, make_backend
+from reasonkit.gen.run import GenerateConfig, generate, make_backend
 from reasonkit.recipes.tasks.math import write_prompts
 from reasonkit.store import read_stage
 

@@ -13,7 +13,7 @@ from reasonkit.store import StageWriter, fingerprint, fingerprint_path
 
 TOKEN = "hf_reasonkitTESTtoken0123456789abcdef"
 TEACHER = "reasonkit/tiny-teacher"
-# As gen/stage.py records it: `config` is what decides the rows, `run_config` where it ran.
+# As gen/run.py records it: `config` is what decides the rows, `run_config` where it ran.
 GEN_CONFIG = {
     "teacher": TEACHER,
     "backend": "openai",

@@ -195,7 +195,7 @@ def test_cli(verdicts, tmp_path):
 def test_pairs_on_a_real_filter_output(tmp_path):
     """Tiny-task traces through `distill filter` (kept + rejected/), then both strategies."""
     from reasonkit.filters.config import FilterConfig
-    from reasonkit.filters.stage import run_filter
+    from reasonkit.filters.run import run_filter
     from reasonkit.recipes.tasks.math import make_problems, solution
     from reasonkit.think import split
 

@@ -29,9 +29,9 @@ class Interrupted(KeyboardInterrupt):
 
 def interrupt_after(n: int, monkeypatch):
     """Make the generate stage's real backend stop (as Ctrl-C would) before its n+1-th completion."""
-    import reasonkit.gen.stage as gen_stage
+    import reasonkit.gen.run as gen_run
 
-    real = gen_stage.make_backend
+    real = gen_run.make_backend
 
     class Stopping:
         def __init__(self, backend):
@@ -46,8 +46,8 @@ def interrupt_after(n: int, monkeypatch):
         def __getattr__(self, name):
             return getattr(self.backend, name)
 
-    monkeypatch.setattr(gen_stage, "make_backend", lambda *a, **k: Stopping(real(*a, **k)))
-    return lambda: monkeypatch.setattr(gen_stage, "make_backend", real)
+    monkeypatch.setattr(gen_run, "make_backend", lambda *a, **k: Stopping(real(*a, **k)))
+    return lambda: monkeypatch.setattr(gen_run, "make_backend", real)
 
 
 def generate_recipe(tmp_path, model):

@@ -17,7 +17,8 @@ from reasonkit.distill.rl.grpo import build_grpo_trainer, grpo_arguments
 from reasonkit.distill.student import Device, load_model, lora_config, resolve_device, trainer_args
 from reasonkit.distill.train import train
 from reasonkit.errors import UserError
-from reasonkit.judges.score.run import ScoreConfig, run_score
+from reasonkit.judges.score.config import ScoreConfig
+from reasonkit.judges.score.run import run_score
 from reasonkit.recipes.tasks import math as task
 from reasonkit.reward.functions import make_rewards
 from reasonkit.reward.model import ModelReward

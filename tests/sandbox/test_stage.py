@@ -17,7 +17,7 @@ from reasonkit import sandbox
 from reasonkit.errors import UserError
 from reasonkit.sandbox import modes
 
-from ..filters.code.test_stage import rows
+from ..filters.code.test_run import rows
 from ..helpers.as_nobody import NOBODY, run_as_nobody
 from ..helpers.synthetic import write_traces
 
@@ -76,7 +76,7 @@ def test_every_program_running_stage_checks_the_sandbox_before_its_input(stage, 
 
         call = lambda: run_eval(EvalConfig(model="m", data=missing, out=out, verifier="code"))  # noqa: E731
     elif stage == "generate":
-        from reasonkit.gen.stage import GenerateConfig, generate
+        from reasonkit.gen.run import GenerateConfig, generate
 
         call = lambda: generate(GenerateConfig(prompts=missing, teacher="t", out=out, tools="python"))  # noqa: E731
     else:

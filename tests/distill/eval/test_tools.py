@@ -73,7 +73,7 @@ def config(task, out, teacher_dir, **kw):
 
 def test_scores_the_final_answer_as_the_filter_does_and_reports_the_tools(task, tmp_path, teacher_dir):
     from reasonkit.filters.config import FilterConfig
-    from reasonkit.filters.stage import run_filter
+    from reasonkit.filters.run import run_filter
     from reasonkit.store import read_stage
 
     summary = run_eval(config(task, tmp_path / "ev", teacher_dir), backend=ScriptedBackend(two_hop))

@@ -16,7 +16,7 @@ from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.train import train
 from reasonkit.filters.config import FilterConfig
 from reasonkit.filters.format import REASONS as FORMAT_REASONS
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.recipes.tasks import math as task
 from reasonkit.store import read_stage
 

@@ -20,7 +20,7 @@ from reasonkit.distill.config import TrainConfig
 from reasonkit.distill.rl.grpo import RolloutGRPOTrainer
 from reasonkit.distill.train import train
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.filters.trajectory import TrajectoryVerifyFilter
 from reasonkit.gen.tools.search import make_search
 from reasonkit.recipes.tasks import agent as agent_task

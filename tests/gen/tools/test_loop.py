@@ -252,7 +252,7 @@ def write_questions(path, n=7):
 
 
 def tool_config(tmp_path, **kw):
-    from reasonkit.gen.stage import GenerateConfig
+    from reasonkit.gen.run import GenerateConfig
 
     base_kw = dict(
         prompts=write_questions(tmp_path / "q.parquet"),
@@ -268,7 +268,7 @@ def tool_config(tmp_path, **kw):
 
 
 def test_stage_writes_trajectories_in_the_contract(tmp_path, echo_tool):
-    from reasonkit.gen.stage import generate
+    from reasonkit.gen.run import generate
     from reasonkit.store import read_stage
 
     cfg = tool_config(tmp_path)
@@ -284,14 +284,14 @@ def test_stage_writes_trajectories_in_the_contract(tmp_path, echo_tool):
     assert row["messages"][2] == {"role": "tool", "content": "WORD3", "tool_calls": None, "name": "echo"}
     assert manifest["summary"]["completion_tokens"] == 14 * 10
     # the tool settings are part of what the rows say: another turn limit is another config
-    from reasonkit.gen.stage import generate as again
+    from reasonkit.gen.run import generate as again
 
     with pytest.raises(Exception, match="overwrite"):
         again(tool_config(tmp_path, max_turns=5), backend=ScriptedBackend(lookup_script))
 
 
 def test_stage_crash_then_rerun_loses_and_repeats_nothing(tmp_path, echo_tool):
-    from reasonkit.gen.stage import generate
+    from reasonkit.gen.run import generate
     from reasonkit.store import load_manifest, read_stage
 
     cfg = tool_config(tmp_path)

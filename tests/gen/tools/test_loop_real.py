@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reasonkit.gen.stage import GenerateConfig, generate, make_backend
+from reasonkit.gen.run import GenerateConfig, generate, make_backend
 from reasonkit.recipes.tasks import agent as agent_task
 from reasonkit.recipes.teachers.agent import SEARCH_K  # passages per observation: what the teacher learnt to read
 from reasonkit.store import load_manifest, read_stage

@@ -1,7 +1,8 @@
 """`distill score` with stderr in a file: plain lines, rows committed of the input's rows, rows/s, rows scored this
 run, time left, at a steady interval rather than a line per shard (issue 36, item 4)."""
 
-from reasonkit.judges.score.run import ScoreConfig, run_score
+from reasonkit.judges.score.config import ScoreConfig
+from reasonkit.judges.score.run import run_score
 from reasonkit.ticker import EVERY_ENV
 
 from ...helpers.score import arithmetic_traces, build_reward_model

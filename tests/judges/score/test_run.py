@@ -7,7 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from reasonkit.cli import cli
-from reasonkit.judges.score.run import ScoreConfig, run_score
+from reasonkit.judges.score.config import ScoreConfig
+from reasonkit.judges.score.run import run_score
 from reasonkit.reward.scorer import Scorer, inspect_model, turn_of
 from reasonkit.store import load_manifest, read_stage
 
@@ -212,7 +213,8 @@ def test_the_command_and_config_import_nothing_heavy():
     import sys
 
     code = (
-        "import sys, reasonkit.judges.score.command, reasonkit.judges.score.run, reasonkit.reward.model; "
+        "import sys, reasonkit.judges.score.command, reasonkit.judges.score.config, reasonkit.judges.score.run, "
+        "reasonkit.reward.model; "
         "print(sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'pyarrow') if m in sys.modules))"
     )
     assert (

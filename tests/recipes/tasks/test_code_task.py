@@ -4,7 +4,7 @@ through `distill filter --verifier code`, a program that only prints the example
 import json
 
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.recipes.tasks import code as code_task
 from reasonkit.recipes.tasks import math as task
 from reasonkit.store import read_stage

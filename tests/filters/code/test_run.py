@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from reasonkit.errors import UserError
 from reasonkit.filters.command import filter as filter_command
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.store import read_stage
 
 from ...helpers.synthetic import trace, write_traces

@@ -7,7 +7,7 @@ import pytest
 
 from reasonkit.errors import UserError
 from reasonkit.filters.config import FilterConfig
-from reasonkit.filters.stage import run_filter
+from reasonkit.filters.run import run_filter
 from reasonkit.store import MANIFEST, StageWriter, read_stage
 
 from ..helpers.synthetic import trace, write_traces
