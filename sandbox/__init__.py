@@ -38,8 +38,15 @@ Many tests of one program: pass the test data as ``files`` and a harness as the 
 (False, True, 'wall')
 >>> run("import os; print(sorted(os.environ))").stdout
 "['HOME', 'LANG', 'MALLOC_ARENA_MAX', 'MKL_NUM_THREADS', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'PATH', 'PYTHONPATH']\\n"
->>> run("import os; print(os.path.exists(os.path.expanduser('~root/.bashrc')), os.listdir('/tmp'))").stdout
-"False ['sandbox']\\n"
+>>> run("import os; print(os.path.exists(os.path.expanduser('~root/.bashrc')))").stdout
+'False\\n'
+
+The program's /tmp holds its own directory and, where the interpreter lives under /tmp (a clone or venv there),
+the read-only path to it; nothing else of the host's /tmp:
+
+>>> probe = "import os, sys; print(sorted(set(os.listdir('/tmp')) - {'sandbox'} - {p.split('/')[2] for p in sys.path if p.startswith('/tmp/')}))"
+>>> run(probe).stdout
+'[]\\n'
 """  # noqa: E501
 
 from reasonkit.sandbox.host import SandboxError
