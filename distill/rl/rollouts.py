@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from reasonkit.distill import rollout_log
 from reasonkit.distill.rollout_log import DIRNAME
-from reasonkit.schema import MESSAGES, TOOL_MESSAGES
+from reasonkit.schema import schema
 
 
 def rollout_schema(names: list[str], tools: bool = False) -> pa.Schema:
@@ -48,45 +48,9 @@ def rollout_schema(names: list[str], tools: bool = False) -> pa.Schema:
         *[(f"reward_{n}", pa.float32()) for n in names],
         ("advantage", pa.float32()),
     ]
-    if tools:
-        return pa.schema(
-            [
-                ("id", pa.string()),
-                ("sample", pa.int32()),
-                ("messages", TOOL_MESSAGES),
-                ("response", pa.string()),
-                ("turns", pa.int32()),
-                ("tool_calls", pa.int32()),
-                ("tool_errors", pa.int32()),
-                ("finish_reason", pa.string()),
-                ("prompt_tokens", pa.int32()),
-                ("completion_tokens", pa.int32()),
-                ("teacher", pa.string()),
-                ("gen_config", pa.string()),
-                ("answer", pa.string()),
-                ("source", pa.string()),
-                ("tools", pa.string()),
-                *scored,
-            ]
-        )
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("sample", pa.int32()),
-            ("messages", MESSAGES),
-            ("completion", pa.string()),
-            ("reasoning", pa.string()),
-            ("response", pa.string()),
-            ("finish_reason", pa.string()),
-            ("prompt_tokens", pa.int32()),
-            ("completion_tokens", pa.int32()),
-            ("teacher", pa.string()),
-            ("gen_config", pa.string()),
-            ("answer", pa.string()),
-            ("source", pa.string()),
-            *scored,
-        ]
-    )
+    # The generated columns are the contract's own (schema.py), every one nullable as the shard is written.
+    generated = schema("trajectories" if tools else "traces")
+    return pa.schema([*(pa.field(f.name, f.type) for f in generated), *scored])
 
 
 class RolloutLog(rollout_log.RolloutLog):
