@@ -71,14 +71,11 @@ def step_dir(recipe: Recipe, name: str) -> str:
     return str(Path(recipe.out) / name)
 
 
-# long: a recipe's keys checked in the order they are written (keys, steps, --set, out, compare)
 def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | None = None) -> Recipe:
     """Check a recipe's shape (not yet the stage configs: see runner.validate) and apply ``--set``.
 
     ``--set traces.n=8`` sets key ``n`` of step ``traces``; ``--set out=DIR`` moves the run.
     """
-    from reasonkit.stages import STAGES
-
     data = dict(data)
     for key in data:
         if key not in _RECIPE_KEYS:
@@ -88,24 +85,47 @@ def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | No
         raise UserError(f"{path}: steps: expected a non-empty list of steps")
     steps: list[Step] = []
     for i, raw in enumerate(raw_steps):
-        where = f"{path}: steps[{i}]"
-        if not isinstance(raw, dict):
-            raise UserError(f"{where}: expected a mapping with name, stage and with")
-        for key in raw:
-            if key not in _STEP_KEYS:
-                raise UserError(f"{where}.{key}: unknown key{suggest(str(key), dict.fromkeys(_STEP_KEYS))}")
-        name, stage = raw.get("name"), raw.get("stage")
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_\-]+", name or ""):
-            raise UserError(f"{where}.name: expected a name of letters, digits, - and _; found {name!r}")
-        if any(s.name == name for s in steps):
-            raise UserError(f"{where}.name: duplicate step name {name!r}")
-        if stage not in STAGES:
-            raise UserError(f"{where}.stage: unknown stage {stage!r}{suggest(str(stage), STAGES)}")
-        config = raw.get("with") or {}
-        if not isinstance(config, dict):
-            raise UserError(f"{where}.with: expected a mapping of {stage} settings")
-        steps.append(Step(name, stage, dict(config)))
-    recipe_out = data.get("out") or str(Path("runs") / Path(path).stem)
+        steps.append(_parse_step(raw, f"{path}: steps[{i}]", steps))
+    recipe_out = _apply_overrides(steps, overrides, data.get("out") or str(Path("runs") / Path(path).stem))
+    if out is not None:
+        recipe_out = out
+    compare = _compare_pairs(data.get("compare"), steps, path)
+    return Recipe(
+        path=path,
+        out=str(recipe_out),
+        steps=tuple(steps),
+        name=str(data.get("name") or Path(path).stem),
+        description=str(data.get("description") or ""),
+        report=bool(data.get("report", True)),
+        compare=compare,
+        sandbox=_sandbox_choice(data.get("sandbox", "auto"), path),
+    )
+
+
+def _parse_step(raw: Any, where: str, earlier: list[Step]) -> Step:
+    """One entry of ``steps:`` checked (``where`` names it in an error; ``earlier``: the steps before it)."""
+    from reasonkit.stages import STAGES
+
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: expected a mapping with name, stage and with")
+    for key in raw:
+        if key not in _STEP_KEYS:
+            raise UserError(f"{where}.{key}: unknown key{suggest(str(key), dict.fromkeys(_STEP_KEYS))}")
+    name, stage = raw.get("name"), raw.get("stage")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_\-]+", name or ""):
+        raise UserError(f"{where}.name: expected a name of letters, digits, - and _; found {name!r}")
+    if any(s.name == name for s in earlier):
+        raise UserError(f"{where}.name: duplicate step name {name!r}")
+    if stage not in STAGES:
+        raise UserError(f"{where}.stage: unknown stage {stage!r}{suggest(str(stage), STAGES)}")
+    config = raw.get("with") or {}
+    if not isinstance(config, dict):
+        raise UserError(f"{where}.with: expected a mapping of {stage} settings")
+    return Step(name, stage, dict(config))
+
+
+def _apply_overrides(steps: list[Step], overrides: list[str], recipe_out: str) -> str:
+    """Apply each ``--set STEP.KEY=VALUE`` to ``steps`` in place; returns the run directory (``--set out=DIR``)."""
     for item in overrides:
         key, value = parse_assignment(item)
         if key == "out":
@@ -120,19 +140,7 @@ def parse_recipe(data: dict, path: str, overrides: list[str] = (), out: str | No
         config = _deep_copy(steps[index].config)
         set_path(config, rest.split("."), value, item)
         steps[index] = Step(steps[index].name, steps[index].stage, config)
-    if out is not None:
-        recipe_out = out
-    compare = _compare_pairs(data.get("compare"), steps, path)
-    return Recipe(
-        path=path,
-        out=str(recipe_out),
-        steps=tuple(steps),
-        name=str(data.get("name") or Path(path).stem),
-        description=str(data.get("description") or ""),
-        report=bool(data.get("report", True)),
-        compare=compare,
-        sandbox=_sandbox_choice(data.get("sandbox", "auto"), path),
-    )
+    return recipe_out
 
 
 def _sandbox_choice(value: Any, path: str) -> str:
